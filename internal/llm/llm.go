@@ -1,0 +1,165 @@
+// Package llm is the seam between the agent loop and language-model providers.
+//
+// A Model streams one completion as a sequence of Chunks. Adapters (openai,
+// anthropic, scripted) live in their own packages and are the only importers of
+// a provider SDK. Every adapter:
+//   - streams text, reasoning and tool-call deltas as they arrive, in order;
+//   - reports usage when the provider sends it;
+//   - maps provider failures to *Error with a stable Code;
+//   - stops the upstream request when ctx is cancelled or Stream.Close is called.
+//
+// A Stream is used by one goroutine.
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Role is the author of a message in a model request.
+type Role string
+
+// Roles understood by every adapter.
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// Part is one piece of a multi-part user message: text or an image by URL.
+type Part struct {
+	Type     string `json:"type"` // "text" or "image_url"
+	Text     string `json:"text,omitempty"`
+	ImageURL string `json:"imageUrl,omitempty"`
+}
+
+// ToolCall is a complete tool call requested by the model.
+type ToolCall struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"` // a JSON object as the model wrote it
+}
+
+// Message is one entry of the conversation sent to the model.
+type Message struct {
+	Role    Role   `json:"role"`
+	Content string `json:"content,omitempty"`
+	// Parts, when set, replaces Content for user messages with images.
+	Parts []Part `json:"parts,omitempty"`
+	// ToolCalls are the calls an assistant message made.
+	ToolCalls []ToolCall `json:"toolCalls,omitempty"`
+	// ToolCallID names the call a tool message answers.
+	ToolCallID string `json:"toolCallId,omitempty"`
+	// Name is the tool's name on tool messages (Anthropic and some OpenAI-compatible servers want it).
+	Name string `json:"name,omitempty"`
+}
+
+// ToolSpec describes a tool offered to the model.
+type ToolSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"` // JSON Schema of the arguments object
+}
+
+// Request is one model call.
+type Request struct {
+	Model       string // empty: the adapter's configured default
+	Messages    []Message
+	Tools       []ToolSpec
+	MaxTokens   int      // 0: the adapter's default
+	Temperature *float64 // nil: provider default
+	// JSONObject asks for a JSON object answer (structured output) where the provider supports it.
+	JSONObject bool
+}
+
+// ToolCallDelta is a fragment of a tool call as it streams. The first fragment
+// of a call carries ID and Name; later fragments of the same Index append to Arguments.
+type ToolCallDelta struct {
+	Index     int
+	ID        string
+	Name      string
+	ArgsDelta string
+}
+
+// Usage counts tokens of one model call.
+type Usage struct {
+	InputTokens     int `json:"inputTokens"`
+	OutputTokens    int `json:"outputTokens"`
+	ReasoningTokens int `json:"reasoningTokens,omitempty"`
+}
+
+// Chunk is one streamed piece of a completion. Exactly one of its fields is set,
+// except FinishReason which may come with the last piece.
+type Chunk struct {
+	Text         string
+	Reasoning    string
+	ToolCall     *ToolCallDelta
+	Usage        *Usage
+	FinishReason string // "stop", "tool_calls", "length", "content_filter"
+}
+
+// Stream yields the chunks of one completion.
+type Stream interface {
+	// Next advances to the next chunk; false at the end or on error.
+	Next() bool
+	// Chunk is the current chunk, valid after Next returned true.
+	Chunk() Chunk
+	// Err is the error that ended the stream, nil after a clean end.
+	// A stream that ends without the provider's end marker reports ErrStreamCut.
+	Err() error
+	// Close releases the upstream connection; safe to call more than once.
+	Close() error
+}
+
+// Model is a streaming language model.
+type Model interface {
+	// Name identifies the provider and model, for logs and the run record.
+	Name() string
+	// Stream starts a completion. Errors before the first chunk (connection
+	// refused, 401, 429, 5xx) are returned here as *Error.
+	Stream(ctx context.Context, req Request) (Stream, error)
+}
+
+// Error codes reported by adapters.
+const (
+	CodeUnauthorized = "llm_unauthorized" // 401/403 from the provider
+	CodeRateLimited  = "llm_rate_limited" // 429
+	CodeUnavailable  = "llm_unavailable"  // connection refused, 5xx
+	CodeTimeout      = "llm_timeout"      // request deadline exceeded
+	CodeBadRequest   = "llm_bad_request"  // 400/404/422: our request was refused
+	CodeStreamCut    = "llm_stream_cut"   // the stream ended without its end marker
+	CodeBadStream    = "llm_malformed"    // the stream could not be parsed
+	CodeUnknown      = "llm_error"
+)
+
+// Error is a provider failure with a stable code and a message safe to show a user.
+type Error struct {
+	Code    string
+	Status  int // HTTP status from the provider, 0 if none
+	Message string
+	Err     error // the cause, for logs
+	// RetryAfter is how long the provider asked us to wait before trying
+	// again (Retry-After), 0 if it did not say. WithRetry honours it.
+	RetryAfter time.Duration
+}
+
+func (e *Error) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("%s (%d): %s", e.Code, e.Status, e.Message)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Retryable reports whether the call may be retried before any chunk was received.
+func (e *Error) Retryable() bool {
+	return e.Code == CodeRateLimited || e.Code == CodeUnavailable
+}
+
+// ErrStreamCut is wrapped by errors of streams that stopped before their end marker.
+var ErrStreamCut = errors.New("model stream ended before its end marker")

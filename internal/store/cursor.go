@@ -1,0 +1,43 @@
+package store
+
+import (
+	"encoding/base64"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// NewID returns a new sortable opaque id (UUIDv7).
+func NewID() string { return uuid.Must(uuid.NewV7()).String() }
+
+// Cursor is the position after which a page continues: a time and an id,
+// because ids alone do not order rows whose times were set by clients or moved.
+type Cursor struct {
+	At time.Time
+	ID string
+}
+
+// EncodeCursor makes an opaque page token. It is not a secret: scoping, not the
+// cursor, protects other principals' rows.
+func EncodeCursor(c Cursor) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.At.UnixMilli(), 10) + ":" + c.ID))
+}
+
+// DecodeCursor reads a token made by EncodeCursor; "" is the first page.
+func DecodeCursor(s string) (Cursor, bool, error) {
+	if s == "" {
+		return Cursor{}, false, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return Cursor{}, false, ErrBadCursor
+	}
+	ms, id, ok := strings.Cut(string(b), ":")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if !ok || err != nil || id == "" {
+		return Cursor{}, false, ErrBadCursor
+	}
+	return Cursor{At: time.UnixMilli(n).UTC(), ID: id}, true, nil
+}

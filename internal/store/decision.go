@@ -1,0 +1,29 @@
+package store
+
+import (
+	"fmt"
+	"time"
+)
+
+// ApplyDecision applies the rule "exactly one decision wins" to c, so that
+// every backend decides the same way. It reports whether c changed (and must be
+// written) and the outcome: nil when d is, or already was, the decision;
+// ErrExpired when c can no longer be decided (c becomes expired if it was
+// pending); ErrConflict when another decision was recorded first.
+func ApplyDecision(c *Confirmation, d Decision) (changed bool, err error) {
+	at := d.At.UTC().Truncate(time.Millisecond)
+	switch {
+	case c.Status == ConfirmPending && at.After(c.ExpiresAt):
+		c.Status, c.DecidedAt = ConfirmExpired, &at
+		return true, ErrExpired
+	case c.Status == ConfirmPending:
+		c.Status, c.DecidedArgs, c.Reason, c.DecidedAt = d.Status, d.Args, d.Reason, &at
+		return true, nil
+	case c.Status == ConfirmExpired:
+		return false, ErrExpired
+	case c.Status == d.Status:
+		return false, nil
+	default:
+		return false, fmt.Errorf("%w: already %s", ErrConflict, c.Status)
+	}
+}

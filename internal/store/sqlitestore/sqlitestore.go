@@ -1,0 +1,864 @@
+// Package sqlitestore is the embedded store.Store: one SQLite file in WAL mode,
+// driven by the pure-Go modernc.org/sqlite driver (no cgo, one static binary).
+//
+// SQLite allows one writer at a time, so writes go through a single-connection
+// pool with IMMEDIATE transactions (no lock upgrades, no SQLITE_BUSY mid-
+// transaction), while reads use a separate pool that WAL lets run beside it.
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/agentchat/agentchat/internal/event"
+	"github.com/agentchat/agentchat/internal/store"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Store is the SQLite store.Store.
+type Store struct {
+	write *sql.DB
+	read  *sql.DB
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the database file at path and applies pending migrations.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, err
+		}
+	}
+	pragmas := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + pragmas
+	write, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
+	write.SetMaxOpenConns(1)
+	write.SetConnMaxIdleTime(0)
+	s := &Store{write: write}
+	if err := s.migrate(ctx); err != nil {
+		write.Close()
+		return nil, err
+	}
+	read, err := sql.Open("sqlite", dsn+"&mode=ro")
+	if err != nil {
+		write.Close()
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
+	read.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)))
+	s.read = read
+	return s, nil
+}
+
+// Migrate applies pending migrations to the database at path and closes it.
+func Migrate(ctx context.Context, path string) error {
+	s, err := Open(ctx, path)
+	if err != nil {
+		return err
+	}
+	return s.Close()
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	if _, err := s.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("sqlitestore: migrate: %w", err)
+	}
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		v, err := strconv.Atoi(strings.SplitN(filepath.Base(name), "_", 2)[0])
+		if err != nil {
+			return fmt.Errorf("sqlitestore: migration %s: bad version", name)
+		}
+		body, err := migrations.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		err = s.tx(ctx, func(tx *sql.Tx) error {
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, v).Scan(&n); err != nil || n > 0 {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, v, time.Now().UnixMilli())
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("sqlitestore: migration %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// Close closes both pools.
+func (s *Store) Close() error {
+	var errs []error
+	if s.read != nil {
+		errs = append(errs, s.read.Close())
+	}
+	errs = append(errs, s.write.Close())
+	return errors.Join(errs...)
+}
+
+// Ping checks that a read can be served.
+func (s *Store) Ping(ctx context.Context) error {
+	var one int
+	return interpret(s.read.QueryRowContext(ctx, `SELECT 1`).Scan(&one))
+}
+
+func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return interpret(err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return interpret(err)
+	}
+	return interpret(tx.Commit())
+}
+
+// interpret maps driver errors to store sentinels, in one place.
+func interpret(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.ErrNotFound
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() {
+		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+			return fmt.Errorf("%w: %v", store.ErrConflict, err)
+		case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
+			return fmt.Errorf("%w: %v", store.ErrNotFound, err)
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL:
+			return fmt.Errorf("%w: %v", store.ErrUnavailable, err)
+		}
+	}
+	return err
+}
+
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+func now() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
+
+// nullJSON stores empty JSON as NULL.
+func nullJSON(b json.RawMessage) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return string(b)
+}
+
+func rawJSON(ns sql.NullString) json.RawMessage {
+	if !ns.Valid || ns.String == "" {
+		return nil
+	}
+	return json.RawMessage(ns.String)
+}
+
+// ---- conversations ----
+
+const conversationCols = `id, tenant, owner, title, engine, created_at, updated_at`
+
+func scanConversation(row interface{ Scan(...any) error }) (store.Conversation, error) {
+	var c store.Conversation
+	var created, updated int64
+	err := row.Scan(&c.ID, &c.Tenant, &c.Owner, &c.Title, &c.Engine, &created, &updated)
+	c.CreatedAt, c.UpdatedAt = fromMS(created), fromMS(updated)
+	return c, err
+}
+
+// CreateConversation stores a new conversation owned by s.
+func (s *Store) CreateConversation(ctx context.Context, sc store.Scope, c store.Conversation) (store.Conversation, error) {
+	if c.ID == "" {
+		c.ID = store.NewID()
+	}
+	c.Tenant, c.Owner = sc.Tenant, sc.User
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = now()
+	}
+	c.CreatedAt = c.CreatedAt.UTC().Truncate(time.Millisecond)
+	c.UpdatedAt = c.CreatedAt
+	_, err := s.write.ExecContext(ctx, `INSERT INTO conversations (`+conversationCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		c.ID, c.Tenant, c.Owner, c.Title, c.Engine, ms(c.CreatedAt), ms(c.UpdatedAt))
+	if err != nil {
+		return store.Conversation{}, fmt.Errorf("create conversation: %w", interpret(err))
+	}
+	return c, nil
+}
+
+// GetConversation reads one of s's conversations.
+func (s *Store) GetConversation(ctx context.Context, sc store.Scope, id string) (store.Conversation, error) {
+	c, err := scanConversation(s.read.QueryRowContext(ctx,
+		`SELECT `+conversationCols+` FROM conversations WHERE id = ? AND tenant = ? AND owner = ?`, id, sc.Tenant, sc.User))
+	if err != nil {
+		return store.Conversation{}, fmt.Errorf("get conversation %s: %w", id, interpret(err))
+	}
+	return c, nil
+}
+
+// ListConversations pages s's conversations, most recently updated first.
+func (s *Store) ListConversations(ctx context.Context, sc store.Scope, p store.Page) ([]store.Conversation, string, error) {
+	cur, ok, err := store.DecodeCursor(p.Cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	q := `SELECT ` + conversationCols + ` FROM conversations WHERE tenant = ? AND owner = ?`
+	args := []any{sc.Tenant, sc.User}
+	if ok {
+		q += ` AND (updated_at < ? OR (updated_at = ? AND id < ?))`
+		args = append(args, ms(cur.At), ms(cur.At), cur.ID)
+	}
+	q += ` ORDER BY updated_at DESC, id DESC LIMIT ?`
+	args = append(args, p.Limit+1)
+	rows, err := s.read.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("list conversations: %w", interpret(err))
+	}
+	defer rows.Close()
+	var out []store.Conversation
+	for rows.Next() {
+		c, err := scanConversation(rows)
+		if err != nil {
+			return nil, "", interpret(err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", interpret(err)
+	}
+	next := ""
+	if len(out) > p.Limit {
+		out = out[:p.Limit]
+		last := out[len(out)-1]
+		next = store.EncodeCursor(store.Cursor{At: last.UpdatedAt, ID: last.ID})
+	}
+	return out, next, nil
+}
+
+// UpdateConversation renames a conversation or pins its engine.
+func (s *Store) UpdateConversation(ctx context.Context, sc store.Scope, id string, title, engine *string) (store.Conversation, error) {
+	var c store.Conversation
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		c, err = scanConversation(tx.QueryRowContext(ctx,
+			`SELECT `+conversationCols+` FROM conversations WHERE id = ? AND tenant = ? AND owner = ?`, id, sc.Tenant, sc.User))
+		if err != nil {
+			return err
+		}
+		if title != nil {
+			c.Title = *title
+		}
+		if engine != nil {
+			c.Engine = *engine
+		}
+		c.UpdatedAt = later(now(), c.UpdatedAt)
+		_, err = tx.ExecContext(ctx, `UPDATE conversations SET title = ?, engine = ?, updated_at = ? WHERE id = ?`,
+			c.Title, c.Engine, ms(c.UpdatedAt), id)
+		return err
+	})
+	if err != nil {
+		return store.Conversation{}, fmt.Errorf("update conversation %s: %w", id, err)
+	}
+	return c, nil
+}
+
+// later keeps updated_at from moving backwards when the clock does.
+func later(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return b
+	}
+	return a
+}
+
+// DeleteConversation removes a conversation and everything in it.
+func (s *Store) DeleteConversation(ctx context.Context, sc store.Scope, id string) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM conversations WHERE id = ? AND tenant = ? AND owner = ?`, id, sc.Tenant, sc.User)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return store.ErrNotFound
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM events WHERE thread_id = ? AND tenant = ?`, id, sc.Tenant)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("delete conversation %s: %w", id, err)
+	}
+	return nil
+}
+
+// ---- messages ----
+
+const messageCols = `id, conversation_id, role, content, parts, metadata, run_id, tool_name, tool_call_id, created_at`
+
+func scanMessage(row interface{ Scan(...any) error }) (store.Message, error) {
+	var m store.Message
+	var parts, meta sql.NullString
+	var created int64
+	err := row.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Content, &parts, &meta, &m.RunID, &m.ToolName, &m.ToolCallID, &created)
+	m.Parts, m.Metadata, m.CreatedAt = rawJSON(parts), rawJSON(meta), fromMS(created)
+	return m, err
+}
+
+// AppendMessage adds a message to one of s's conversations.
+func (s *Store) AppendMessage(ctx context.Context, sc store.Scope, m store.Message) (store.Message, error) {
+	if m.ID == "" {
+		m.ID = store.NewID()
+	}
+	if m.CreatedAt.IsZero() {
+		m.CreatedAt = now()
+	}
+	m.CreatedAt = m.CreatedAt.UTC().Truncate(time.Millisecond)
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE conversations SET updated_at = max(updated_at, ?) WHERE id = ? AND tenant = ? AND owner = ?`,
+			ms(m.CreatedAt), m.ConversationID, sc.Tenant, sc.User)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return store.ErrNotFound
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO messages (`+messageCols+`, tenant) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			m.ID, m.ConversationID, m.Role, m.Content, nullJSON(m.Parts), nullJSON(m.Metadata), m.RunID, m.ToolName, m.ToolCallID, ms(m.CreatedAt), sc.Tenant)
+		return err
+	})
+	if err != nil {
+		return store.Message{}, fmt.Errorf("append message to %s: %w", m.ConversationID, err)
+	}
+	return m, nil
+}
+
+// ListMessages pages a conversation's messages, oldest first.
+func (s *Store) ListMessages(ctx context.Context, sc store.Scope, conversationID string, f store.MessageFilter, p store.Page) ([]store.Message, string, error) {
+	cur, ok, err := store.DecodeCursor(p.Cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	if _, err := s.GetConversation(ctx, sc, conversationID); err != nil {
+		return nil, "", err
+	}
+	q := `SELECT ` + messageCols + ` FROM messages WHERE conversation_id = ? AND tenant = ?`
+	args := []any{conversationID, sc.Tenant}
+	if f.ToolName != "" {
+		q += ` AND tool_name = ?`
+		args = append(args, f.ToolName)
+	}
+	if f.RunID != "" {
+		q += ` AND run_id = ?`
+		args = append(args, f.RunID)
+	}
+	if ok {
+		q += ` AND (created_at > ? OR (created_at = ? AND id > ?))`
+		args = append(args, ms(cur.At), ms(cur.At), cur.ID)
+	}
+	q += ` ORDER BY created_at, id LIMIT ?`
+	args = append(args, p.Limit+1)
+	rows, err := s.read.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("list messages: %w", interpret(err))
+	}
+	defer rows.Close()
+	var out []store.Message
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, "", interpret(err)
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", interpret(err)
+	}
+	next := ""
+	if len(out) > p.Limit {
+		out = out[:p.Limit]
+		last := out[len(out)-1]
+		next = store.EncodeCursor(store.Cursor{At: last.CreatedAt, ID: last.ID})
+	}
+	return out, next, nil
+}
+
+// ---- runs ----
+
+const runCols = `id, tenant, owner, conversation_id, turn_id, status, input, engine, model, error_code, error_message, usage, state, created_at, started_at, ended_at, lease_owner, lease_until`
+
+func scanRun(row interface{ Scan(...any) error }) (store.Run, error) {
+	var r store.Run
+	var ecode, emsg, usage, state sql.NullString
+	var created, started, leaseUntil int64
+	var ended sql.NullInt64
+	err := row.Scan(&r.ID, &r.Tenant, &r.Owner, &r.ConversationID, &r.TurnID, &r.Status, &r.Input, &r.Engine, &r.Model,
+		&ecode, &emsg, &usage, &state, &created, &started, &ended, &r.LeaseOwner, &leaseUntil)
+	if err != nil {
+		return r, err
+	}
+	if ecode.Valid {
+		r.Error = &event.ErrorInfo{Code: ecode.String, Message: emsg.String}
+	}
+	if usage.Valid {
+		_ = json.Unmarshal([]byte(usage.String), &r.Usage)
+	}
+	r.State = rawJSON(state)
+	r.CreatedAt, r.StartedAt, r.LeaseUntil = fromMS(created), fromMS(started), fromMS(leaseUntil)
+	if ended.Valid {
+		t := fromMS(ended.Int64)
+		r.EndedAt = &t
+	}
+	return r, nil
+}
+
+// CreateRun starts a run record; the database refuses a second active run per conversation.
+func (s *Store) CreateRun(ctx context.Context, sc store.Scope, r store.Run) (store.Run, error) {
+	if r.ID == "" {
+		r.ID = store.NewID()
+	}
+	if r.TurnID == "" {
+		r.TurnID = r.ID
+	}
+	if r.Status == "" {
+		r.Status = store.RunQueued
+	}
+	r.Tenant, r.Owner = sc.Tenant, sc.User
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = now()
+	}
+	if r.StartedAt.IsZero() {
+		r.StartedAt = r.CreatedAt
+	}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM conversations WHERE id = ? AND tenant = ? AND owner = ?`,
+			r.ConversationID, sc.Tenant, sc.User).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return store.ErrNotFound
+		}
+		var active string
+		err := tx.QueryRowContext(ctx, `SELECT id FROM runs WHERE conversation_id = ? AND status IN ('queued','running','awaiting_input')`, r.ConversationID).Scan(&active)
+		if err == nil {
+			return &store.BusyError{ActiveRunID: active}
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, ?, ?, ?, NULL, ?, ?)`,
+			r.ID, r.Tenant, r.Owner, r.ConversationID, r.TurnID, r.Status, r.Input, r.Engine, r.Model, nullJSON(r.State),
+			ms(r.CreatedAt), ms(r.StartedAt), r.LeaseOwner, ms(r.LeaseUntil))
+		return err
+	})
+	if err != nil {
+		return store.Run{}, fmt.Errorf("create run: %w", err)
+	}
+	return r, nil
+}
+
+// GetRun reads one of s's runs.
+func (s *Store) GetRun(ctx context.Context, sc store.Scope, id string) (store.Run, error) {
+	r, err := scanRun(s.read.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ? AND tenant = ? AND owner = ?`, id, sc.Tenant, sc.User))
+	if err != nil {
+		return store.Run{}, fmt.Errorf("get run %s: %w", id, interpret(err))
+	}
+	return r, nil
+}
+
+// GetRunAnyOwner reads a run of the tenant whoever owns it (system use only).
+func (s *Store) GetRunAnyOwner(ctx context.Context, tenant, id string) (store.Run, error) {
+	r, err := scanRun(s.read.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ? AND tenant = ?`, id, tenant))
+	if err != nil {
+		return store.Run{}, fmt.Errorf("get run %s: %w", id, interpret(err))
+	}
+	return r, nil
+}
+
+// UpdateRun changes a run, optionally only from the given statuses.
+func (s *Store) UpdateRun(ctx context.Context, tenant, id string, u store.RunUpdate) (store.Run, error) {
+	var r store.Run
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		r, err = scanRun(tx.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ? AND tenant = ?`, id, tenant))
+		if err != nil {
+			return err
+		}
+		if len(u.From) > 0 && !contains(u.From, r.Status) {
+			return fmt.Errorf("%w: run %s is %s", store.ErrConflict, id, r.Status)
+		}
+		applyRunUpdate(&r, u)
+		var ecode, emsg any
+		if r.Error != nil {
+			ecode, emsg = r.Error.Code, r.Error.Message
+		}
+		usage, _ := json.Marshal(r.Usage)
+		var ended any
+		if r.EndedAt != nil {
+			ended = ms(*r.EndedAt)
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE runs SET status = ?, error_code = ?, error_message = ?, usage = ?, model = ?, state = ?, ended_at = ? WHERE id = ?`,
+			r.Status, ecode, emsg, string(usage), r.Model, nullJSON(r.State), ended, id)
+		return err
+	})
+	if err != nil {
+		return store.Run{}, fmt.Errorf("update run %s: %w", id, err)
+	}
+	return r, nil
+}
+
+func applyRunUpdate(r *store.Run, u store.RunUpdate) {
+	if u.Status != "" {
+		r.Status = u.Status
+	}
+	if u.Error != nil {
+		r.Error = u.Error
+	}
+	if u.Usage != nil {
+		r.Usage = *u.Usage
+	}
+	if u.Model != nil {
+		r.Model = *u.Model
+	}
+	if u.State != nil {
+		r.State = u.State
+		if string(u.State) == "null" {
+			r.State = nil
+		}
+	}
+	if u.EndedAt != nil {
+		t := u.EndedAt.UTC().Truncate(time.Millisecond)
+		r.EndedAt = &t
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// ActiveRun returns the conversation's queued, running or waiting run.
+func (s *Store) ActiveRun(ctx context.Context, sc store.Scope, conversationID string) (store.Run, error) {
+	r, err := scanRun(s.read.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE conversation_id = ? AND tenant = ? AND owner = ? AND status IN ('queued','running','awaiting_input')`,
+		conversationID, sc.Tenant, sc.User))
+	if err != nil {
+		return store.Run{}, fmt.Errorf("active run of %s: %w", conversationID, interpret(err))
+	}
+	return r, nil
+}
+
+// ListRuns lists a conversation's runs, oldest first.
+func (s *Store) ListRuns(ctx context.Context, sc store.Scope, conversationID string) ([]store.Run, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT `+runCols+` FROM runs WHERE conversation_id = ? AND tenant = ? AND owner = ? ORDER BY created_at, id`,
+		conversationID, sc.Tenant, sc.User)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", interpret(err))
+	}
+	defer rows.Close()
+	var out []store.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, interpret(err)
+		}
+		out = append(out, r)
+	}
+	return out, interpret(rows.Err())
+}
+
+// AcquireLease takes or renews the run's execution lease.
+func (s *Store) AcquireLease(ctx context.Context, tenant, runID, owner string, until time.Time) (bool, error) {
+	res, err := s.write.ExecContext(ctx, `UPDATE runs SET lease_owner = ?, lease_until = ?
+		WHERE id = ? AND tenant = ? AND status IN ('queued','running','awaiting_input') AND (lease_owner = ? OR lease_owner = '' OR lease_until < ?)`,
+		owner, ms(until), runID, tenant, owner, ms(now()))
+	if err != nil {
+		return false, fmt.Errorf("acquire lease on %s: %w", runID, interpret(err))
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+// ExpiredLeases lists active runs whose executor stopped renewing.
+func (s *Store) ExpiredLeases(ctx context.Context, at time.Time, limit int) ([]store.Run, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT `+runCols+` FROM runs WHERE status IN ('queued','running','awaiting_input') AND lease_until < ? ORDER BY lease_until LIMIT ?`,
+		ms(at), limit)
+	if err != nil {
+		return nil, fmt.Errorf("expired leases: %w", interpret(err))
+	}
+	defer rows.Close()
+	var out []store.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, interpret(err)
+		}
+		out = append(out, r)
+	}
+	return out, interpret(rows.Err())
+}
+
+// DeleteRunsEndedBefore applies retention to finished runs and their events.
+func (s *Store) DeleteRunsEndedBefore(ctx context.Context, t time.Time) (int, error) {
+	var n int64
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE run_id IN (SELECT id FROM runs WHERE ended_at IS NOT NULL AND ended_at < ?)`, ms(t)); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE ended_at IS NOT NULL AND ended_at < ?`, ms(t))
+		if err != nil {
+			return err
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("delete old runs: %w", err)
+	}
+	return int(n), nil
+}
+
+// ---- events ----
+
+// AppendEvents writes a batch of events in one transaction.
+func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO events (thread_id, seq, tenant, run_id, type, turn, iteration, step, at, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, e := range evs {
+			p, err := event.EncodePayload(e.Payload)
+			if err != nil {
+				return fmt.Errorf("encode %s: %w", e.Type, err)
+			}
+			if _, err := stmt.ExecContext(ctx, e.Thread, e.Seq, e.Tenant, e.Run, string(e.Type), e.Turn, e.Iteration, e.Step, ms(e.Time), string(p)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("append %d events: %w", len(evs), err)
+	}
+	return nil
+}
+
+// ListEvents reads a thread's log in seq order.
+func (s *Store) ListEvents(ctx context.Context, sc store.Scope, thread, runID string, after, until int64, limit int) ([]event.Event, error) {
+	if _, err := s.GetConversation(ctx, sc, thread); err != nil {
+		return nil, err
+	}
+	q := `SELECT thread_id, seq, tenant, run_id, type, turn, iteration, step, at, payload FROM events WHERE thread_id = ? AND tenant = ? AND seq > ?`
+	args := []any{thread, sc.Tenant, after}
+	if until > 0 {
+		q += ` AND seq <= ?`
+		args = append(args, until)
+	}
+	if runID != "" {
+		q += ` AND run_id = ?`
+		args = append(args, runID)
+	}
+	q += ` ORDER BY seq`
+	if limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, limit)
+	}
+	rows, err := s.read.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list events of %s: %w", thread, interpret(err))
+	}
+	defer rows.Close()
+	var out []event.Event
+	for rows.Next() {
+		var e event.Event
+		var typ, payload string
+		var at int64
+		if err := rows.Scan(&e.Thread, &e.Seq, &e.Tenant, &e.Run, &typ, &e.Turn, &e.Iteration, &e.Step, &at, &payload); err != nil {
+			return nil, interpret(err)
+		}
+		e.Type, e.Time = event.Type(typ), fromMS(at)
+		if e.Payload, err = event.DecodePayload(e.Type, []byte(payload)); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, interpret(rows.Err())
+}
+
+// LastSeq is the thread's highest stored seq.
+func (s *Store) LastSeq(ctx context.Context, tenant, thread string) (int64, error) {
+	var n sql.NullInt64
+	// The write pool sees every committed batch, including one committed an instant ago.
+	if err := s.write.QueryRowContext(ctx, `SELECT max(seq) FROM events WHERE thread_id = ? AND tenant = ?`, thread, tenant).Scan(&n); err != nil {
+		return 0, fmt.Errorf("last seq of %s: %w", thread, interpret(err))
+	}
+	return n.Int64, nil
+}
+
+// ---- confirmations ----
+
+const confirmationCols = `id, tenant, owner, run_id, conversation_id, tool_call_id, tool_name, args, status, decided_args, reason, created_at, expires_at, decided_at`
+
+func scanConfirmation(row interface{ Scan(...any) error }) (store.Confirmation, error) {
+	var c store.Confirmation
+	var args string
+	var decided sql.NullString
+	var created, expires int64
+	var decidedAt sql.NullInt64
+	err := row.Scan(&c.ID, &c.Tenant, &c.Owner, &c.RunID, &c.ConversationID, &c.ToolCallID, &c.ToolName, &args, &c.Status,
+		&decided, &c.Reason, &created, &expires, &decidedAt)
+	c.Args, c.DecidedArgs = json.RawMessage(args), rawJSON(decided)
+	c.CreatedAt, c.ExpiresAt = fromMS(created), fromMS(expires)
+	if decidedAt.Valid {
+		t := fromMS(decidedAt.Int64)
+		c.DecidedAt = &t
+	}
+	return c, err
+}
+
+// CreateConfirmation stores a pending confirmation.
+func (s *Store) CreateConfirmation(ctx context.Context, c store.Confirmation) (store.Confirmation, error) {
+	if c.ID == "" {
+		c.ID = store.NewID()
+	}
+	if c.Status == "" {
+		c.Status = store.ConfirmPending
+	}
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = now()
+	}
+	if len(c.Args) == 0 {
+		c.Args = json.RawMessage(`{}`)
+	}
+	_, err := s.write.ExecContext(ctx, `INSERT INTO confirmations (`+confirmationCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, '', ?, ?, NULL)`,
+		c.ID, c.Tenant, c.Owner, c.RunID, c.ConversationID, c.ToolCallID, c.ToolName, string(c.Args), c.Status, ms(c.CreatedAt), ms(c.ExpiresAt))
+	if err != nil {
+		return store.Confirmation{}, fmt.Errorf("create confirmation: %w", interpret(err))
+	}
+	c.CreatedAt, c.ExpiresAt = c.CreatedAt.UTC().Truncate(time.Millisecond), c.ExpiresAt.UTC().Truncate(time.Millisecond)
+	return c, nil
+}
+
+// GetConfirmation reads one of s's confirmations.
+func (s *Store) GetConfirmation(ctx context.Context, sc store.Scope, id string) (store.Confirmation, error) {
+	c, err := scanConfirmation(s.read.QueryRowContext(ctx, `SELECT `+confirmationCols+` FROM confirmations WHERE id = ? AND tenant = ? AND owner = ?`, id, sc.Tenant, sc.User))
+	if err != nil {
+		return store.Confirmation{}, fmt.Errorf("get confirmation %s: %w", id, interpret(err))
+	}
+	return c, nil
+}
+
+// DecideConfirmation records the one decision that wins.
+func (s *Store) DecideConfirmation(ctx context.Context, sc store.Scope, id string, d store.Decision) (store.Confirmation, error) {
+	var c store.Confirmation
+	var outcome error
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		c, err = scanConfirmation(tx.QueryRowContext(ctx, `SELECT `+confirmationCols+` FROM confirmations WHERE id = ? AND tenant = ? AND owner = ?`, id, sc.Tenant, sc.User))
+		if err != nil {
+			return err
+		}
+		var changed bool
+		if changed, outcome = store.ApplyDecision(&c, d); !changed {
+			return nil
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE confirmations SET status = ?, decided_args = ?, reason = ?, decided_at = ? WHERE id = ?`,
+			c.Status, nullJSON(c.DecidedArgs), c.Reason, ms(*c.DecidedAt), id)
+		return err
+	})
+	if err != nil {
+		return store.Confirmation{}, fmt.Errorf("decide confirmation %s: %w", id, err)
+	}
+	if outcome != nil {
+		return c, fmt.Errorf("decide confirmation %s: %w", id, outcome)
+	}
+	return c, nil
+}
+
+// ListConfirmations lists s's confirmations, newest first.
+func (s *Store) ListConfirmations(ctx context.Context, sc store.Scope, status string) ([]store.Confirmation, error) {
+	q := `SELECT ` + confirmationCols + ` FROM confirmations WHERE tenant = ? AND owner = ?`
+	args := []any{sc.Tenant, sc.User}
+	if status != "" {
+		q += ` AND status = ?`
+		args = append(args, status)
+	}
+	q += ` ORDER BY created_at DESC, id DESC LIMIT 500`
+	rows, err := s.read.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list confirmations: %w", interpret(err))
+	}
+	defer rows.Close()
+	var out []store.Confirmation
+	for rows.Next() {
+		c, err := scanConfirmation(rows)
+		if err != nil {
+			return nil, interpret(err)
+		}
+		out = append(out, c)
+	}
+	return out, interpret(rows.Err())
+}
+
+// ExpireConfirmations marks overdue pending confirmations expired.
+func (s *Store) ExpireConfirmations(ctx context.Context, at time.Time) ([]store.Confirmation, error) {
+	var out []store.Confirmation
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `UPDATE confirmations SET status = 'expired', decided_at = ? WHERE status = 'pending' AND expires_at < ? RETURNING `+confirmationCols,
+			ms(at), ms(at))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			c, err := scanConfirmation(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, c)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("expire confirmations: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,32 @@
+package sqlitestore_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/agentchat/agentchat/internal/store"
+	"github.com/agentchat/agentchat/internal/store/sqlitestore"
+	"github.com/agentchat/agentchat/internal/store/storetest"
+)
+
+func TestContract(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T) store.Store {
+		s, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "agentchat.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
+func TestMigrateIsIdempotent(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "a.db")
+	for range 2 {
+		if err := sqlitestore.Migrate(t.Context(), path); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,577 @@
+// Package storetest is the contract every store.Store backend must pass.
+// A behaviour change lands here, not in one backend's tests.
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentchat/agentchat/internal/event"
+	"github.com/agentchat/agentchat/internal/store"
+)
+
+// Run runs the contract against stores made by newStore; each call must return
+// an empty, independent store (its own file, schema or database).
+func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
+	tests := []struct {
+		name string
+		fn   func(*testing.T, store.Store)
+	}{
+		{"ConversationCRUD", testConversationCRUD},
+		{"ConversationScoping", testConversationScoping},
+		{"ConversationPaging", testConversationPaging},
+		{"MessageOrderAndPaging", testMessageOrderAndPaging},
+		{"MessageToolFilter", testMessageToolFilter},
+		{"MessageBumpsConversation", testMessageBumpsConversation},
+		{"RunOneActivePerConversation", testRunOneActive},
+		{"RunUpdateCompareAndSet", testRunUpdate},
+		{"RunLease", testRunLease},
+		{"EventLog", testEventLog},
+		{"Confirmations", testConfirmations},
+		{"ConfirmationExpiry", testConfirmationExpiry},
+		{"DeleteCascades", testDeleteCascades},
+		{"Retention", testRetention},
+		{"ConcurrentWriters", testConcurrentWriters},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.fn(t, newStore(t))
+		})
+	}
+}
+
+var (
+	alice = store.Scope{Tenant: "acme", User: "alice"}
+	bob   = store.Scope{Tenant: "acme", User: "bob"}
+	eve   = store.Scope{Tenant: "evil", User: "alice"} // same user name, other tenant
+)
+
+func ctx(t *testing.T) context.Context { return t.Context() }
+
+func must[T any](t *testing.T) func(T, error) T {
+	return func(v T, err error) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
+func wantErr(t *testing.T, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("error = %v, want %v", err, target)
+	}
+}
+
+func testConversationCRUD(t *testing.T, s store.Store) {
+	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{Title: "first"}))
+	if c.ID == "" || c.Tenant != "acme" || c.Owner != "alice" || c.CreatedAt.IsZero() || !c.UpdatedAt.Equal(c.CreatedAt) {
+		t.Fatalf("created %+v", c)
+	}
+	got := must[store.Conversation](t)(s.GetConversation(ctx(t), alice, c.ID))
+	if got.Title != "first" || !got.CreatedAt.Equal(c.CreatedAt) {
+		t.Fatalf("got %+v, want %+v", got, c)
+	}
+	title := "renamed"
+	up := must[store.Conversation](t)(s.UpdateConversation(ctx(t), alice, c.ID, &title, nil))
+	if up.Title != "renamed" || up.UpdatedAt.Before(c.UpdatedAt) {
+		t.Fatalf("updated %+v", up)
+	}
+	if err := s.DeleteConversation(ctx(t), alice, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.GetConversation(ctx(t), alice, c.ID)
+	wantErr(t, err, store.ErrNotFound)
+	wantErr(t, s.DeleteConversation(ctx(t), alice, c.ID), store.ErrNotFound)
+}
+
+func testConversationScoping(t *testing.T, s store.Store) {
+	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{Title: "mine"}))
+	title := "stolen"
+	for _, other := range []store.Scope{bob, eve} {
+		_, err := s.GetConversation(ctx(t), other, c.ID)
+		wantErr(t, err, store.ErrNotFound)
+		_, err = s.UpdateConversation(ctx(t), other, c.ID, &title, nil)
+		wantErr(t, err, store.ErrNotFound)
+		wantErr(t, s.DeleteConversation(ctx(t), other, c.ID), store.ErrNotFound)
+		_, err = s.AppendMessage(ctx(t), other, store.Message{ConversationID: c.ID, Role: store.RoleUser, Content: "x"})
+		wantErr(t, err, store.ErrNotFound)
+		_, _, err = s.ListMessages(ctx(t), other, c.ID, store.MessageFilter{}, store.Page{Limit: 10})
+		wantErr(t, err, store.ErrNotFound)
+		_, err = s.CreateRun(ctx(t), other, store.Run{ConversationID: c.ID, Input: "x"})
+		wantErr(t, err, store.ErrNotFound)
+		_, err = s.ListEvents(ctx(t), other, c.ID, "", 0, 0, 0)
+		wantErr(t, err, store.ErrNotFound)
+		list, _, err := s.ListConversations(ctx(t), other, store.Page{Limit: 10})
+		if err != nil || len(list) != 0 {
+			t.Fatalf("%v sees %d conversations (%v)", other, len(list), err)
+		}
+	}
+	if got := must[store.Conversation](t)(s.GetConversation(ctx(t), alice, c.ID)); got.Title != "mine" {
+		t.Fatalf("title changed by another principal: %q", got.Title)
+	}
+}
+
+func testConversationPaging(t *testing.T, s store.Store) {
+	// Seven conversations, several sharing one timestamp, must page with no loss or repeat.
+	base := time.Date(2026, 3, 16, 8, 0, 0, 0, time.UTC)
+	times := []time.Time{base, base, base, base.Add(time.Second), base.Add(time.Second), base.Add(2 * time.Second), base}
+	want := map[string]bool{}
+	for i, at := range times {
+		c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{Title: fmt.Sprint(i), CreatedAt: at}))
+		want[c.ID] = true
+	}
+	must[store.Conversation](t)(s.CreateConversation(ctx(t), bob, store.Conversation{Title: "bob's"}))
+	var got []store.Conversation
+	cursor := ""
+	for pages := 0; ; pages++ {
+		if pages > 10 {
+			t.Fatal("paging does not end")
+		}
+		list, next, err := s.ListConversations(ctx(t), alice, store.Page{Limit: 3, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) > 3 {
+			t.Fatalf("page of %d > limit", len(list))
+		}
+		got = append(got, list...)
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if len(got) != len(want) {
+		t.Fatalf("paged %d conversations, want %d", len(got), len(want))
+	}
+	for i, c := range got {
+		if !want[c.ID] {
+			t.Fatalf("unexpected or repeated %s", c.ID)
+		}
+		delete(want, c.ID)
+		if i > 0 {
+			p := got[i-1]
+			if p.UpdatedAt.Before(c.UpdatedAt) || (p.UpdatedAt.Equal(c.UpdatedAt) && p.ID < c.ID) {
+				t.Fatalf("order broken at %d: %v/%s before %v/%s", i, p.UpdatedAt, p.ID, c.UpdatedAt, c.ID)
+			}
+		}
+	}
+	_, _, err := s.ListConversations(ctx(t), alice, store.Page{Limit: 3, Cursor: "!!not-a-cursor"})
+	wantErr(t, err, store.ErrBadCursor)
+}
+
+func testMessageOrderAndPaging(t *testing.T, s store.Store) {
+	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
+	at := time.Date(2026, 3, 16, 8, 0, 0, 0, time.UTC)
+	var ids []string
+	for i := range 7 {
+		m := must[store.Message](t)(s.AppendMessage(ctx(t), alice, store.Message{
+			ConversationID: c.ID, Role: store.RoleUser, Content: fmt.Sprint(i), CreatedAt: at.Add(time.Duration(i/3) * time.Millisecond),
+			Metadata: json.RawMessage(`{"k":1}`), Parts: json.RawMessage(`[{"type":"text","text":"x"}]`),
+		}))
+		ids = append(ids, m.ID)
+	}
+	var got []store.Message
+	cursor := ""
+	for range 10 {
+		list, next, err := s.ListMessages(ctx(t), alice, c.ID, store.MessageFilter{}, store.Page{Limit: 2, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, list...)
+		if cursor = next; next == "" {
+			break
+		}
+	}
+	if len(got) != len(ids) {
+		t.Fatalf("paged %d messages, want %d", len(got), len(ids))
+	}
+	for i, m := range got {
+		if m.ID != ids[i] || m.Content != fmt.Sprint(i) {
+			t.Fatalf("message %d = %s %q, want %s", i, m.ID, m.Content, ids[i])
+		}
+		if string(m.Metadata) != `{"k":1}` || len(m.Parts) == 0 {
+			t.Fatalf("metadata/parts lost: %s %s", m.Metadata, m.Parts)
+		}
+	}
+}
+
+func testMessageToolFilter(t *testing.T, s store.Store) {
+	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
+	for _, name := range []string{"", "calculator", "http_get", "calculator"} {
+		role := store.RoleTool
+		if name == "" {
+			role = store.RoleUser
+		}
+		must[store.Message](t)(s.AppendMessage(ctx(t), alice, store.Message{ConversationID: c.ID, Role: role, Content: "x", ToolName: name, ToolCallID: "call_" + name}))
+	}
+	list, _, err := s.ListMessages(ctx(t), alice, c.ID, store.MessageFilter{ToolName: "calculator"}, store.Page{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0].ToolName != "calculator" || list[0].ToolCallID != "call_calculator" {
+		t.Fatalf("filtered %+v", list)
+	}
+}
+
+func testMessageBumpsConversation(t *testing.T, s store.Store) {
+	older := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{Title: "older", CreatedAt: time.Now().Add(-time.Hour)}))
+	must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{Title: "newer", CreatedAt: time.Now().Add(-time.Minute)}))
+	must[store.Message](t)(s.AppendMessage(ctx(t), alice, store.Message{ConversationID: older.ID, Role: store.RoleUser, Content: "hi"}))
+	list, _, err := s.ListConversations(ctx(t), alice, store.Page{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if list[0].ID != older.ID || !list[0].UpdatedAt.After(older.UpdatedAt) {
+		t.Fatalf("message did not bump updatedAt: %+v", list)
+	}
+}
+
+func testRunOneActive(t *testing.T, s store.Store) {
+	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
+	r := must[store.Run](t)(s.CreateRun(ctx(t), alice, store.Run{ConversationID: c.ID, Input: "hi", Status: store.RunRunning}))
+	if r.TurnID == "" || r.Status != store.RunRunning {
+		t.Fatalf("run %+v", r)
+	}
+	_, err := s.CreateRun(ctx(t), alice, store.Run{ConversationID: c.ID, Input: "again"})
+	var busy *store.BusyError
+	if !errors.As(err, &busy) || busy.ActiveRunID != r.ID || !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("second run: %v", err)
+	}
+	active := must[store.Run](t)(s.ActiveRun(ctx(t), alice, c.ID))
+	if active.ID != r.ID {
+		t.Fatalf("active = %s", active.ID)
+	}
+	_, err = s.ActiveRun(ctx(t), bob, c.ID)
+	wantErr(t, err, store.ErrNotFound)
+	end := time.Now()
+	must[store.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{Status: store.RunSucceeded, EndedAt: &end}))
+	_, err = s.ActiveRun(ctx(t), alice, c.ID)
+	wantErr(t, err, store.ErrNotFound)
+	r2 := must[store.Run](t)(s.CreateRun(ctx(t), alice, store.Run{ConversationID: c.ID, Input: "next"}))
+	runs := must[[]store.Run](t)(s.ListRuns(ctx(t), alice, c.ID))
+	if len(runs) != 2 || runs[0].ID != r.ID || runs[1].ID != r2.ID {
+		t.Fatalf("runs %+v", runs)
+	}
+
+	// Racing starts: exactly one wins.
+	c2 := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	wins := 0
+	for range 8 {
+		wg.Go(func() {
+			_, err := s.CreateRun(ctx(t), alice, store.Run{ConversationID: c2.ID, Input: "race"})
+			mu.Lock()
+			defer mu.Unlock()
+			if err == nil {
+				wins++
+			} else if !errors.Is(err, store.ErrConflict) {
+				t.Errorf("racing start: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if wins != 1 {
+		t.Fatalf("%d racing starts won", wins)
+	}
+}
+
+func testRunUpdate(t *testing.T, s store.Store) {
+	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
+	r := must[store.Run](t)(s.CreateRun(ctx(t), alice, store.Run{ConversationID: c.ID, Input: "hi"}))
+	_, err := s.GetRun(ctx(t), eve, r.ID)
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.UpdateRun(ctx(t), "evil", r.ID, store.RunUpdate{Status: store.RunFailed})
+	wantErr(t, err, store.ErrNotFound)
+
+	model := "scripted"
+	up := must[store.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{Status: store.RunRunning, Model: &model, From: []string{store.RunQueued}}))
+	if up.Status != store.RunRunning || up.Model != "scripted" {
+		t.Fatalf("update %+v", up)
+	}
+	_, err = s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{Status: store.RunRunning, From: []string{store.RunQueued}})
+	wantErr(t, err, store.ErrConflict)
+
+	end := time.Now()
+	state := json.RawMessage(`{"pending":["call_1"]}`)
+	usage := event.Usage{InputTokens: 3, OutputTokens: 5}
+	must[store.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{Status: store.RunAwaitingInput, State: state}))
+	fin := must[store.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{
+		Status: store.RunFailed, Error: &event.ErrorInfo{Code: "llm_unavailable", Message: "down"}, Usage: &usage, EndedAt: &end,
+	}))
+	got := must[store.Run](t)(s.GetRun(ctx(t), alice, r.ID))
+	if got.Status != store.RunFailed || got.Error == nil || got.Error.Code != "llm_unavailable" || got.Usage != usage ||
+		got.EndedAt == nil || !got.EndedAt.Equal(*fin.EndedAt) || string(got.State) != string(state) {
+		t.Fatalf("stored run %+v", got)
+	}
+}
+
+func testRunLease(t *testing.T, s store.Store) {
+	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
+	r := must[store.Run](t)(s.CreateRun(ctx(t), alice, store.Run{ConversationID: c.ID, Input: "hi", Status: store.RunRunning}))
+	soon := time.Now().Add(time.Minute)
+	if ok := must[bool](t)(s.AcquireLease(ctx(t), "acme", r.ID, "replica-a", soon)); !ok {
+		t.Fatal("free lease not taken")
+	}
+	if ok := must[bool](t)(s.AcquireLease(ctx(t), "acme", r.ID, "replica-b", soon)); ok {
+		t.Fatal("held lease taken by another replica")
+	}
+	if ok := must[bool](t)(s.AcquireLease(ctx(t), "acme", r.ID, "replica-a", soon.Add(time.Minute))); !ok {
+		t.Fatal("owner could not renew")
+	}
+	if exp := must[[]store.Run](t)(s.ExpiredLeases(ctx(t), time.Now(), 10)); len(exp) != 0 {
+		t.Fatalf("live lease listed expired: %+v", exp)
+	}
+	exp := must[[]store.Run](t)(s.ExpiredLeases(ctx(t), soon.Add(3*time.Minute), 10))
+	if len(exp) != 1 || exp[0].ID != r.ID || exp[0].LeaseOwner != "replica-a" {
+		t.Fatalf("expired leases %+v", exp)
+	}
+	past := time.Now().Add(-time.Second)
+	must[bool](t)(s.AcquireLease(ctx(t), "acme", r.ID, "replica-a", past))
+	if ok := must[bool](t)(s.AcquireLease(ctx(t), "acme", r.ID, "replica-b", soon)); !ok {
+		t.Fatal("expired lease not taken over")
+	}
+	end := time.Now()
+	must[store.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{Status: store.RunSucceeded, EndedAt: &end}))
+	if ok := must[bool](t)(s.AcquireLease(ctx(t), "acme", r.ID, "replica-b", soon)); ok {
+		t.Fatal("lease taken on a finished run")
+	}
+}
+
+func mkEvents(thread, run string, from, n int) []event.Event {
+	var out []event.Event
+	for i := range n {
+		out = append(out, event.Event{
+			Tenant: "acme", Thread: thread, Run: run, Seq: int64(from + i), Time: time.UnixMilli(1700000000000 + int64(i)).UTC(),
+			Type: event.TextDelta, Turn: run, Iteration: 1, Step: "worker",
+			Payload: event.TextDeltaData{MessageID: "m", Delta: fmt.Sprintf("tok%d ", from+i)},
+		})
+	}
+	return out
+}
+
+func testEventLog(t *testing.T, s store.Store) {
+	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
+	if n := must[int64](t)(s.LastSeq(ctx(t), "acme", c.ID)); n != 0 {
+		t.Fatalf("empty thread last seq %d", n)
+	}
+	if err := s.AppendEvents(ctx(t), mkEvents(c.ID, "run1", 1, 5)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AppendEvents(ctx(t), mkEvents(c.ID, "run2", 6, 5)); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, s.AppendEvents(ctx(t), mkEvents(c.ID, "run2", 10, 1)), store.ErrConflict)
+	if n := must[int64](t)(s.LastSeq(ctx(t), "acme", c.ID)); n != 10 {
+		t.Fatalf("last seq %d, want 10", n)
+	}
+	all := must[[]event.Event](t)(s.ListEvents(ctx(t), alice, c.ID, "", 0, 0, 0))
+	if len(all) != 10 {
+		t.Fatalf("%d events", len(all))
+	}
+	want := mkEvents(c.ID, "run1", 1, 5)[2]
+	if got := all[2]; got.Seq != 3 || got.Run != "run1" || got.Type != event.TextDelta || got.Turn != "run1" || got.Iteration != 1 ||
+		got.Step != "worker" || !got.Time.Equal(want.Time) || got.Payload != want.Payload || got.Tenant != "acme" || got.Thread != c.ID {
+		t.Fatalf("event 3 = %+v, want %+v", got, want)
+	}
+	tail := must[[]event.Event](t)(s.ListEvents(ctx(t), alice, c.ID, "", 7, 0, 0))
+	if len(tail) != 3 || tail[0].Seq != 8 {
+		t.Fatalf("after 7: %+v", tail)
+	}
+	window := must[[]event.Event](t)(s.ListEvents(ctx(t), alice, c.ID, "", 2, 4, 0))
+	if len(window) != 2 || window[0].Seq != 3 || window[1].Seq != 4 {
+		t.Fatalf("window (2,4]: %+v", window)
+	}
+	run2 := must[[]event.Event](t)(s.ListEvents(ctx(t), alice, c.ID, "run2", 0, 0, 2))
+	if len(run2) != 2 || run2[0].Seq != 6 {
+		t.Fatalf("run2 limited: %+v", run2)
+	}
+}
+
+func testConfirmations(t *testing.T, s store.Store) {
+	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
+	r := must[store.Run](t)(s.CreateRun(ctx(t), alice, store.Run{ConversationID: c.ID, Input: "send it"}))
+	mk := func() store.Confirmation {
+		return must[store.Confirmation](t)(s.CreateConfirmation(ctx(t), store.Confirmation{
+			Tenant: "acme", Owner: "alice", RunID: r.ID, ConversationID: c.ID, ToolCallID: "call_1", ToolName: "send_feishu_message",
+			Args: json.RawMessage(`{"text":"hi"}`), ExpiresAt: time.Now().Add(time.Hour),
+		}))
+	}
+	a := mk()
+	if a.Status != store.ConfirmPending {
+		t.Fatalf("new confirmation %+v", a)
+	}
+	pending := must[[]store.Confirmation](t)(s.ListConfirmations(ctx(t), alice, store.ConfirmPending))
+	if len(pending) != 1 || pending[0].ID != a.ID || string(pending[0].Args) != `{"text":"hi"}` {
+		t.Fatalf("pending %+v", pending)
+	}
+	if l := must[[]store.Confirmation](t)(s.ListConfirmations(ctx(t), bob, "")); len(l) != 0 {
+		t.Fatalf("bob sees %d confirmations", len(l))
+	}
+	_, err := s.DecideConfirmation(ctx(t), bob, a.ID, store.Decision{Status: store.ConfirmApproved, At: time.Now()})
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.GetConfirmation(ctx(t), eve, a.ID)
+	wantErr(t, err, store.ErrNotFound)
+
+	d := store.Decision{Status: store.ConfirmApproved, Args: json.RawMessage(`{"text":"edited"}`), Reason: "ok", At: time.Now()}
+	got := must[store.Confirmation](t)(s.DecideConfirmation(ctx(t), alice, a.ID, d))
+	if got.Status != store.ConfirmApproved || string(got.DecidedArgs) != `{"text":"edited"}` || got.DecidedAt == nil || got.Reason != "ok" {
+		t.Fatalf("decided %+v", got)
+	}
+	again := must[store.Confirmation](t)(s.DecideConfirmation(ctx(t), alice, a.ID, store.Decision{Status: store.ConfirmApproved, At: time.Now()}))
+	if !again.DecidedAt.Equal(*got.DecidedAt) || string(again.DecidedArgs) != `{"text":"edited"}` {
+		t.Fatalf("repeat changed the decision: %+v", again)
+	}
+	_, err = s.DecideConfirmation(ctx(t), alice, a.ID, store.Decision{Status: store.ConfirmRejected, At: time.Now()})
+	wantErr(t, err, store.ErrConflict)
+
+	// Racing decisions: exactly one kind wins.
+	b := mk()
+	var wg sync.WaitGroup
+	results := make([]string, 10)
+	for i := range results {
+		wg.Go(func() {
+			st := store.ConfirmApproved
+			if i%2 == 1 {
+				st = store.ConfirmRejected
+			}
+			if _, err := s.DecideConfirmation(ctx(t), alice, b.ID, store.Decision{Status: st, At: time.Now()}); err == nil {
+				results[i] = st
+			} else if !errors.Is(err, store.ErrConflict) {
+				t.Errorf("racing decision: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	winner := must[store.Confirmation](t)(s.GetConfirmation(ctx(t), alice, b.ID)).Status
+	for _, r := range results {
+		if r != "" && r != winner {
+			t.Fatalf("both %s and %s were told they won", r, winner)
+		}
+	}
+}
+
+func testConfirmationExpiry(t *testing.T, s store.Store) {
+	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
+	r := must[store.Run](t)(s.CreateRun(ctx(t), alice, store.Run{ConversationID: c.ID, Input: "x"}))
+	exp := time.Now().Add(time.Minute)
+	mk := func() store.Confirmation {
+		return must[store.Confirmation](t)(s.CreateConfirmation(ctx(t), store.Confirmation{
+			Tenant: "acme", Owner: "alice", RunID: r.ID, ConversationID: c.ID, ToolCallID: "call", ToolName: "send_webhook", ExpiresAt: exp,
+		}))
+	}
+	late := mk()
+	_, err := s.DecideConfirmation(ctx(t), alice, late.ID, store.Decision{Status: store.ConfirmApproved, At: exp.Add(time.Second)})
+	wantErr(t, err, store.ErrExpired)
+	if got := must[store.Confirmation](t)(s.GetConfirmation(ctx(t), alice, late.ID)); got.Status != store.ConfirmExpired {
+		t.Fatalf("late decision left status %s", got.Status)
+	}
+	swept := mk()
+	if got := must[[]store.Confirmation](t)(s.ExpireConfirmations(ctx(t), time.Now())); len(got) != 0 {
+		t.Fatalf("expired too early: %+v", got)
+	}
+	got := must[[]store.Confirmation](t)(s.ExpireConfirmations(ctx(t), exp.Add(time.Second)))
+	if len(got) != 1 || got[0].ID != swept.ID || got[0].Status != store.ConfirmExpired {
+		t.Fatalf("swept %+v", got)
+	}
+	_, err = s.DecideConfirmation(ctx(t), alice, swept.ID, store.Decision{Status: store.ConfirmApproved, At: time.Now()})
+	wantErr(t, err, store.ErrExpired)
+}
+
+func testDeleteCascades(t *testing.T, s store.Store) {
+	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
+	must[store.Message](t)(s.AppendMessage(ctx(t), alice, store.Message{ConversationID: c.ID, Role: store.RoleUser, Content: "x"}))
+	r := must[store.Run](t)(s.CreateRun(ctx(t), alice, store.Run{ConversationID: c.ID, Input: "x"}))
+	must[store.Confirmation](t)(s.CreateConfirmation(ctx(t), store.Confirmation{Tenant: "acme", Owner: "alice", RunID: r.ID, ConversationID: c.ID,
+		ToolCallID: "c", ToolName: "t", ExpiresAt: time.Now().Add(time.Hour)}))
+	if err := s.AppendEvents(ctx(t), mkEvents(c.ID, r.ID, 1, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteConversation(ctx(t), alice, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.GetRun(ctx(t), alice, r.ID)
+	wantErr(t, err, store.ErrNotFound)
+	if n := must[int64](t)(s.LastSeq(ctx(t), "acme", c.ID)); n != 0 {
+		t.Fatalf("events survive delete: last seq %d", n)
+	}
+	if l := must[[]store.Confirmation](t)(s.ListConfirmations(ctx(t), alice, "")); len(l) != 0 {
+		t.Fatalf("confirmations survive delete: %d", len(l))
+	}
+}
+
+func testRetention(t *testing.T, s store.Store) {
+	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
+	old := must[store.Run](t)(s.CreateRun(ctx(t), alice, store.Run{ConversationID: c.ID, Input: "old"}))
+	ended := time.Now().Add(-48 * time.Hour)
+	must[store.Run](t)(s.UpdateRun(ctx(t), "acme", old.ID, store.RunUpdate{Status: store.RunSucceeded, EndedAt: &ended}))
+	if err := s.AppendEvents(ctx(t), mkEvents(c.ID, old.ID, 1, 2)); err != nil {
+		t.Fatal(err)
+	}
+	live := must[store.Run](t)(s.CreateRun(ctx(t), alice, store.Run{ConversationID: c.ID, Input: "new"}))
+	if err := s.AppendEvents(ctx(t), mkEvents(c.ID, live.ID, 3, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if n := must[int](t)(s.DeleteRunsEndedBefore(ctx(t), time.Now().Add(-24*time.Hour))); n != 1 {
+		t.Fatalf("deleted %d runs", n)
+	}
+	_, err := s.GetRun(ctx(t), alice, old.ID)
+	wantErr(t, err, store.ErrNotFound)
+	evs := must[[]event.Event](t)(s.ListEvents(ctx(t), alice, c.ID, "", 0, 0, 0))
+	if len(evs) != 2 || evs[0].Run != live.ID {
+		t.Fatalf("remaining events %+v", evs)
+	}
+}
+
+func testConcurrentWriters(t *testing.T, s store.Store) {
+	const writers, perWriter = 50, 4
+	var wg sync.WaitGroup
+	ids := make([]string, writers)
+	for i := range writers {
+		wg.Go(func() {
+			sc := store.Scope{Tenant: "acme", User: fmt.Sprintf("user%d", i%5)}
+			c, err := s.CreateConversation(ctx(t), sc, store.Conversation{Title: fmt.Sprint(i)})
+			if err != nil {
+				t.Errorf("writer %d: %v", i, err)
+				return
+			}
+			ids[i] = c.ID
+			for j := range perWriter {
+				if _, err := s.AppendMessage(ctx(t), sc, store.Message{ConversationID: c.ID, Role: store.RoleUser, Content: fmt.Sprint(j)}); err != nil {
+					t.Errorf("writer %d message %d: %v", i, j, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	total := 0
+	for u := range 5 {
+		sc := store.Scope{Tenant: "acme", User: fmt.Sprintf("user%d", u)}
+		list, _, err := s.ListConversations(ctx(t), sc, store.Page{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range list {
+			msgs, _, err := s.ListMessages(ctx(t), sc, c.ID, store.MessageFilter{}, store.Page{Limit: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(msgs) != perWriter {
+				t.Fatalf("conversation %s has %d messages", c.ID, len(msgs))
+			}
+		}
+		total += len(list)
+	}
+	if total != writers {
+		t.Fatalf("%d conversations stored, want %d", total, writers)
+	}
+}
