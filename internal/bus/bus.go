@@ -1,0 +1,162 @@
+// Package bus fans events out live: the executing run publishes each event of
+// a thread, and every stream following that thread receives it.
+//
+// Ordering: events of one thread are published by one publisher at a time (the
+// replica executing the thread's active run) in seq order, and every
+// subscription delivers them in that order. The bus is not the record: the
+// store's event log is. A subscriber replays the log for what the bus no
+// longer holds, and drops duplicates by seq.
+//
+// Backpressure: publishing never blocks on a subscriber. Each subscription has
+// a bounded queue; a subscriber that falls too far behind is ended with
+// ErrSlowConsumer, and resumes from the log by its last seq.
+package bus
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/agentchat/agentchat/internal/event"
+)
+
+// ErrSlowConsumer ends a subscription whose queue overflowed.
+var ErrSlowConsumer = errors.New("bus: subscriber too slow, resume from the last event id")
+
+// ErrClosed ends subscriptions when the bus closes.
+var ErrClosed = errors.New("bus: closed")
+
+// Control kinds.
+const (
+	ControlCancel  = "cancel"  // stop the run
+	ControlDecided = "decided" // a confirmation of the run was decided
+)
+
+// Control is a message to whichever replica executes a run.
+type Control struct {
+	Kind           string `json:"kind"`
+	Tenant         string `json:"tenant"`
+	RunID          string `json:"runId"`
+	ConfirmationID string `json:"confirmationId,omitempty"`
+}
+
+// Bus is the live fan-out of events and control messages.
+type Bus interface {
+	// Publish delivers ev to the subscribers of its thread.
+	Publish(ctx context.Context, ev event.Event) error
+	// Subscribe follows a thread of a tenant. The subscription receives every
+	// event published after Subscribe returns, in order; it may first receive
+	// events the bus retained with seq > after (and the caller drops any it
+	// already has). The subscription ends when ctx ends or Close is called.
+	Subscribe(ctx context.Context, tenant, thread string, after int64) (*Queue, error)
+	// PublishControl sends a control message to every replica.
+	PublishControl(ctx context.Context, c Control) error
+	// Controls delivers control messages until ctx ends. Each call gets its own stream.
+	Controls(ctx context.Context) (<-chan Control, error)
+	// Close ends every subscription with ErrClosed.
+	Close() error
+}
+
+// DefaultQueueLimit bounds a subscription's backlog: generous for bursts of
+// token deltas, small enough that a stalled client costs little.
+const DefaultQueueLimit = 4096
+
+// Queue is a subscription's bounded, growable backlog. Producers Push and never
+// block; the consumer waits on Ready and takes everything with Drain, so a
+// burst becomes one write and one flush. An idle queue holds no buffer.
+type Queue struct {
+	mu     sync.Mutex
+	items  []event.Event
+	limit  int
+	err    error
+	ready  chan struct{}
+	onStop func()
+}
+
+// NewQueue makes a queue holding at most limit events (DefaultQueueLimit when
+// limit <= 0); onStop, if set, runs once when the queue ends.
+func NewQueue(limit int, onStop func()) *Queue {
+	if limit <= 0 {
+		limit = DefaultQueueLimit
+	}
+	return &Queue{limit: limit, ready: make(chan struct{}, 1), onStop: onStop}
+}
+
+// Push appends ev; on overflow the queue ends with ErrSlowConsumer. It reports
+// whether the queue is still open; when it is not, the producer detaches it
+// (Push does not run onStop, so a producer may call it under its own lock).
+func (q *Queue) Push(ev event.Event) bool {
+	q.mu.Lock()
+	if q.err != nil {
+		q.mu.Unlock()
+		return false
+	}
+	if len(q.items) >= q.limit {
+		q.err = ErrSlowConsumer
+		q.mu.Unlock()
+		q.signal()
+		return false
+	}
+	q.items = append(q.items, ev)
+	q.mu.Unlock()
+	q.signal()
+	return true
+}
+
+func (q *Queue) signal() {
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+// Ready is signalled when events or the end are waiting.
+func (q *Queue) Ready() <-chan struct{} { return q.ready }
+
+// Drain appends the waiting events to buf and returns it, with the error that
+// ended the queue once nothing is left to deliver (nil while it is open).
+func (q *Queue) Drain(buf []event.Event) ([]event.Event, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	buf = append(buf, q.items...)
+	clear(q.items)
+	q.items = q.items[:0]
+	if cap(q.items) > 256 {
+		q.items = nil // let a burst's buffer go
+	}
+	if len(buf) > 0 {
+		if q.err != nil {
+			q.signal() // the end is still to be told
+		}
+		return buf, nil
+	}
+	return buf, q.err
+}
+
+// Stop ends the queue with err (nil means a clean close). Events already
+// queued are still delivered before the error. Safe to call more than once.
+func (q *Queue) Stop(err error) {
+	q.mu.Lock()
+	if q.err != nil {
+		q.mu.Unlock()
+		return
+	}
+	if err == nil {
+		err = ErrClosed
+	}
+	q.err = err
+	stop := q.onStop
+	q.onStop = nil
+	q.mu.Unlock()
+	q.signal()
+	if stop != nil {
+		stop()
+	}
+}
+
+// Err is the error that ended the queue, nil while it is open.
+func (q *Queue) Err() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.err
+}

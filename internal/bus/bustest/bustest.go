@@ -1,0 +1,246 @@
+// Package bustest is the contract every bus.Bus backend must pass.
+package bustest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentchat/agentchat/internal/bus"
+	"github.com/agentchat/agentchat/internal/event"
+)
+
+// Run runs the contract against buses made by newBus; each call returns an
+// independent bus (its own key prefix), and a second call within one test
+// must return a bus sharing the first one's backend (another replica).
+func Run(t *testing.T, newBus func(t *testing.T) bus.Bus) {
+	tests := []struct {
+		name string
+		fn   func(*testing.T, func(*testing.T) bus.Bus)
+	}{
+		{"OrderedDelivery", testOrdered},
+		{"IsolatedByTenantAndThread", testIsolation},
+		{"ManySubscribers", testManySubscribers},
+		{"SlowConsumerIsEnded", testSlowConsumer},
+		{"UnsubscribeOnContext", testUnsubscribe},
+		{"Controls", testControls},
+		{"Close", testClose},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.fn(t, newBus)
+		})
+	}
+}
+
+func ev(tenant, thread string, seq int64) event.Event {
+	return event.Event{Tenant: tenant, Thread: thread, Run: "run", Seq: seq, Time: time.UnixMilli(1700000000000).UTC(),
+		Type: event.TextDelta, Payload: event.TextDeltaData{MessageID: "m", Delta: fmt.Sprintf("t%d", seq)}}
+}
+
+// Collect reads n events (skipping any with seq <= after, which a bus may
+// redeliver) or fails after a generous bound.
+func Collect(t *testing.T, q *bus.Queue, after int64, n int) []event.Event {
+	t.Helper()
+	var out []event.Event
+	timeout := time.After(10 * time.Second)
+	for len(out) < n {
+		select {
+		case <-q.Ready():
+		case <-timeout:
+			t.Fatalf("got %d of %d events", len(out), n)
+		}
+		got, err := q.Drain(nil)
+		for _, e := range got {
+			if e.Seq > after {
+				out = append(out, e)
+				after = e.Seq
+			}
+		}
+		if err != nil && len(out) < n {
+			t.Fatalf("subscription ended after %d of %d events: %v", len(out), n, err)
+		}
+	}
+	return out
+}
+
+func publish(t *testing.T, b bus.Bus, evs ...event.Event) {
+	t.Helper()
+	for _, e := range evs {
+		if err := b.Publish(t.Context(), e); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func testOrdered(t *testing.T, newBus func(*testing.T) bus.Bus) {
+	b := newBus(t)
+	q, err := b.Subscribe(t.Context(), "acme", "th", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := int64(1); i <= 200; i++ {
+		publish(t, b, ev("acme", "th", i))
+	}
+	got := Collect(t, q, 0, 200)
+	for i, e := range got {
+		if e.Seq != int64(i+1) || e.Payload.(event.TextDeltaData).Delta != fmt.Sprintf("t%d", i+1) || e.Tenant != "acme" || e.Thread != "th" {
+			t.Fatalf("event %d = %+v", i, e)
+		}
+	}
+}
+
+func testIsolation(t *testing.T, newBus func(*testing.T) bus.Bus) {
+	b := newBus(t)
+	q, err := b.Subscribe(t.Context(), "acme", "th", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, b, ev("evil", "th", 1), ev("acme", "other", 1), ev("acme", "th", 1))
+	got := Collect(t, q, 0, 1)
+	if got[0].Tenant != "acme" || got[0].Thread != "th" {
+		t.Fatalf("received another topic's event %+v", got[0])
+	}
+	publish(t, b, ev("acme", "th", 2))
+	if got := Collect(t, q, 1, 1); got[0].Seq != 2 || got[0].Tenant != "acme" || got[0].Thread != "th" {
+		t.Fatalf("received %+v", got[0])
+	}
+}
+
+func testManySubscribers(t *testing.T, newBus func(*testing.T) bus.Bus) {
+	pub := newBus(t)
+	other := newBus(t) // a second replica on the same backend
+	var qs []*bus.Queue
+	for i := range 10 {
+		b := pub
+		if i%2 == 1 {
+			b = other
+		}
+		q, err := b.Subscribe(t.Context(), "acme", "th", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		qs = append(qs, q)
+	}
+	for i := int64(1); i <= 50; i++ {
+		publish(t, pub, ev("acme", "th", i))
+	}
+	var wg sync.WaitGroup
+	for _, q := range qs {
+		wg.Go(func() {
+			got := Collect(t, q, 0, 50)
+			if got[49].Seq != 50 {
+				t.Errorf("last = %d", got[49].Seq)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func testSlowConsumer(t *testing.T, newBus func(*testing.T) bus.Bus) {
+	b := newBus(t)
+	q, err := b.Subscribe(t.Context(), "acme", "slow", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast, err := b.Subscribe(t.Context(), "acme", "slow", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int64(bus.DefaultQueueLimit + 100)
+	done := make(chan []event.Event)
+	go func() { done <- Collect(t, fast, 0, int(n)) }()
+	for i := int64(1); i <= n; i++ {
+		publish(t, b, ev("acme", "slow", i)) // never blocks on the stalled subscriber
+	}
+	if got := <-done; len(got) != int(n) {
+		t.Fatalf("fast subscriber got %d", len(got))
+	}
+	// The stalled one is ended: it drains what it had, then learns why.
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case <-q.Ready():
+		case <-deadline:
+			t.Fatal("slow subscriber never ended")
+		}
+		_, err := q.Drain(nil)
+		if err != nil {
+			if !errors.Is(err, bus.ErrSlowConsumer) {
+				t.Fatalf("slow subscriber ended with %v", err)
+			}
+			return
+		}
+	}
+}
+
+func testUnsubscribe(t *testing.T, newBus func(*testing.T) bus.Bus) {
+	b := newBus(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	q, err := b.Subscribe(ctx, "acme", "th", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	select {
+	case <-q.Ready():
+	case <-time.After(10 * time.Second):
+		t.Fatal("cancelled subscription not ended")
+	}
+	for {
+		if _, err := q.Drain(nil); err != nil {
+			break
+		}
+		<-q.Ready()
+	}
+	publish(t, b, ev("acme", "th", 1)) // must not panic or block
+}
+
+func testControls(t *testing.T, newBus func(*testing.T) bus.Bus) {
+	a, b := newBus(t), newBus(t)
+	ca, err := a.Controls(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb, err := b.Controls(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := bus.Control{Kind: bus.ControlCancel, Tenant: "acme", RunID: "r1"}
+	if err := a.PublishControl(t.Context(), want); err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range []<-chan bus.Control{ca, cb} {
+		select {
+		case got := <-ch:
+			if got != want {
+				t.Fatalf("control %+v, want %+v", got, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("control not delivered to every replica")
+		}
+	}
+}
+
+func testClose(t *testing.T, newBus func(*testing.T) bus.Bus) {
+	b := newBus(t)
+	q, err := b.Subscribe(t.Context(), "acme", "th", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-q.Ready():
+	case <-time.After(10 * time.Second):
+		t.Fatal("close did not end the subscription")
+	}
+	if _, err := q.Drain(nil); !errors.Is(err, bus.ErrClosed) {
+		t.Fatalf("after close: %v", err)
+	}
+}
