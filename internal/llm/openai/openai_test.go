@@ -1,0 +1,317 @@
+package openai_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentchat/agentchat/internal/llm"
+	"github.com/agentchat/agentchat/internal/llm/llmtest"
+	"github.com/agentchat/agentchat/internal/llm/openai"
+)
+
+func newModel(serverURL, apiKey string, maxRetries int, timeout time.Duration) (llm.Model, error) {
+	return openai.New(openai.Config{
+		BaseURL:    serverURL + "/v1",
+		APIKey:     apiKey,
+		Model:      "gpt-test",
+		MaxRetries: maxRetries,
+		Timeout:    timeout,
+	})
+}
+
+func TestAdapter(t *testing.T) {
+	t.Parallel()
+	llmtest.RunAdapter(t, llmtest.Adapter{NewServer: llmtest.NewOpenAIServer, NewModel: newModel})
+}
+
+func setup(t *testing.T, opts llmtest.Options) (llm.Model, *llmtest.Server) {
+	t.Helper()
+	srv := llmtest.NewOpenAIServer(t, opts)
+	m, err := newModel(srv.URL, llmtest.TestKey, -1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, srv
+}
+
+func TestRequest(t *testing.T) {
+	t.Parallel()
+	m, srv := setup(t, llmtest.Options{})
+	temp := 0.2
+	req := llm.Request{
+		Model: "deepseek-chat",
+		Messages: []llm.Message{
+			{Role: llm.RoleSystem, Content: "Be brief."},
+			{Role: llm.RoleUser, Parts: []llm.Part{
+				{Type: "text", Text: "What is this?"},
+				{Type: "image_url", ImageURL: "https://example.com/cat.png"},
+			}},
+			{Role: llm.RoleAssistant, Content: "Let me check.", ToolCalls: []llm.ToolCall{
+				{ID: "call_1", Name: "lookup", Arguments: json.RawMessage(`{"q":"cat"}`)},
+				{ID: "call_2", Name: "ping"},
+			}},
+			{Role: llm.RoleTool, ToolCallID: "call_1", Name: "lookup", Content: "a cat"},
+			{Role: llm.RoleTool, ToolCallID: "call_2", Name: "ping", Content: "pong"},
+		},
+		Tools: []llm.ToolSpec{
+			{Name: "lookup", Description: "Looks things up.", Parameters: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`)},
+			{Name: "ping"},
+		},
+		MaxTokens:   50,
+		Temperature: &temp,
+		JSONObject:  true,
+	}
+	s, err := m.Stream(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := llm.Collect(s); err != nil {
+		t.Fatal(err)
+	}
+	got := srv.Requests()[0]
+	if got.Path != "/v1/chat/completions" || got.Header.Get("Authorization") != "Bearer "+llmtest.TestKey {
+		t.Errorf("path %q auth %q", got.Path, got.Header.Get("Authorization"))
+	}
+	want := `{
+		"model": "deepseek-chat",
+		"stream": true,
+		"stream_options": {"include_usage": true},
+		"max_tokens": 50,
+		"temperature": 0.2,
+		"response_format": {"type": "json_object"},
+		"messages": [
+			{"role": "system", "content": "Be brief."},
+			{"role": "user", "content": [
+				{"type": "text", "text": "What is this?"},
+				{"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}}
+			]},
+			{"role": "assistant", "content": "Let me check.", "tool_calls": [
+				{"id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": "{\"q\":\"cat\"}"}},
+				{"id": "call_2", "type": "function", "function": {"name": "ping", "arguments": "{}"}}
+			]},
+			{"role": "tool", "tool_call_id": "call_1", "content": "a cat"},
+			{"role": "tool", "tool_call_id": "call_2", "content": "pong"}
+		],
+		"tools": [
+			{"type": "function", "function": {"name": "lookup", "description": "Looks things up.",
+				"parameters": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}},
+			{"type": "function", "function": {"name": "ping", "parameters": {"type": "object", "properties": {}}}}
+		]
+	}`
+	var wantBody map[string]any
+	if err := json.Unmarshal([]byte(want), &wantBody); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Body, wantBody) {
+		t.Errorf("request body =\n%s\nwant\n%s", got.Raw, want)
+	}
+}
+
+func TestDefaultModel(t *testing.T) {
+	t.Parallel()
+	m, srv := setup(t, llmtest.Options{})
+	s, err := m.Stream(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if got := srv.Requests()[0].Body["model"]; got != "gpt-test" {
+		t.Errorf("model = %v, want the configured gpt-test", got)
+	}
+}
+
+func TestBadRequestBeforeSending(t *testing.T) {
+	t.Parallel()
+	m, srv := setup(t, llmtest.Options{})
+	for _, req := range []llm.Request{
+		{Messages: []llm.Message{{Role: "robot", Content: "hi"}}},
+		{Messages: []llm.Message{{Role: llm.RoleUser, Parts: []llm.Part{{Type: "audio"}}}}},
+		{Tools: []llm.ToolSpec{{Name: "t", Parameters: json.RawMessage(`[1]`)}}},
+	} {
+		_, err := m.Stream(t.Context(), req)
+		if lerr, ok := err.(*llm.Error); !ok || lerr.Code != llm.CodeBadRequest {
+			t.Errorf("err = %v, want %s", err, llm.CodeBadRequest)
+		}
+	}
+	if srv.Count() != 0 {
+		t.Errorf("%d requests sent, want none", srv.Count())
+	}
+}
+
+// TestIgnoresEnvironment: the SDK's NewClient reads OPENAI_API_KEY and
+// OPENAI_BASE_URL; the adapter must not, or a key meant for OpenAI would be
+// sent to a local Ollama, or requests would go elsewhere. Not parallel: Setenv.
+func TestIgnoresEnvironment(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-from-the-environment")
+	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+	t.Setenv("OPENAI_ORG_ID", "org-env")
+	srv := llmtest.NewOpenAIServer(t, llmtest.Options{})
+	m, err := newModel(srv.URL, "", -1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := m.Stream(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}})
+	if err != nil {
+		t.Fatalf("Stream: %v (did it follow OPENAI_BASE_URL?)", err)
+	}
+	s.Close()
+	h := srv.Requests()[0].Header
+	if h.Get("Authorization") != "" || h.Get("OpenAI-Organization") != "" {
+		t.Errorf("headers from the environment were sent: %v", h)
+	}
+}
+
+func TestConfig(t *testing.T) {
+	t.Parallel()
+	for _, cfg := range []openai.Config{
+		{},
+		{Model: "m", BaseURL: "ftp://example.com"},
+		{Model: "m", BaseURL: "not a url"},
+	} {
+		if _, err := openai.New(cfg); err == nil {
+			t.Errorf("New(%+v) = nil error", cfg)
+		}
+	}
+	m, err := openai.New(openai.Config{Model: "gpt-4o-mini", APIKey: "sk-x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := m.Name(), "gpt-4o-mini (openai-compatible, api.openai.com)"; got != want {
+		t.Errorf("Name() = %q, want %q", got, want)
+	}
+}
+
+// rawServer answers every request with body, verbatim: for the quirks of
+// OpenAI-compatible servers that the fake's script does not produce.
+func rawServer(t *testing.T, body string) llm.Model {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	m, err := newModel(srv.URL, "k", -1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func sse(chunks ...string) string {
+	var b strings.Builder
+	for _, c := range chunks {
+		b.WriteString("data: " + c + "\n\n")
+	}
+	return b.String()
+}
+
+func TestCompatibleServerQuirks(t *testing.T) {
+	t.Parallel()
+	const head = `{"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":`
+	delta := func(d string, finish string) string {
+		f := "null"
+		if finish != "" {
+			f = `"` + finish + `"`
+		}
+		return head + d + `,"finish_reason":` + f + `}]}`
+	}
+	tests := []struct {
+		name    string
+		body    string
+		want    []llm.Chunk
+		wantErr string
+	}{
+		{
+			name: "parallel calls all at index 0, told apart by id",
+			body: sse(
+				delta(`{"tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"f","arguments":""}}]}`, ""),
+				delta(`{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}`, ""),
+				delta(`{"tool_calls":[{"index":0,"id":"b","type":"function","function":{"name":"g","arguments":"{\"x\":1}"}}]}`, ""),
+				delta(`{}`, "tool_calls"), "[DONE]"),
+			want: []llm.Chunk{
+				{ToolCall: &llm.ToolCallDelta{Index: 0, ID: "a", Name: "f"}},
+				{ToolCall: &llm.ToolCallDelta{Index: 0, ArgsDelta: "{}"}},
+				{ToolCall: &llm.ToolCallDelta{Index: 1, ID: "b", Name: "g", ArgsDelta: `{"x":1}`}},
+				{FinishReason: "tool_calls"},
+			},
+		},
+		{
+			name: "name and id repeated on every fragment",
+			body: sse(
+				delta(`{"tool_calls":[{"index":0,"id":"a","function":{"name":"f","arguments":"{\"x\""}}]}`, ""),
+				delta(`{"tool_calls":[{"index":0,"id":"a","function":{"name":"f","arguments":":1}"}}]}`, ""),
+				delta(`{}`, "function_call"), "[DONE]"),
+			want: []llm.Chunk{
+				{ToolCall: &llm.ToolCallDelta{Index: 0, ID: "a", Name: "f", ArgsDelta: `{"x"`}},
+				{ToolCall: &llm.ToolCallDelta{Index: 0, ArgsDelta: ":1}"}},
+				{FinishReason: "tool_calls"},
+			},
+		},
+		{
+			name: "reasoning field, usage null on every chunk, then a usage chunk",
+			body: sse(
+				head+`{"reasoning":"hmm"},"finish_reason":null}],"usage":null}`,
+				head+`{"content":"ok","reasoning_content":null},"finish_reason":"stop"}],"usage":null}`,
+				`{"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}`,
+				"[DONE]"),
+			want: []llm.Chunk{{Reasoning: "hmm"}, {Text: "ok"}, {FinishReason: "stop"}, {Usage: &llm.Usage{InputTokens: 3, OutputTokens: 2}}},
+		},
+		{
+			name: "[DONE] without a finish reason ends cleanly",
+			body: sse(delta(`{"content":"ok"}`, ""), "[DONE]"),
+			want: []llm.Chunk{{Text: "ok"}},
+		},
+		{
+			name: "a finish reason without [DONE] ends cleanly",
+			body: sse(delta(`{"content":"ok"}`, "stop")),
+			want: []llm.Chunk{{Text: "ok"}, {FinishReason: "stop"}},
+		},
+		{
+			name:    "neither is a cut",
+			body:    sse(delta(`{"content":"ok"}`, "")),
+			want:    []llm.Chunk{{Text: "ok"}},
+			wantErr: llm.CodeStreamCut,
+		},
+		{
+			name:    "[DONE] inside the text is not the marker",
+			body:    sse(delta(`{"content":"data: [DONE]"}`, "")),
+			want:    []llm.Chunk{{Text: "data: [DONE]"}},
+			wantErr: llm.CodeStreamCut,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s, err := rawServer(t, tt.body).Stream(t.Context(), llm.Request{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			var got []llm.Chunk
+			for s.Next() {
+				got = append(got, s.Chunk())
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				g, _ := json.Marshal(got)
+				w, _ := json.Marshal(tt.want)
+				t.Errorf("chunks =\n%s\nwant\n%s", g, w)
+			}
+			var code string
+			if lerr, ok := s.Err().(*llm.Error); ok {
+				code = lerr.Code
+			} else if s.Err() != nil {
+				code = s.Err().Error()
+			}
+			if code != tt.wantErr {
+				t.Errorf("error %v, want code %q", s.Err(), tt.wantErr)
+			}
+		})
+	}
+}
