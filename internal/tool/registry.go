@@ -223,6 +223,22 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) 
 	return r.finish(r.run(ctx, e, args, timeout))
 }
 
+// Validate checks args against the named tool's schema without calling it,
+// so a call that needs a person's approval is checked before anyone is asked.
+// The error text is written for the model.
+func (r *Registry) Validate(name string, args json.RawMessage) error {
+	r.mu.RLock()
+	e, ok := r.entries[name]
+	r.mu.RUnlock()
+	if !ok {
+		return fmt.Errorf("unknown tool %q", name)
+	}
+	if _, err := checkArgs(e.schema, args); err != nil {
+		return fmt.Errorf("invalid arguments: %w", err)
+	}
+	return nil
+}
+
 // errTimeout is the cause of a context that hit the per-call deadline, so a
 // timeout can be told apart from the caller cancelling.
 var errTimeout = errors.New("tool call timed out")

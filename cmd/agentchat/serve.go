@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agentchat/agentchat/internal/bus"
+	"github.com/agentchat/agentchat/internal/bus/membus"
+	"github.com/agentchat/agentchat/internal/config"
+	"github.com/agentchat/agentchat/internal/engine/local"
+	"github.com/agentchat/agentchat/internal/httpapi"
+	"github.com/agentchat/agentchat/internal/llm"
+	"github.com/agentchat/agentchat/internal/llm/anthropic"
+	"github.com/agentchat/agentchat/internal/llm/openai"
+	"github.com/agentchat/agentchat/internal/llm/scripted"
+	"github.com/agentchat/agentchat/internal/run"
+	"github.com/agentchat/agentchat/internal/store"
+	"github.com/agentchat/agentchat/internal/store/sqlitestore"
+	"github.com/agentchat/agentchat/internal/tool"
+	"github.com/agentchat/agentchat/internal/tool/builtin"
+	"github.com/agentchat/agentchat/internal/tool/mcptool"
+)
+
+var errUsage = errors.New("usage")
+
+func loadConfig(name string, args []string, getenv func(string) string, stderr io.Writer) (config.Config, error) {
+	cfg, err := config.Load(name, args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return cfg, errUsage
+	}
+	return cfg, err
+}
+
+func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// openStore opens the store the configuration names, applying migrations.
+func openStore(ctx context.Context, cfg config.Config) (store.Store, error) {
+	kind, err := cfg.StoreKind()
+	if err != nil {
+		return nil, err
+	}
+	switch kind {
+	case "postgres":
+		return openPostgres(ctx, cfg.Store)
+	default:
+		return sqlitestore.Open(ctx, cfg.SQLitePath())
+	}
+}
+
+func openBus(ctx context.Context, cfg config.Config) (bus.Bus, error) {
+	if cfg.Bus == "" || cfg.Bus == "memory" {
+		return membus.New(0), nil
+	}
+	return openRedis(ctx, cfg.Bus)
+}
+
+func newModel(cfg config.Config) (llm.Model, error) {
+	retries := cfg.LLMRetries
+	switch cfg.LLM {
+	case "openai":
+		return openai.New(openai.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey, Model: orDefault(cfg.Model, "gpt-4o-mini"),
+			Timeout: cfg.LLMTimeout, MaxRetries: retries})
+	case "anthropic":
+		return anthropic.New(anthropic.Config{BaseURL: cfg.AnthropicBaseURL, APIKey: cfg.AnthropicAPIKey, Model: orDefault(cfg.Model, "claude-sonnet-4-5"),
+			Timeout: cfg.LLMTimeout, MaxRetries: retries})
+	}
+	return scripted.New(scripted.Config{TokenDelay: cfg.ScriptedTokenDelay,
+		Hint: "Set OPENAI_API_KEY (and OPENAI_BASE_URL for other OpenAI-compatible servers) or ANTHROPIC_API_KEY to use a real model."}), nil
+}
+
+func orDefault(v, d string) string {
+	if v == "" {
+		return d
+	}
+	return v
+}
+
+func newTools(ctx context.Context, cfg config.Config, log *slog.Logger) (*tool.Registry, func(), error) {
+	overrides := map[string]tool.Confirm{}
+	for _, item := range strings.Split(cfg.ToolConfirm, ",") {
+		name, policy, ok := strings.Cut(strings.TrimSpace(item), "=")
+		if !ok {
+			continue
+		}
+		overrides[strings.TrimSpace(name)] = tool.Confirm(strings.TrimSpace(policy))
+	}
+	reg, err := tool.NewRegistry(tool.RegistryConfig{DefaultTimeout: cfg.ToolTimeout, Overrides: overrides, Logger: log})
+	if err != nil {
+		return nil, nil, fmt.Errorf("tool-confirm: %w", err)
+	}
+	var allow []string
+	for _, a := range strings.Split(cfg.HTTPGetAllow, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			allow = append(allow, a)
+		}
+	}
+	err = builtin.Register(reg, builtin.Config{
+		HTTPGet: builtin.HTTPGetConfig{Allow: allow},
+		Feishu:  builtin.FeishuConfig{WebhookURL: cfg.FeishuWebhookURL, Secret: cfg.FeishuSecret},
+		Webhook: builtin.WebhookConfig{URL: cfg.WebhookURL},
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	closeMCP := func() {}
+	if cfg.MCPConfig != "" {
+		servers, err := mcptool.LoadConfig(cfg.MCPConfig)
+		if err != nil {
+			return nil, nil, fmt.Errorf("mcp-config: %w", err)
+		}
+		client, err := mcptool.Connect(ctx, reg, mcptool.Config{Servers: servers, Logger: log})
+		if err != nil {
+			return nil, nil, fmt.Errorf("mcp: %w", err)
+		}
+		closeMCP = func() { client.Close() }
+	}
+	return reg, closeMCP, nil
+}
+
+// devToken returns the development token kept in the data directory,
+// creating it on first use, so the README's commands work across restarts.
+func devToken(dataDir string) (string, error) {
+	path := filepath.Join(dataDir, "dev-token")
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= 32 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	var raw [24]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", err
+	}
+	tok := "dev_" + hex.EncodeToString(raw[:])
+	if err := os.MkdirAll(dataDir, 0o750); err != nil {
+		return "", err
+	}
+	return tok, os.WriteFile(path, []byte(tok+"\n"), 0o600)
+}
+
+func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, err := loadConfig("serve", args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg, stderr)
+	slog.SetDefault(log)
+
+	tokens, _ := config.ParseTokens(cfg.Tokens)
+	if len(tokens) == 0 && cfg.JWTSecret == "" {
+		tok, err := devToken(cfg.DataDir)
+		if err != nil {
+			return fmt.Errorf("development token: %w", err)
+		}
+		tokens = []config.Token{{Token: tok, Tenant: "default", User: "dev"}}
+		fmt.Fprintf(stdout, "No AGENTCHAT_TOKENS or AGENTCHAT_JWT_SECRET set: using a development token for tenant \"default\", user \"dev\".\n"+
+			"It is kept in %s:\n\n  export TOKEN=%s\n\n", filepath.Join(cfg.DataDir, "dev-token"), tok)
+	}
+
+	st, err := openStore(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	defer st.Close()
+	b, err := openBus(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("bus: %w", err)
+	}
+	defer b.Close()
+	model, err := newModel(cfg)
+	if err != nil {
+		return fmt.Errorf("llm: %w", err)
+	}
+	tools, closeTools, err := newTools(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeTools()
+
+	runs := run.New(run.Config{
+		Store: st, Bus: b, Logger: log,
+		Engine:     local.New(local.Config{Model: model, Tools: tools, MaxIterations: cfg.MaxIterations, SystemPrompt: cfg.SystemPrompt, Logger: log}),
+		ConfirmTTL: cfg.ConfirmTTL, RunRetention: cfg.RunRetention, MaxInputChars: cfg.MaxInputChars, MaxRunsPerTenant: cfg.MaxRunsPerTenant,
+	})
+	api := httpapi.New(httpapi.Config{
+		Store: st, Runs: runs, Tools: tools, Logger: log, Auth: httpapi.NewAuthenticator(tokens, cfg.JWTSecret),
+		TenantHeader: cfg.TenantHeader, MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval,
+	})
+	srv := &http.Server{
+		Handler:           api,
+		ReadHeaderTimeout: 10 * time.Second,
+		WriteTimeout:      60 * time.Second, // streams extend it per write
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	log.Info("agentchat listening", "addr", ln.Addr().String(), "store", mustKind(cfg), "llm", model.Name(), "tools", len(tools.List()))
+	fmt.Fprintf(stdout, "agentchat is listening on http://%s (model: %s)\n", ln.Addr(), model.Name())
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	api.Close() // streams say goodbye and return, so Shutdown need not wait for them
+	srv.Shutdown(sctx)
+	runs.Shutdown(sctx)
+	return nil
+}
+
+func mustKind(cfg config.Config) string {
+	k, _ := cfg.StoreKind()
+	return k
+}
+
+func migrate(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	cfg, err := loadConfig("migrate", args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stderr, "migrations applied")
+	return st.Close()
+}

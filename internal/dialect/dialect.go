@@ -1,0 +1,107 @@
+// Package dialect turns canonical events into the SSE frames of each wire
+// format. The framing rules live here, once; each format is a child package
+// with an Encoder.
+//
+// An Encoder is a translation with per-stream state (AG-UI, for example, must
+// open a text message before its content). It knows no store and no HTTP: it
+// appends whole frames to a byte slice, and the caller writes and flushes them.
+// An Encoder is used by one stream, from one goroutine.
+package dialect
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentchat/agentchat/internal/event"
+)
+
+// Encoder translates one stream's events into frames.
+type Encoder interface {
+	// Encode appends the frames for ev (possibly none) to dst.
+	Encode(dst []byte, ev event.Event) []byte
+	// KeepAlive appends the dialect's keep-alive: an event or a comment.
+	KeepAlive(dst []byte, now time.Time) []byte
+	// Abort appends what tells a client the stream ends early though the run
+	// goes on (server shutdown, a client too slow): it should reconnect.
+	Abort(dst []byte, info event.ErrorInfo) []byte
+}
+
+// Frame is one SSE frame. ID and Event must not contain CR, LF or NUL;
+// AppendFrame drops such a field rather than let it split the stream.
+type Frame struct {
+	ID    string
+	Event string
+	Data  []byte // may contain newlines: each line becomes a data: line
+}
+
+// AppendFrame appends f in SSE syntax.
+func AppendFrame(dst []byte, f Frame) []byte {
+	if f.Event != "" && safeField(f.Event) {
+		dst = append(dst, "event: "...)
+		dst = append(dst, f.Event...)
+		dst = append(dst, '\n')
+	}
+	if f.ID != "" && safeField(f.ID) {
+		dst = append(dst, "id: "...)
+		dst = append(dst, f.ID...)
+		dst = append(dst, '\n')
+	}
+	data := f.Data
+	for {
+		i := indexNewline(data)
+		dst = append(dst, "data: "...)
+		if i < 0 {
+			dst = append(dst, data...)
+			dst = append(dst, '\n')
+			break
+		}
+		dst = append(dst, data[:i]...)
+		dst = append(dst, '\n')
+		if data[i] == '\r' && i+1 < len(data) && data[i+1] == '\n' {
+			i++
+		}
+		data = data[i+1:]
+	}
+	return append(dst, '\n')
+}
+
+func indexNewline(b []byte) int {
+	for i, c := range b {
+		if c == '\n' || c == '\r' {
+			return i
+		}
+	}
+	return -1
+}
+
+func safeField(s string) bool { return !strings.ContainsAny(s, "\r\n\x00") }
+
+// AppendComment appends an SSE comment line (ignored by clients; keeps proxies awake).
+func AppendComment(dst []byte, text string) []byte {
+	dst = append(dst, ": "...)
+	dst = append(dst, strings.NewReplacer("\r", " ", "\n", " ").Replace(text)...)
+	return append(dst, '\n', '\n')
+}
+
+// AppendRetry appends a reconnection-delay hint.
+func AppendRetry(dst []byte, d time.Duration) []byte {
+	dst = append(dst, "retry: "...)
+	dst = strconv.AppendInt(dst, d.Milliseconds(), 10)
+	return append(dst, '\n', '\n')
+}
+
+// SeqID is the SSE id of an event: its per-thread seq, which Last-Event-ID echoes.
+func SeqID(ev event.Event) string { return strconv.FormatInt(ev.Seq, 10) }
+
+// ParseSeqID reads a Last-Event-ID; ok is false for anything but a non-negative integer.
+func ParseSeqID(s string) (seq int64, ok bool) {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	return n, true
+}
+
+// Millis formats t as RFC 3339 UTC with milliseconds, the API's time format.
+func Millis(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }

@@ -1,0 +1,111 @@
+// Package engine defines what executes a run: an Engine turns a Task into
+// canonical events through a Host, and says how the run ended.
+//
+// Engines never talk to clients and never decide wire formats. They are
+// resumable: a run paused for a person's decision returns StatusAwaiting with
+// its state, and a later Execute with Task.Resume continues it, possibly in
+// another process, after a restart. No goroutine waits for a person.
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/agentchat/agentchat/internal/event"
+	"github.com/agentchat/agentchat/internal/store"
+)
+
+// Host is what an engine may do to the run it executes. It is safe for
+// concurrent use (parallel tool calls emit from several goroutines).
+type Host interface {
+	// Emit records and publishes an event of the run; the host fills in
+	// tenant, thread, run, seq and time, and the turn when empty.
+	Emit(ctx context.Context, ev event.Event)
+	// AppendMessage stores a message in the run's conversation.
+	AppendMessage(ctx context.Context, m store.Message) (store.Message, error)
+	// RequestConfirmation stores a pending confirmation for a tool call; the
+	// host fills in tenant, owner, run, conversation and expiry.
+	RequestConfirmation(ctx context.Context, c store.Confirmation) (store.Confirmation, error)
+}
+
+// Task is one execution of a run.
+type Task struct {
+	Scope        store.Scope
+	Run          store.Run
+	Conversation store.Conversation
+	// History is the conversation's stored messages up to and including this
+	// run's user message (and, on resume, what the run stored since).
+	History []store.Message
+	// Resume, when set, continues a paused run after a decision.
+	Resume *Resume
+	// Options carry request-level choices (frontend tools, forwarded properties).
+	Options Options
+}
+
+// Resume is a decided confirmation that continues a paused run.
+type Resume struct {
+	Confirmation store.Confirmation
+}
+
+// Options are per-request choices a client made.
+type Options struct {
+	// Structured asks the engine for a structured final answer (seed 004 worker output).
+	Structured bool
+	// FrontendTools are tools the client executes itself (AG-UI), as JSON Schema specs.
+	FrontendTools []FrontendTool
+}
+
+// FrontendTool is a tool the client offers and runs.
+type FrontendTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// Run statuses an engine reports.
+const (
+	StatusSucceeded = event.StatusSucceeded
+	StatusFailed    = event.StatusFailed
+	StatusCancelled = event.StatusCancelled
+	StatusAwaiting  = store.RunAwaitingInput
+)
+
+// Outcome is how an execution ended.
+type Outcome struct {
+	Status string
+	Error  *event.ErrorInfo
+	Usage  event.Usage
+	Answer *event.Answer
+	// State is what a paused run needs to continue (StatusAwaiting only).
+	State json.RawMessage
+	// Awaiting lists the tool call ids waiting for a person (StatusAwaiting only).
+	Awaiting []string
+}
+
+// Engine executes runs.
+type Engine interface {
+	Execute(ctx context.Context, t Task, h Host) Outcome
+}
+
+// ErrCancelled is the cause of a context cancelled because a person stopped the run.
+var ErrCancelled = errors.New("run cancelled")
+
+// ErrShutdown is the cause of a context cancelled because the server is stopping.
+var ErrShutdown = errors.New("server shutting down")
+
+// Stopped reports the outcome of an execution whose context ended, or nil
+// while the context is live.
+func Stopped(ctx context.Context) *Outcome {
+	if ctx.Err() == nil {
+		return nil
+	}
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, ErrCancelled):
+		return &Outcome{Status: StatusCancelled}
+	case errors.Is(cause, ErrShutdown):
+		return &Outcome{Status: StatusFailed, Error: &event.ErrorInfo{Code: "server_shutdown", Message: "The server stopped while the run was in progress."}}
+	default:
+		return &Outcome{Status: StatusFailed, Error: &event.ErrorInfo{Code: "run_timeout", Message: "The run took too long and was stopped."}}
+	}
+}

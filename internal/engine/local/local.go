@@ -1,0 +1,507 @@
+// Package local is the in-process agent loop: model → tool calls (run
+// concurrently) → results back to the model → … until a final answer, with a
+// person's approval before any tool that writes or sends.
+//
+// Every model call is one iteration. Everything the model saw is stored as
+// messages (the assistant's tool calls in metadata, each result as a role=tool
+// message), so the context rebuilt from the store after a restart is the
+// history the model saw, and a paused run resumes from the store alone.
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/agentchat/agentchat/internal/engine"
+	"github.com/agentchat/agentchat/internal/event"
+	"github.com/agentchat/agentchat/internal/llm"
+	"github.com/agentchat/agentchat/internal/store"
+	"github.com/agentchat/agentchat/internal/tool"
+)
+
+// Config configures the agent loop.
+type Config struct {
+	Model llm.Model
+	Tools *tool.Registry
+	// MaxIterations bounds model calls per run. Default 8.
+	MaxIterations int
+	SystemPrompt  string
+	Logger        *slog.Logger
+}
+
+// Agent is the local engine. It is safe for concurrent runs.
+type Agent struct {
+	model   llm.Model
+	tools   *tool.Registry
+	maxIter int
+	system  string
+	log     *slog.Logger
+}
+
+var _ engine.Engine = (*Agent)(nil)
+
+// New returns the local agent loop.
+func New(cfg Config) *Agent {
+	return &Agent{
+		model: cfg.Model, tools: cfg.Tools, maxIter: max(cfg.MaxIterations, 1), system: cfg.SystemPrompt,
+		log: cmpLogger(cfg.Logger),
+	}
+}
+
+func cmpLogger(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return l
+}
+
+// paused is the state of a run waiting for decisions.
+type paused struct {
+	Iteration int         `json:"iteration"`
+	Awaiting  []string    `json:"awaiting"` // tool call ids still to be decided
+	Usage     event.Usage `json:"usage"`
+}
+
+// toolCallMeta is how an assistant message records the calls it made.
+type toolCallMeta struct {
+	ToolCalls []llm.ToolCall `json:"toolCalls,omitempty"`
+	Partial   bool           `json:"partial,omitempty"`
+	Answer    *event.Answer  `json:"answer,omitempty"`
+}
+
+// ToolMessageMeta is the structured record of a tool call on its role=tool
+// message (seed 002: tool_name, status, tool_call_id; seed 001: the full
+// output in tool_agent_output, content the light summary).
+type ToolMessageMeta struct {
+	ToolName        string          `json:"tool_name"`
+	ToolCallID      string          `json:"tool_call_id"`
+	ToolCallArgs    json.RawMessage `json:"tool_call_args"`
+	Status          string          `json:"status"`
+	Result          string          `json:"result"`
+	Error           string          `json:"error,omitempty"`
+	Denied          bool            `json:"denied,omitempty"`
+	ToolAgentOutput json.RawMessage `json:"tool_agent_output,omitempty"`
+	ConfirmationID  string          `json:"confirmation_id,omitempty"`
+}
+
+type runner struct {
+	a     *Agent
+	t     engine.Task
+	h     engine.Host
+	usage event.Usage
+}
+
+// Execute runs or resumes t.
+func (a *Agent) Execute(ctx context.Context, t engine.Task, h engine.Host) engine.Outcome {
+	r := &runner{a: a, t: t, h: h}
+	iteration := 0
+	if t.Resume != nil {
+		var st paused
+		if err := json.Unmarshal(t.Run.State, &st); err != nil {
+			return failed("resume_failed", "The paused run's state could not be read.", r.usage)
+		}
+		iteration, r.usage = st.Iteration, st.Usage
+		c := t.Resume.Confirmation
+		decision := "approve"
+		if c.Status != store.ConfirmApproved {
+			decision = "reject"
+		}
+		h.Emit(ctx, event.Event{Iteration: iteration, Payload: event.RunResumedData{ConfirmationID: c.ID, Decision: decision}})
+		msg, expired := r.decided(ctx, iteration, c)
+		t.History = append(t.History, msg)
+		st.Awaiting = slices.DeleteFunc(st.Awaiting, func(id string) bool { return id == c.ToolCallID })
+		if expired {
+			return r.finishExpired(ctx, iteration, c)
+		}
+		if len(st.Awaiting) > 0 {
+			st.Usage = r.usage
+			return r.pause(st)
+		}
+	}
+	msgs := BuildContext(a.system, t.History)
+	for iteration < a.maxIter {
+		if o := engine.Stopped(ctx); o != nil {
+			o.Usage = r.usage
+			return *o
+		}
+		iteration++
+		out, o := r.iterate(ctx, iteration, msgs)
+		if o != nil {
+			return *o
+		}
+		if len(out.calls) == 0 {
+			return engine.Outcome{Status: engine.StatusSucceeded, Usage: r.usage, Answer: out.answer}
+		}
+		results, awaiting := r.runTools(ctx, iteration, out.calls)
+		if o := engine.Stopped(ctx); o != nil {
+			o.Usage = r.usage
+			return *o
+		}
+		if len(awaiting) > 0 {
+			return r.pause(paused{Iteration: iteration, Awaiting: awaiting, Usage: r.usage})
+		}
+		msgs = append(msgs, out.assistant)
+		msgs = append(msgs, results...)
+	}
+	text := fmt.Sprintf("I stopped after %d steps without reaching a final answer. Ask me to continue, or narrow the request.", a.maxIter)
+	r.completeMessage(ctx, iteration, store.NewID(), text, false)
+	return engine.Outcome{Status: engine.StatusSucceeded, Usage: r.usage}
+}
+
+func failed(code, msg string, u event.Usage) engine.Outcome {
+	return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: code, Message: msg}, Usage: u}
+}
+
+func (r *runner) pause(st paused) engine.Outcome {
+	b, _ := json.Marshal(st)
+	return engine.Outcome{Status: engine.StatusAwaiting, State: b, Usage: r.usage, Awaiting: st.Awaiting}
+}
+
+type turnOut struct {
+	assistant llm.Message
+	calls     []llm.ToolCall
+	answer    *event.Answer
+}
+
+// iterate makes one model call, streaming its events. A non-nil Outcome ends the run.
+func (r *runner) iterate(ctx context.Context, it int, msgs []llm.Message) (turnOut, *engine.Outcome) {
+	emit := func(p event.Payload) { r.h.Emit(ctx, event.Event{Iteration: it, Step: "worker", Payload: p}) }
+	emit(event.IterationData{Model: r.a.model.Name()})
+	req := llm.Request{Messages: msgs, Tools: r.toolSpecs()}
+	msgID := store.NewID()
+	var acc llm.Accumulator
+	stream, err := r.a.model.Stream(ctx, req)
+	if err == nil {
+		started := map[int]string{}
+		for stream.Next() {
+			c := stream.Chunk()
+			acc.Add(c)
+			switch {
+			case c.Text != "":
+				emit(event.TextDeltaData{MessageID: msgID, Delta: c.Text})
+			case c.Reasoning != "":
+				emit(event.ReasoningDeltaData{MessageID: msgID, Delta: c.Reasoning})
+			case c.ToolCall != nil:
+				d := c.ToolCall
+				id, ok := started[d.Index]
+				if !ok {
+					id = d.ID
+					if id == "" {
+						id = "call_" + store.NewID()
+					}
+					started[d.Index] = id
+					emit(event.ToolCallStartedData{ToolCallID: id, Name: d.Name, MessageID: msgID})
+				}
+				if d.ArgsDelta != "" {
+					emit(event.ToolCallArgsData{ToolCallID: id, Delta: d.ArgsDelta})
+				}
+			}
+		}
+		err = stream.Err()
+		stream.Close()
+		if u := acc.Usage(); u != nil {
+			r.usage = r.usage.Add(event.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, ReasoningTokens: u.ReasoningTokens})
+		}
+		// Calls whose ids the model left out get the ids their events used.
+		calls := acc.ToolCalls()
+		for i := range calls {
+			if calls[i].ID == "" {
+				calls[i].ID = started[i]
+			}
+		}
+		if err == nil {
+			text := acc.Text()
+			if len(calls) == 0 {
+				answer := r.completeMessage(ctx, it, msgID, text, false)
+				return turnOut{answer: answer}, nil
+			}
+			assistant := llm.Message{Role: llm.RoleAssistant, Content: text, ToolCalls: calls}
+			meta, _ := json.Marshal(toolCallMeta{ToolCalls: calls})
+			if _, err := r.h.AppendMessage(ctx, store.Message{ID: msgID, Role: store.RoleAssistant, Content: text, Metadata: meta, RunID: r.t.Run.ID}); err != nil {
+				o := failed("store_failed", "The answer could not be saved.", r.usage)
+				return turnOut{}, &o
+			}
+			return turnOut{assistant: assistant, calls: calls}, nil
+		}
+	}
+	// The call failed: keep what streamed, marked partial, then end the run.
+	if text := acc.Text(); text != "" {
+		r.completeMessage(context.WithoutCancel(ctx), it, msgID, text, true)
+	}
+	if o := engine.Stopped(ctx); o != nil {
+		o.Usage = r.usage
+		return turnOut{}, o
+	}
+	info := modelError(err)
+	r.h.Emit(ctx, event.Event{Iteration: it, Step: "worker", Payload: event.ErrorData{ErrorInfo: info}})
+	return turnOut{}, &engine.Outcome{Status: engine.StatusFailed, Error: &info, Usage: r.usage}
+}
+
+// modelError turns a provider failure into text a person can act on.
+func modelError(err error) event.ErrorInfo {
+	var le *llm.Error
+	if errors.As(err, &le) {
+		msg := map[string]string{
+			llm.CodeUnauthorized: "The model provider refused our credentials.",
+			llm.CodeRateLimited:  "The model provider is rate limiting us; try again shortly.",
+			llm.CodeUnavailable:  "The model provider is unavailable.",
+			llm.CodeTimeout:      "The model provider did not answer in time.",
+			llm.CodeBadRequest:   "The model provider rejected the request.",
+			llm.CodeStreamCut:    "The model's answer was cut off mid-stream.",
+			llm.CodeBadStream:    "The model's answer could not be read.",
+		}[le.Code]
+		if msg == "" {
+			msg = "The model call failed."
+		}
+		if le.Message != "" {
+			msg += " (" + le.Message + ")"
+		}
+		return event.ErrorInfo{Code: le.Code, Message: msg}
+	}
+	return event.ErrorInfo{Code: llm.CodeUnknown, Message: "The model call failed."}
+}
+
+// completeMessage stores and announces a final (or partial) assistant message.
+func (r *runner) completeMessage(ctx context.Context, it int, id, text string, partial bool) *event.Answer {
+	var answer *event.Answer
+	if !partial {
+		answer = DeriveAnswer(text)
+	}
+	meta, _ := json.Marshal(toolCallMeta{Partial: partial, Answer: answer})
+	if _, err := r.h.AppendMessage(ctx, store.Message{ID: id, Role: store.RoleAssistant, Content: text, Metadata: meta, RunID: r.t.Run.ID}); err != nil {
+		r.a.log.Error("store assistant message", "run_id", r.t.Run.ID, "err", err)
+	}
+	r.h.Emit(ctx, event.Event{Iteration: it, Step: "worker", Payload: event.MessageCompletedData{MessageID: id, Role: store.RoleAssistant, Content: text, Partial: partial, Answer: answer}})
+	return answer
+}
+
+// DeriveAnswer gives a plain-text answer the structured shape of seed 004.
+func DeriveAnswer(text string) *event.Answer {
+	a := &event.Answer{Status: "success", Answer: text, KeyPoints: []string{}, ResultType: "execution_report", SuggestedActions: []string{}}
+	trimmed := strings.TrimSpace(text)
+	if strings.HasSuffix(trimmed, "?") {
+		a.ResultType = "clarification"
+	}
+	for _, line := range strings.Split(trimmed, "\n") {
+		l := strings.TrimSpace(line)
+		if p, ok := strings.CutPrefix(l, "- "); ok {
+			a.KeyPoints = append(a.KeyPoints, p)
+		} else if p, ok := strings.CutPrefix(l, "* "); ok {
+			a.KeyPoints = append(a.KeyPoints, p)
+		}
+	}
+	return a
+}
+
+func (r *runner) toolSpecs() []llm.ToolSpec {
+	var specs []llm.ToolSpec
+	if r.a.tools != nil {
+		for _, s := range r.a.tools.List() {
+			specs = append(specs, llm.ToolSpec{Name: s.Name, Description: s.Description, Parameters: s.Parameters})
+		}
+	}
+	for _, f := range r.t.Options.FrontendTools {
+		specs = append(specs, llm.ToolSpec{Name: f.Name, Description: f.Description, Parameters: f.Parameters})
+	}
+	return specs
+}
+
+// runTools announces each call, asks for approval where needed, and runs the
+// rest concurrently. It returns the results of the calls that ran, in call
+// order, and the ids of the calls waiting for a person.
+func (r *runner) runTools(ctx context.Context, it int, calls []llm.ToolCall) ([]llm.Message, []string) {
+	results := make([]*store.Message, len(calls))
+	var awaiting []string
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		args := normaliseArgs(c.Arguments)
+		r.h.Emit(ctx, event.Event{Iteration: it, Step: "worker", Payload: event.ToolCallReadyData{ToolCallID: c.ID, Name: c.Name, Args: args}})
+		spec, known := r.spec(c.Name)
+		var verr error
+		if known {
+			verr = r.a.tools.Validate(c.Name, args)
+		}
+		if known && verr == nil && spec.Confirm == tool.ConfirmAlways {
+			if err := r.requestConfirmation(ctx, it, c.ID, c.Name, args); err != nil {
+				m := r.record(ctx, it, c.ID, c.Name, args, tool.Result{Status: tool.StatusFailure, Error: "the confirmation could not be stored"}, false, "")
+				results[i] = &m
+				continue
+			}
+			awaiting = append(awaiting, c.ID)
+			continue
+		}
+		wg.Go(func() {
+			var res tool.Result
+			switch {
+			case !known:
+				res = tool.Result{Status: tool.StatusFailure, Error: fmt.Sprintf("unknown tool %q", c.Name)}
+			case verr != nil:
+				res = tool.Result{Status: tool.StatusFailure, Error: verr.Error()}
+			default:
+				r.h.Emit(ctx, event.Event{Iteration: it, Step: "worker", Payload: event.ToolRunningData{ToolCallID: c.ID, Name: c.Name, Args: args}})
+				res = r.a.tools.Call(ctx, c.Name, args)
+			}
+			m := r.record(context.WithoutCancel(ctx), it, c.ID, c.Name, args, res, false, "")
+			results[i] = &m
+		})
+	}
+	wg.Wait()
+	var out []llm.Message
+	for _, m := range results {
+		if m != nil {
+			out = append(out, llm.Message{Role: llm.RoleTool, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.ToolName})
+		}
+	}
+	return out, awaiting
+}
+
+func (r *runner) spec(name string) (tool.Spec, bool) {
+	if r.a.tools == nil {
+		return tool.Spec{}, false
+	}
+	return r.a.tools.Get(name)
+}
+
+func normaliseArgs(a json.RawMessage) json.RawMessage {
+	if len(strings.TrimSpace(string(a))) == 0 || !json.Valid(a) {
+		if len(a) == 0 {
+			return json.RawMessage(`{}`)
+		}
+		b, _ := json.Marshal(string(a)) // keep the model's text visible, as a JSON string
+		return b
+	}
+	return a
+}
+
+func (r *runner) requestConfirmation(ctx context.Context, it int, callID, name string, args json.RawMessage) error {
+	c, err := r.h.RequestConfirmation(ctx, store.Confirmation{ToolCallID: callID, ToolName: name, Args: args})
+	if err != nil {
+		return err
+	}
+	r.h.Emit(ctx, event.Event{Iteration: it, Step: "worker", Payload: event.ToolAwaitingData{
+		ToolCallID: callID, Name: name, Args: args, ConfirmationID: c.ID, ExpiresAt: c.ExpiresAt,
+		Message: fmt.Sprintf("Allow %s to run with these arguments?", name),
+	}})
+	return nil
+}
+
+// record stores a tool result as a role=tool message and announces it.
+func (r *runner) record(ctx context.Context, it int, callID, name string, args json.RawMessage, res tool.Result, denied bool, confirmationID string) store.Message {
+	content := res.Content
+	if content == "" && res.Error != "" {
+		content = "Error: " + res.Error
+	}
+	meta, _ := json.Marshal(ToolMessageMeta{ToolName: name, ToolCallID: callID, ToolCallArgs: args, Status: string(res.Status),
+		Result: content, Error: res.Error, Denied: denied, ToolAgentOutput: res.Output, ConfirmationID: confirmationID})
+	m := store.Message{Role: store.RoleTool, Content: content, Metadata: meta, RunID: r.t.Run.ID, ToolName: name, ToolCallID: callID}
+	stored, err := r.h.AppendMessage(ctx, m)
+	if err != nil {
+		r.a.log.Error("store tool message", "run_id", r.t.Run.ID, "tool", name, "err", err)
+		stored = m
+	}
+	r.h.Emit(ctx, event.Event{Iteration: it, Step: "worker", Payload: event.ToolResultData{
+		ToolCallID: callID, Name: name, Args: args, Status: string(res.Status), Output: res.Output, Content: content,
+		Error: res.Error, Denied: denied, MessageID: stored.ID,
+	}})
+	return stored
+}
+
+// decided runs (or declines) the tool a person decided on, and stores the result.
+func (r *runner) decided(ctx context.Context, it int, c store.Confirmation) (store.Message, bool) {
+	args := c.Args
+	if len(c.DecidedArgs) > 0 {
+		args = c.DecidedArgs
+	}
+	var res tool.Result
+	denied, expired := false, false
+	switch c.Status {
+	case store.ConfirmApproved:
+		if err := r.a.tools.Validate(c.ToolName, args); err != nil {
+			res = tool.Result{Status: tool.StatusFailure, Error: err.Error()}
+			break
+		}
+		r.h.Emit(ctx, event.Event{Iteration: it, Step: "worker", Payload: event.ToolRunningData{ToolCallID: c.ToolCallID, Name: c.ToolName, Args: args}})
+		res = r.a.tools.Call(ctx, c.ToolName, args)
+	case store.ConfirmExpired:
+		expired = true
+		res = tool.Result{Status: tool.StatusFailure, Error: "Nobody approved this call in time, so it did not run.", Content: "The confirmation expired; the tool did not run."}
+	default:
+		denied = true
+		why := "The person declined this call; it did not run."
+		if c.Reason != "" {
+			why += " Their reason: " + c.Reason
+		}
+		res = tool.Result{Status: tool.StatusFailure, Error: "declined by the person", Content: why}
+	}
+	return r.record(context.WithoutCancel(ctx), it, c.ToolCallID, c.ToolName, args, res, denied, c.ID), expired
+}
+
+func (r *runner) finishExpired(ctx context.Context, it int, c store.Confirmation) engine.Outcome {
+	text := fmt.Sprintf("Nobody approved %s in time, so I did not run it. Ask again when you are ready.", c.ToolName)
+	r.completeMessage(ctx, it, store.NewID(), text, false)
+	return failed("confirmation_expired", "The confirmation expired before anyone decided.", r.usage)
+}
+
+// BuildContext rebuilds the model's view of a conversation from stored
+// messages. A tool call left without a result (a run that failed mid-way) gets
+// a stand-in result, since providers reject a call with no answer.
+func BuildContext(system string, history []store.Message) []llm.Message {
+	var out []llm.Message
+	if system != "" {
+		out = append(out, llm.Message{Role: llm.RoleSystem, Content: system})
+	}
+	answered := map[string]bool{}
+	for _, m := range history {
+		if m.Role == store.RoleTool {
+			answered[m.ToolCallID] = true
+		}
+	}
+	var open []llm.ToolCall // calls of the last assistant message not yet answered
+	flush := func() {
+		for _, c := range open {
+			out = append(out, llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: "This call did not complete."})
+		}
+		open = nil
+	}
+	for _, m := range history {
+		switch m.Role {
+		case store.RoleUser:
+			flush()
+			msg := llm.Message{Role: llm.RoleUser, Content: m.Content}
+			if len(m.Parts) > 0 {
+				var parts []llm.Part
+				if json.Unmarshal(m.Parts, &parts) == nil && len(parts) > 0 {
+					msg.Parts = parts
+				}
+			}
+			out = append(out, msg)
+		case store.RoleAssistant:
+			flush()
+			var meta toolCallMeta
+			_ = json.Unmarshal(m.Metadata, &meta)
+			if meta.Partial && m.Content == "" {
+				continue
+			}
+			out = append(out, llm.Message{Role: llm.RoleAssistant, Content: m.Content, ToolCalls: meta.ToolCalls})
+			for _, c := range meta.ToolCalls {
+				if !answered[c.ID] {
+					open = append(open, c)
+				}
+			}
+		case store.RoleTool:
+			out = append(out, llm.Message{Role: llm.RoleTool, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.ToolName})
+		case store.RoleSystem:
+			flush()
+			out = append(out, llm.Message{Role: llm.RoleSystem, Content: m.Content})
+		}
+	}
+	// Calls still open at the end are the ones a resumed run is about to answer;
+	// they are left for it.
+	return out
+}

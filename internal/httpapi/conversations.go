@@ -1,0 +1,187 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentchat/agentchat/internal/dialect"
+	"github.com/agentchat/agentchat/internal/store"
+)
+
+const maxTitleChars = 200
+
+// conversationView is the API shape of a conversation (seed 000 CHAT-010).
+type conversationView struct {
+	ID        string `json:"id"`
+	Title     string `json:"title,omitempty"`
+	CreatedAt string `json:"createdAt"`
+	UpdatedAt string `json:"updatedAt"`
+}
+
+func viewConversation(c store.Conversation) conversationView {
+	return conversationView{ID: c.ID, Title: c.Title, CreatedAt: dialect.Millis(c.CreatedAt), UpdatedAt: dialect.Millis(c.UpdatedAt)}
+}
+
+// messageView is the API shape of a message (seed 000 CHAT-020).
+type messageView struct {
+	ID             string          `json:"id"`
+	ConversationID string          `json:"conversationId"`
+	Role           string          `json:"role"`
+	Content        string          `json:"content"`
+	Parts          json.RawMessage `json:"parts,omitempty"`
+	Metadata       json.RawMessage `json:"metadata,omitempty"`
+	RunID          string          `json:"runId,omitempty"`
+	CreatedAt      string          `json:"createdAt"`
+}
+
+func viewMessage(m store.Message) messageView {
+	return messageView{ID: m.ID, ConversationID: m.ConversationID, Role: m.Role, Content: m.Content, Parts: m.Parts,
+		Metadata: m.Metadata, RunID: m.RunID, CreatedAt: dialect.Millis(m.CreatedAt)}
+}
+
+func checkTitle(t string) (string, error) {
+	t = strings.TrimSpace(t)
+	if utf8.RuneCountInString(t) > maxTitleChars {
+		return "", apiErr(http.StatusUnprocessableEntity, "invalid_field", "field \"title\" is longer than %d characters", maxTitleChars)
+	}
+	return t, nil
+}
+
+func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) error {
+	var body struct {
+		Title string `json:"title"`
+	}
+	if err := decodeJSON(r, &body, true); err != nil {
+		return err
+	}
+	title, err := checkTitle(body.Title)
+	if err != nil {
+		return err
+	}
+	c, err := s.st.CreateConversation(r.Context(), scopeOf(r.Context()), store.Conversation{Title: title})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, viewConversation(c))
+	return nil
+}
+
+// page reads limit (default 20, max 100) and cursor.
+func page(r *http.Request) (store.Page, error) {
+	p := store.Page{Limit: 20, Cursor: r.URL.Query().Get("cursor")}
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return p, apiErr(http.StatusBadRequest, "invalid_limit", "limit must be a whole number from 1 to 100")
+		}
+		p.Limit = min(n, 100)
+	}
+	return p, nil
+}
+
+func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) error {
+	p, err := page(r)
+	if err != nil {
+		return err
+	}
+	list, next, err := s.st.ListConversations(r.Context(), scopeOf(r.Context()), p)
+	if err != nil {
+		return err
+	}
+	out := make([]conversationView, 0, len(list))
+	for _, c := range list {
+		out = append(out, viewConversation(c))
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Conversations []conversationView `json:"conversations"`
+		NextCursor    string             `json:"nextCursor,omitempty"`
+		HasMore       bool               `json:"hasMore"`
+	}{out, next, next != ""})
+	return nil
+}
+
+func conversationErr(err error) error {
+	return toAPIError(err, "conversation_not_found", "conversation")
+}
+
+func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) error {
+	c, err := s.st.GetConversation(r.Context(), scopeOf(r.Context()), r.PathValue("id"))
+	if err != nil {
+		return conversationErr(err)
+	}
+	writeJSON(w, http.StatusOK, viewConversation(c))
+	return nil
+}
+
+func (s *Server) updateConversation(w http.ResponseWriter, r *http.Request) error {
+	var body struct {
+		Title *string `json:"title"`
+	}
+	if err := decodeJSON(r, &body, false); err != nil {
+		return err
+	}
+	if body.Title == nil {
+		return apiErr(http.StatusUnprocessableEntity, "invalid_field", "field \"title\" is required")
+	}
+	title, err := checkTitle(*body.Title)
+	if err != nil {
+		return err
+	}
+	c, err := s.st.UpdateConversation(r.Context(), scopeOf(r.Context()), r.PathValue("id"), &title, nil)
+	if err != nil {
+		return conversationErr(err)
+	}
+	writeJSON(w, http.StatusOK, viewConversation(c))
+	return nil
+}
+
+func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	sc := scopeOf(ctx)
+	id := r.PathValue("id")
+	// An active run would keep writing into a deleted conversation: stop it first.
+	if active, err := s.st.ActiveRun(ctx, sc, id); err == nil {
+		if _, err := s.runs.Cancel(ctx, sc, active.ID); err != nil {
+			return err
+		}
+	}
+	if err := s.st.DeleteConversation(ctx, sc, id); err != nil {
+		return conversationErr(err)
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) error {
+	p, err := page(r)
+	if err != nil {
+		return err
+	}
+	f := store.MessageFilter{ToolName: r.URL.Query().Get("tool_name"), RunID: r.URL.Query().Get("runId")}
+	list, next, err := s.st.ListMessages(r.Context(), scopeOf(r.Context()), r.PathValue("id"), f, p)
+	if err != nil {
+		return conversationErr(err)
+	}
+	out := make([]messageView, 0, len(list))
+	for _, m := range list {
+		out = append(out, viewMessage(m))
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Messages   []messageView `json:"messages"`
+		NextCursor string        `json:"nextCursor,omitempty"`
+		HasMore    bool          `json:"hasMore"`
+	}{out, next, next != ""})
+	return nil
+}
+
+// millisOrEmpty formats an optional time.
+func millisOrEmpty(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return dialect.Millis(*t)
+}

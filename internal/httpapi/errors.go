@@ -1,0 +1,159 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/agentchat/agentchat/internal/run"
+	"github.com/agentchat/agentchat/internal/store"
+)
+
+// Error is an error with a public face: a status, a stable snake_case code and
+// a message written for the client. Its cause, if any, is only logged.
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+	// Extra fields for the error object (e.g. activeRunId).
+	Extra map[string]any
+	Cause error
+}
+
+func (e *Error) Error() string {
+	if e.Cause != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Code, e.Message, e.Cause)
+	}
+	return e.Code + ": " + e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Cause }
+
+func apiErr(status int, code, format string, a ...any) *Error {
+	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, a...)}
+}
+
+// notFound is the one answer for missing objects and objects of others.
+func notFound(code, what string) *Error {
+	return apiErr(http.StatusNotFound, code, "%s not found", what)
+}
+
+// toAPIError maps any error to what the client sees. Unknown errors become a
+// 500 with a generic message; the caller logs the cause once.
+func toAPIError(err error, notFoundCode, what string) *Error {
+	var ae *Error
+	var busy *store.BusyError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.As(err, &busy):
+		return &Error{Status: http.StatusConflict, Code: "conversation_busy",
+			Message: "the conversation already has an active run; wait for it, or cancel it", Extra: map[string]any{"activeRunId": busy.ActiveRunID}}
+	case errors.As(err, &mbe):
+		return apiErr(http.StatusRequestEntityTooLarge, "body_too_large", "the request body is larger than %d bytes", mbe.Limit)
+	case errors.Is(err, store.ErrNotFound):
+		return notFound(notFoundCode, what)
+	case errors.Is(err, store.ErrBadCursor):
+		return apiErr(http.StatusBadRequest, "invalid_cursor", "the cursor is not one this server issued")
+	case errors.Is(err, run.ErrInvalidInput):
+		return apiErr(http.StatusUnprocessableEntity, "invalid_input", "%s", strings.TrimPrefix(err.Error(), run.ErrInvalidInput.Error()+": "))
+	case errors.Is(err, run.ErrTooManyRuns):
+		return apiErr(http.StatusTooManyRequests, "too_many_runs", "this tenant has too many runs in progress; try again shortly")
+	case errors.Is(err, run.ErrShuttingDown):
+		return apiErr(http.StatusServiceUnavailable, "shutting_down", "the server is shutting down; try again shortly")
+	case errors.Is(err, store.ErrUnavailable):
+		return &Error{Status: http.StatusServiceUnavailable, Code: "store_unavailable", Message: "the database is unavailable; try again shortly", Cause: err}
+	}
+	return &Error{Status: http.StatusInternalServerError, Code: "internal_error", Message: "something went wrong on our side", Cause: err}
+}
+
+// writeError answers with the JSON error body, logging server-side causes once.
+func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, e *Error) {
+	if e.Status >= 500 {
+		log.ErrorContext(r.Context(), "request failed", "code", e.Code, "err", e.Cause)
+	}
+	body := map[string]any{"code": e.Code, "message": e.Message}
+	for k, v := range e.Extra {
+		body[k] = v
+	}
+	if id := requestID(r.Context()); id != "" {
+		body["requestId"] = id
+	}
+	if e.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="agentchat"`)
+	}
+	writeJSON(w, e.Status, map[string]any{"error": body})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+// decodeJSON reads a JSON body strictly: one object, known fields, right types.
+// An empty body is allowed when allowEmpty is set.
+func decodeJSON(r *http.Request, v any, allowEmpty bool) error {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return apiErr(http.StatusBadRequest, "invalid_body", "the request body could not be read")
+	}
+	if len(strings.TrimSpace(string(body))) == 0 {
+		if allowEmpty {
+			return nil
+		}
+		return apiErr(http.StatusBadRequest, "invalid_json", "the request body is empty; a JSON object is expected")
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err)
+	}
+	if dec.More() {
+		return apiErr(http.StatusBadRequest, "invalid_json", "the request body has data after the JSON object")
+	}
+	return nil
+}
+
+func jsonError(err error) *Error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se), errors.Is(err, io.ErrUnexpectedEOF):
+		return apiErr(http.StatusBadRequest, "invalid_json", "the request body is not valid JSON")
+	case errors.As(err, &te):
+		if te.Field == "" {
+			return apiErr(http.StatusBadRequest, "invalid_json", "the request body must be a JSON object")
+		}
+		return apiErr(http.StatusBadRequest, "invalid_field", "field %q must be %s, not %s", te.Field, jsonKind(te.Type.Kind().String()), te.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return apiErr(http.StatusBadRequest, "unknown_field", "unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+	}
+	return apiErr(http.StatusBadRequest, "invalid_json", "the request body is not valid JSON")
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "string":
+		return "a string"
+	case "struct", "map":
+		return "an object"
+	case "slice", "array":
+		return "an array"
+	case "bool":
+		return "a boolean"
+	}
+	return "a number"
+}

@@ -1,0 +1,257 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/agentchat/agentchat/internal/dialect"
+	"github.com/agentchat/agentchat/internal/dialect/native"
+	"github.com/agentchat/agentchat/internal/run"
+	"github.com/agentchat/agentchat/internal/store"
+)
+
+// runView is the API shape of a run.
+type runView struct {
+	ID             string `json:"id"`
+	ConversationID string `json:"conversationId"`
+	TurnID         string `json:"turnId"`
+	Status         string `json:"status"`
+	Input          string `json:"input"`
+	Engine         string `json:"engine,omitempty"`
+	Model          string `json:"model,omitempty"`
+	Error          any    `json:"error,omitempty"`
+	Usage          any    `json:"usage"`
+	CreatedAt      string `json:"createdAt"`
+	StartedAt      string `json:"startedAt"`
+	EndedAt        string `json:"endedAt,omitempty"`
+}
+
+func viewRun(r store.Run) runView {
+	v := runView{ID: r.ID, ConversationID: r.ConversationID, TurnID: r.TurnID, Status: r.Status, Input: r.Input, Engine: r.Engine,
+		Model: r.Model, Usage: r.Usage, CreatedAt: dialect.Millis(r.CreatedAt), StartedAt: dialect.Millis(r.StartedAt), EndedAt: millisOrEmpty(r.EndedAt)}
+	if r.Error != nil {
+		v.Error = r.Error
+	}
+	return v
+}
+
+func runErr(err error) error { return toAPIError(err, "run_not_found", "run") }
+
+// chatRequest is the body of POST /v1/agent/chat.
+type chatRequest struct {
+	ConversationID string `json:"conversationId"`
+	Input          string `json:"input"`
+	Title          string `json:"title"`
+}
+
+// chat starts a run and streams it (seed 000 CHAT-030).
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
+	var body chatRequest
+	if err := decodeJSON(r, &body, false); err != nil {
+		return err
+	}
+	switch f := r.URL.Query().Get("format"); f {
+	case "", "native":
+	default:
+		return apiErr(http.StatusBadRequest, "unsupported_format", "format %q is not supported; use native", f)
+	}
+	if strings.TrimSpace(body.Input) == "" {
+		return apiErr(http.StatusUnprocessableEntity, "invalid_input", "field \"input\" is required")
+	}
+	sc := scopeOf(r.Context())
+	started, err := s.runs.Start(r.Context(), sc, run.StartRequest{ConversationID: body.ConversationID, Input: body.Input, Title: body.Title}, true)
+	if err != nil {
+		return conversationErr(err)
+	}
+	w.Header().Set("X-Run-ID", started.Run.ID)
+	w.Header().Set("X-Conversation-ID", started.Conversation.ID)
+	s.serveStream(w, r, started.Stream, native.NewEncoder(), streamOptions{})
+	return nil
+}
+
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request) error {
+	run, err := s.runs.Get(r.Context(), scopeOf(r.Context()), r.PathValue("runId"))
+	if err != nil {
+		return runErr(err)
+	}
+	writeJSON(w, http.StatusOK, viewRun(run))
+	return nil
+}
+
+// runEvents attaches to a run's native stream: replay after Last-Event-ID, then live.
+func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) error {
+	after, err := lastEventID(r)
+	if err != nil {
+		return err
+	}
+	st, err := s.runs.Follow(r.Context(), scopeOf(r.Context()), "", r.PathValue("runId"), after)
+	if err != nil {
+		return runErr(err)
+	}
+	s.serveStream(w, r, st, native.NewEncoder(), streamOptions{})
+	return nil
+}
+
+// conversationEvents follows a conversation across its runs.
+func (s *Server) conversationEvents(w http.ResponseWriter, r *http.Request) error {
+	after, err := lastEventID(r)
+	if err != nil {
+		return err
+	}
+	st, err := s.runs.Follow(r.Context(), scopeOf(r.Context()), r.PathValue("id"), "", after)
+	if err != nil {
+		return conversationErr(err)
+	}
+	s.serveStream(w, r, st, native.NewEncoder(), streamOptions{})
+	return nil
+}
+
+func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) error {
+	run, err := s.runs.Cancel(r.Context(), scopeOf(r.Context()), r.PathValue("runId"))
+	if err != nil {
+		return runErr(err)
+	}
+	writeJSON(w, http.StatusOK, viewRun(run))
+	return nil
+}
+
+// timelineEvent is one entry of a run's timeline (seed 000 CHAT-080).
+type timelineEvent struct {
+	Seq     int64  `json:"seq"`
+	Event   string `json:"event"`
+	At      string `json:"at"`
+	Payload any    `json:"payload"`
+}
+
+func (s *Server) timeline(w http.ResponseWriter, r *http.Request) error {
+	run, evs, err := s.runs.Timeline(r.Context(), scopeOf(r.Context()), r.PathValue("runId"))
+	if errors.Is(err, store.ErrNotFound) {
+		return apiErr(http.StatusNotFound, "run_timeline_not_found", "no timeline for this run: it does not exist or has expired")
+	}
+	if err != nil {
+		return err
+	}
+	out := make([]timelineEvent, 0, len(evs))
+	for _, ev := range evs {
+		for _, n := range native.Map(ev) {
+			out = append(out, timelineEvent{Seq: ev.Seq, Event: n.Name, At: dialect.Millis(ev.Time), Payload: n.Data})
+		}
+	}
+	writeJSON(w, http.StatusOK, struct {
+		RunID          string          `json:"runId"`
+		ConversationID string          `json:"conversationId"`
+		Status         string          `json:"status"`
+		StartedAt      string          `json:"startedAt"`
+		EndedAt        string          `json:"endedAt,omitempty"`
+		Events         []timelineEvent `json:"events"`
+	}{run.ID, run.ConversationID, run.Status, dialect.Millis(run.StartedAt), millisOrEmpty(run.EndedAt), out})
+	return nil
+}
+
+// confirmationView is the API shape of a confirmation.
+type confirmationView struct {
+	ID             string          `json:"id"`
+	RunID          string          `json:"runId"`
+	ConversationID string          `json:"conversationId"`
+	ToolCallID     string          `json:"toolCallId"`
+	ToolName       string          `json:"toolName"`
+	Args           json.RawMessage `json:"args"`
+	Status         string          `json:"status"`
+	DecidedArgs    json.RawMessage `json:"decidedArgs,omitempty"`
+	Reason         string          `json:"reason,omitempty"`
+	CreatedAt      string          `json:"createdAt"`
+	ExpiresAt      string          `json:"expiresAt"`
+	DecidedAt      string          `json:"decidedAt,omitempty"`
+}
+
+func viewConfirmation(c store.Confirmation) confirmationView {
+	return confirmationView{ID: c.ID, RunID: c.RunID, ConversationID: c.ConversationID, ToolCallID: c.ToolCallID, ToolName: c.ToolName,
+		Args: c.Args, Status: c.Status, DecidedArgs: c.DecidedArgs, Reason: c.Reason, CreatedAt: dialect.Millis(c.CreatedAt),
+		ExpiresAt: dialect.Millis(c.ExpiresAt), DecidedAt: millisOrEmpty(c.DecidedAt)}
+}
+
+func (s *Server) decide(w http.ResponseWriter, r *http.Request) error {
+	var body struct {
+		Decision string          `json:"decision"`
+		Args     json.RawMessage `json:"args"`
+		Reason   string          `json:"reason"`
+	}
+	if err := decodeJSON(r, &body, false); err != nil {
+		return err
+	}
+	var status string
+	switch body.Decision {
+	case "approve":
+		status = store.ConfirmApproved
+	case "reject":
+		status = store.ConfirmRejected
+	default:
+		return apiErr(http.StatusUnprocessableEntity, "invalid_field", "field \"decision\" must be \"approve\" or \"reject\"")
+	}
+	if len(body.Args) > 0 && string(body.Args) != "null" {
+		var obj map[string]any
+		if json.Unmarshal(body.Args, &obj) != nil {
+			return apiErr(http.StatusBadRequest, "invalid_field", "field \"args\" must be an object")
+		}
+	} else {
+		body.Args = nil
+	}
+	if len(body.Reason) > 2000 {
+		return apiErr(http.StatusUnprocessableEntity, "invalid_field", "field \"reason\" is longer than 2000 characters")
+	}
+	c, err := s.runs.Decide(r.Context(), scopeOf(r.Context()), r.PathValue("id"), store.Decision{Status: status, Args: body.Args, Reason: body.Reason})
+	switch {
+	case errors.Is(err, store.ErrConflict):
+		return &Error{Status: http.StatusConflict, Code: "confirmation_already_decided", Message: "this confirmation was already decided: " + c.Status,
+			Extra: map[string]any{"confirmation": viewConfirmation(c)}}
+	case errors.Is(err, store.ErrExpired):
+		return apiErr(http.StatusGone, "confirmation_expired", "this confirmation expired before it was decided")
+	case err != nil:
+		return toAPIError(err, "confirmation_not_found", "confirmation")
+	}
+	writeJSON(w, http.StatusOK, viewConfirmation(c))
+	return nil
+}
+
+func (s *Server) listConfirmations(w http.ResponseWriter, r *http.Request) error {
+	status := r.URL.Query().Get("status")
+	switch status {
+	case "", store.ConfirmPending, store.ConfirmApproved, store.ConfirmRejected, store.ConfirmExpired:
+	default:
+		return apiErr(http.StatusBadRequest, "invalid_status", "status must be pending, approved, rejected or expired")
+	}
+	list, err := s.runs.Confirmations(r.Context(), scopeOf(r.Context()), status)
+	if err != nil {
+		return err
+	}
+	out := make([]confirmationView, 0, len(list))
+	for _, c := range list {
+		out = append(out, viewConfirmation(c))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"confirmations": out})
+	return nil
+}
+
+func (s *Server) listTools(w http.ResponseWriter, r *http.Request) error {
+	type toolView struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+		Confirm     string          `json:"confirm"`
+		Source      string          `json:"source"`
+	}
+	tools := []toolView{}
+	var servers any = []any{}
+	if s.tools != nil {
+		for _, t := range s.tools.List() {
+			tools = append(tools, toolView{t.Name, t.Description, t.Parameters, string(t.Confirm), t.Source})
+		}
+		if list := s.tools.Servers(); len(list) > 0 {
+			servers = list
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tools": tools, "mcpServers": servers})
+	return nil
+}

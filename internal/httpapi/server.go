@@ -1,0 +1,264 @@
+// Package httpapi is agentchat's HTTP surface: one route table, the auth
+// middleware, JSON and SSE handlers. Handlers translate between HTTP and the
+// run service; they never switch on wire formats beyond picking an encoder.
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/agentchat/agentchat/internal/run"
+	"github.com/agentchat/agentchat/internal/store"
+	"github.com/agentchat/agentchat/internal/tool"
+)
+
+// Config configures the HTTP surface.
+type Config struct {
+	Store        store.Store
+	Runs         *run.Service
+	Auth         *Authenticator
+	Tools        *tool.Registry
+	Logger       *slog.Logger
+	TenantHeader string        // default X-Tenant-ID
+	MaxBodyBytes int64         // default 1 MiB
+	PingInterval time.Duration // default 15s
+}
+
+// Server holds the handlers. Create it with New.
+type Server struct {
+	st           store.Store
+	runs         *run.Service
+	auth         *Authenticator
+	tools        *tool.Registry
+	log          *slog.Logger
+	tenantHeader string
+	maxBody      int64
+	ping         time.Duration
+	mux          *http.ServeMux
+
+	// closing is closed when the server begins to shut down, so streams end cleanly.
+	closing   chan struct{}
+	closeOnce sync.Once
+}
+
+// New builds the server and its routes.
+func New(cfg Config) *Server {
+	s := &Server{
+		st: cfg.Store, runs: cfg.Runs, auth: cfg.Auth, tools: cfg.Tools, log: cfg.Logger,
+		tenantHeader: cfg.TenantHeader, maxBody: cfg.MaxBodyBytes, ping: cfg.PingInterval,
+		mux: http.NewServeMux(), closing: make(chan struct{}),
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.tenantHeader == "" {
+		s.tenantHeader = "X-Tenant-ID"
+	}
+	if s.maxBody == 0 {
+		s.maxBody = 1 << 20
+	}
+	if s.ping == 0 {
+		s.ping = 15 * time.Second
+	}
+	s.routes()
+	return s
+}
+
+// handlerFunc is a handler that returns its error for one place to render.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+func (s *Server) routes() {
+	open := func(pattern string, h handlerFunc) { s.mux.Handle(pattern, s.wrap(h)) }
+	api := func(pattern string, h handlerFunc) { s.mux.Handle(pattern, s.authenticate(s.wrap(h), false)) }
+	stream := func(pattern string, h handlerFunc) { s.mux.Handle(pattern, s.authenticate(s.wrap(h), true)) }
+
+	open("GET /healthz", s.healthz)
+	open("GET /readyz", s.readyz)
+
+	api("POST /v1/conversations", s.createConversation)
+	api("GET /v1/conversations", s.listConversations)
+	api("GET /v1/conversations/{id}", s.getConversation)
+	api("PATCH /v1/conversations/{id}", s.updateConversation)
+	api("DELETE /v1/conversations/{id}", s.deleteConversation)
+	api("GET /v1/conversations/{id}/messages", s.listMessages)
+	stream("GET /v1/conversations/{id}/events", s.conversationEvents)
+
+	api("POST /v1/agent/chat", s.chat)
+	api("GET /v1/agent/runs/{runId}", s.getRun)
+	stream("GET /v1/agent/runs/{runId}/events", s.runEvents)
+	api("POST /v1/agent/runs/{runId}/cancel", s.cancelRun)
+	api("GET /v1/agent/runs/{runId}/timeline", s.timeline)
+
+	api("POST /v1/agent/confirmations/{id}", s.decide)
+	api("GET /v1/agent/confirmations", s.listConfirmations)
+	api("GET /v1/tools", s.listTools)
+}
+
+// wrap renders a handler's error.
+func (s *Server) wrap(h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			writeError(w, r, s.log, toAPIError(err, "not_found", "resource"))
+		}
+	})
+}
+
+// ServeHTTP runs the middleware chain: request id, access log, panic
+// recovery, body limit, then the route (or a JSON 404/405).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	id := r.Header.Get("X-Request-ID")
+	if !validRequestID(id) {
+		id = newRequestID()
+	}
+	info := &logInfo{}
+	ctx := context.WithValue(r.Context(), requestIDKey{}, id)
+	ctx = context.WithValue(ctx, logInfoKey{}, info)
+	r = r.WithContext(ctx)
+	w.Header().Set("X-Request-ID", id)
+	rec := &statusRecorder{ResponseWriter: w}
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			s.log.ErrorContext(ctx, "panic", "panic", p, "stack", string(debug.Stack()))
+			if rec.status == 0 {
+				writeError(rec, r, s.log, &Error{Status: http.StatusInternalServerError, Code: "internal_error", Message: "something went wrong on our side"})
+			}
+		}
+		info.mu.Lock()
+		tenant := info.tenant
+		info.mu.Unlock()
+		s.log.LogAttrs(ctx, slog.LevelInfo, "request",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", rec.code()),
+			slog.Duration("duration", time.Since(start)), slog.String("request_id", id), slog.String("tenant", tenant))
+	}()
+	if r.Body != nil {
+		r.Body = http.MaxBytesReader(rec, r.Body, s.maxBody)
+	}
+	if _, pattern := s.mux.Handler(r); pattern == "" {
+		s.noRoute(rec, r)
+		return
+	}
+	s.mux.ServeHTTP(rec, r) // sets the path values Handler does not
+}
+
+// noRoute answers 405 when the path exists under another method, else 404.
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
+	var allowed []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, p := s.mux.Handler(probe); p != "" {
+			allowed = append(allowed, m)
+		}
+	}
+	if len(allowed) > 0 {
+		for _, m := range allowed {
+			w.Header().Add("Allow", m)
+		}
+		writeError(w, r, s.log, apiErr(http.StatusMethodNotAllowed, "method_not_allowed", "%s is not allowed here", r.Method))
+		return
+	}
+	writeError(w, r, s.log, notFound("not_found", "route"))
+}
+
+// Close ends open streams: each sends its dialect's closing frame and returns.
+func (s *Server) Close() { s.closeOnce.Do(func() { close(s.closing) }) }
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.st.Ping(ctx); err != nil {
+		s.log.WarnContext(ctx, "readiness: store unreachable", "err", err)
+		writeError(w, r, s.log, apiErr(http.StatusServiceUnavailable, "store_unavailable", "the database is not reachable"))
+		return nil
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	return nil
+}
+
+type requestIDKey struct{}
+
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+func newRequestID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// validRequestID accepts a caller's id only when it is short and plain, so it
+// cannot forge log lines or headers.
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// logInfo collects what the access log learns during the request.
+type logInfo struct {
+	mu     sync.Mutex
+	tenant string
+}
+
+type logInfoKey struct{}
+
+func setLogTenant(ctx context.Context, tenant string) {
+	if li, ok := ctx.Value(logInfoKey{}).(*logInfo); ok {
+		li.mu.Lock()
+		li.tenant = tenant
+		li.mu.Unlock()
+	}
+}
+
+// statusRecorder remembers the status for the access log and passes
+// flushing and deadlines through (http.ResponseController uses Unwrap).
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func (r *statusRecorder) code() int {
+	if r.status == 0 {
+		return http.StatusOK
+	}
+	return r.status
+}

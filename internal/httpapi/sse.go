@@ -1,0 +1,134 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/agentchat/agentchat/internal/bus"
+	"github.com/agentchat/agentchat/internal/dialect"
+	"github.com/agentchat/agentchat/internal/event"
+	"github.com/agentchat/agentchat/internal/run"
+)
+
+// writeTimeout bounds one write to a stream; a client that cannot take a
+// frame in that time is cut off and resumes by Last-Event-ID.
+const writeTimeout = 15 * time.Second
+
+// streamOptions shape one SSE response.
+type streamOptions struct {
+	// header sets extra response headers (a dialect's protocol marker).
+	header http.Header
+	// endAfter, when set, ends the stream after an event that the dialect
+	// treats as the end of its exchange (an AG-UI interrupt, say).
+	endAfter func(event.Event) bool
+	// preamble is written before the first event (e.g. the conversation id).
+	preamble []byte
+}
+
+// serveStream writes a stream's events through enc until the stream is done,
+// the client leaves, or the server shuts down. The request context owns the
+// connection only: leaving does not cancel the run.
+func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *run.Stream, enc dialect.Encoder, opt streamOptions) {
+	defer st.Close()
+	ctx := r.Context()
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+	for k, v := range opt.header {
+		h[k] = v
+	}
+	w.WriteHeader(http.StatusOK)
+
+	out := make([]byte, 0, 4096)
+	out = dialect.AppendRetry(out, 2*time.Second)
+	out = append(out, opt.preamble...)
+	write := func() bool {
+		if len(out) == 0 {
+			return true
+		}
+		_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		_, err := w.Write(out)
+		if err == nil {
+			err = rc.Flush()
+		}
+		out = out[:0]
+		return err == nil
+	}
+	if !write() {
+		return
+	}
+	ping := time.NewTicker(s.ping)
+	defer ping.Stop()
+	var evs []event.Event
+	wait := !st.Pending()
+	for {
+		if wait {
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.closing:
+				out = enc.Abort(out, event.ErrorInfo{Code: "server_shutdown", Message: "the server is restarting; reconnect with Last-Event-ID to continue"})
+				write()
+				return
+			case now := <-ping.C:
+				out = enc.KeepAlive(out, now)
+				if !write() {
+					return
+				}
+				continue
+			case <-st.Ready():
+			}
+		}
+		wait = true
+		var err error
+		evs, err = st.Next(ctx, evs[:0])
+		end := false
+		for _, ev := range evs {
+			out = enc.Encode(out, ev)
+			if opt.endAfter != nil && opt.endAfter(ev) {
+				end = true
+				break
+			}
+		}
+		if !write() {
+			return
+		}
+		if end || st.Done() {
+			return
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			info := event.ErrorInfo{Code: "stream_interrupted", Message: "the stream was interrupted; reconnect with Last-Event-ID to continue"}
+			if errors.Is(err, bus.ErrSlowConsumer) {
+				info = event.ErrorInfo{Code: "slow_consumer", Message: "the client fell too far behind; reconnect with Last-Event-ID to continue"}
+			} else {
+				s.log.WarnContext(ctx, "stream ended", "err", err)
+			}
+			out = enc.Abort(out, info)
+			write()
+			return
+		}
+	}
+}
+
+// lastEventID reads the resume position from Last-Event-ID (or ?after=).
+func lastEventID(r *http.Request) (int64, error) {
+	v := r.Header.Get("Last-Event-ID")
+	if v == "" {
+		v = r.URL.Query().Get("after")
+	}
+	if v == "" {
+		return 0, nil
+	}
+	seq, ok := dialect.ParseSeqID(v)
+	if !ok {
+		return 0, apiErr(http.StatusBadRequest, "invalid_last_event_id", "Last-Event-ID must be an event id this server sent")
+	}
+	return seq, nil
+}

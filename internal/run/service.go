@@ -1,0 +1,527 @@
+// Package run is the run service: it starts runs, executes them through an
+// engine independently of any connection, records every event in the
+// per-thread log and publishes it on the bus, and lets any client attach,
+// replay, cancel and decide confirmations.
+//
+// Invariants:
+//   - A run is never owned by an HTTP request: closing a stream does not stop it.
+//   - Events of a thread get consecutive seqs from the one execution holding
+//     the thread's active run; they are enqueued to the log before they are
+//     published, and a run's last event is written before it is published,
+//     so a finished run's timeline is complete when clients see its end.
+//   - A run waiting for a person has no goroutine: its state is stored, and a
+//     decision on any replica continues it.
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentchat/agentchat/internal/bus"
+	"github.com/agentchat/agentchat/internal/engine"
+	"github.com/agentchat/agentchat/internal/event"
+	"github.com/agentchat/agentchat/internal/store"
+)
+
+// Errors the service returns besides the store's sentinels.
+var (
+	// ErrInvalidInput: the request is well-formed but cannot start a run.
+	ErrInvalidInput = errors.New("invalid input")
+	// ErrTooManyRuns: the tenant has as many runs executing as it may.
+	ErrTooManyRuns = errors.New("too many concurrent runs for this tenant")
+	// ErrShuttingDown: the server no longer starts runs.
+	ErrShuttingDown = errors.New("server is shutting down")
+)
+
+// Config configures the service.
+type Config struct {
+	Store  store.Store
+	Bus    bus.Bus
+	Engine engine.Engine
+	Logger *slog.Logger
+	// ReplicaID names this process in run leases. Default: a new id.
+	ReplicaID string
+	// ConfirmTTL is how long a confirmation waits. Default 15m.
+	ConfirmTTL time.Duration
+	// RunRetention is how long finished runs are kept. Default 720h.
+	RunRetention time.Duration
+	// MaxInputChars bounds one input. Default 32000.
+	MaxInputChars int
+	// MaxRunsPerTenant bounds concurrently executing runs per tenant. Default 200.
+	MaxRunsPerTenant int
+	// LeaseTTL is how long a run's executor may go silent before another
+	// replica ends the run. Default 15s.
+	LeaseTTL time.Duration
+	// SweepInterval is the period of the housekeeping loop (expired
+	// confirmations, abandoned runs, retention). Default 1s.
+	SweepInterval time.Duration
+}
+
+// Service runs agents. Create it with New, stop it with Shutdown.
+type Service struct {
+	cfg   Config
+	st    store.Store
+	bus   bus.Bus
+	eng   engine.Engine
+	log   *slog.Logger
+	evlog *eventLog
+
+	ctx    context.Context // the service's life; runs derive from it
+	cancel context.CancelCauseFunc
+	wg     sync.WaitGroup // executions and background loops
+
+	mu        sync.Mutex
+	executing map[string]*execution // run id → execution in this process
+	perTenant map[string]int
+	stopping  bool
+}
+
+// New starts the service's background loops.
+func New(cfg Config) *Service {
+	if cfg.ReplicaID == "" {
+		cfg.ReplicaID = store.NewID()
+	}
+	if cfg.ConfirmTTL == 0 {
+		cfg.ConfirmTTL = 15 * time.Minute
+	}
+	if cfg.RunRetention == 0 {
+		cfg.RunRetention = 720 * time.Hour
+	}
+	if cfg.MaxInputChars == 0 {
+		cfg.MaxInputChars = 32000
+	}
+	if cfg.MaxRunsPerTenant == 0 {
+		cfg.MaxRunsPerTenant = 200
+	}
+	if cfg.LeaseTTL == 0 {
+		cfg.LeaseTTL = 15 * time.Second
+	}
+	if cfg.SweepInterval == 0 {
+		cfg.SweepInterval = time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	s := &Service{
+		cfg: cfg, st: cfg.Store, bus: cfg.Bus, eng: cfg.Engine, log: cfg.Logger,
+		evlog: newEventLog(cfg.Store, cfg.Logger), ctx: ctx, cancel: cancel,
+		executing: map[string]*execution{}, perTenant: map[string]int{},
+	}
+	s.wg.Add(2)
+	go s.controlLoop()
+	go s.sweepLoop()
+	return s
+}
+
+// StartRequest asks for a new run.
+type StartRequest struct {
+	// ConversationID continues a conversation; empty creates one.
+	ConversationID string
+	// CreateWithID, when ConversationID is empty, is the id for the new
+	// conversation (a client-chosen chat id); empty means a new id.
+	CreateWithID string
+	Title        string
+	Input        string
+	// Parts is the multi-part form of the input (text and image URLs), JSON.
+	Parts json.RawMessage
+	// ClientRunID is the run id a client chose (AG-UI), echoed on its stream.
+	ClientRunID string
+	Engine      string
+	Options     engine.Options
+}
+
+// Started is a run that has begun.
+type Started struct {
+	Run          store.Run
+	Conversation store.Conversation
+	// Created tells whether this request created the conversation.
+	Created bool
+	// Stream follows the run from its first event; nil unless Start was asked to follow.
+	Stream *Stream
+}
+
+// Start creates a run and executes it in the background. With follow set, the
+// returned Stream is subscribed before the first event, so it misses nothing
+// without reading the log. The run does not depend on ctx.
+func (s *Service) Start(ctx context.Context, sc store.Scope, req StartRequest, follow bool) (Started, error) {
+	input := strings.TrimSpace(req.Input)
+	if input == "" {
+		return Started{}, fmt.Errorf("%w: input is empty", ErrInvalidInput)
+	}
+	if n := utf8.RuneCountInString(req.Input); n > s.cfg.MaxInputChars {
+		return Started{}, fmt.Errorf("%w: input has %d characters, the limit is %d", ErrInvalidInput, n, s.cfg.MaxInputChars)
+	}
+	if !s.admit(sc.Tenant) {
+		return Started{}, ErrTooManyRuns
+	}
+	admitted := true
+	defer func() {
+		if admitted {
+			s.release(sc.Tenant)
+		}
+	}()
+
+	var out Started
+	var err error
+	if req.ConversationID != "" {
+		if out.Conversation, err = s.st.GetConversation(ctx, sc, req.ConversationID); err != nil {
+			return Started{}, err
+		}
+	} else {
+		title := req.Title
+		if title == "" {
+			title = titleFrom(input)
+		}
+		if out.Conversation, err = s.st.CreateConversation(ctx, sc, store.Conversation{ID: req.CreateWithID, Title: title, Engine: req.Engine}); err != nil {
+			return Started{}, err
+		}
+		out.Created = true
+	}
+	conv := out.Conversation
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	r, err := s.st.CreateRun(ctx, sc, store.Run{
+		ConversationID: conv.ID, Status: store.RunRunning, Input: req.Input, Engine: req.Engine,
+		LeaseOwner: s.cfg.ReplicaID, LeaseUntil: now.Add(s.cfg.LeaseTTL), CreatedAt: now,
+	})
+	if err != nil {
+		return Started{}, err
+	}
+	// No other run can emit on this thread now, so its last seq is settled.
+	last, err := s.st.LastSeq(ctx, sc.Tenant, conv.ID)
+	if err != nil {
+		s.abandon(r, err)
+		return Started{}, err
+	}
+	userMsg, err := s.st.AppendMessage(ctx, sc, store.Message{ConversationID: conv.ID, Role: store.RoleUser, Content: req.Input, Parts: req.Parts, RunID: r.ID})
+	if err != nil {
+		s.abandon(r, err)
+		return Started{}, err
+	}
+	x := s.newExecution(sc, r, last)
+	if follow {
+		q, err := s.bus.Subscribe(ctx, sc.Tenant, conv.ID, last)
+		if err != nil {
+			s.abandon(r, err)
+			return Started{}, err
+		}
+		out.Stream = &Stream{s: s, sc: sc, thread: conv.ID, runID: r.ID, q: q, last: last}
+	}
+	out.Run = r
+	admitted = false // the execution releases it
+	s.launch(x, func(ctx context.Context) engine.Outcome {
+		if out.Created {
+			x.Emit(ctx, event.New(event.ConversationCreatedData{ConversationID: conv.ID, Title: conv.Title}))
+		}
+		x.Emit(ctx, event.New(event.RunStartedData{ConversationID: conv.ID, Input: req.Input, UserMessageID: userMsg.ID, Engine: req.Engine, ClientRunID: req.ClientRunID}))
+		history, err := s.history(ctx, sc, conv.ID)
+		if err != nil {
+			return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: "store_failed", Message: "The conversation history could not be read."}}
+		}
+		return s.eng.Execute(ctx, engine.Task{Scope: sc, Run: r, Conversation: conv, History: history, Options: req.Options}, x)
+	})
+	return out, nil
+}
+
+func titleFrom(input string) string {
+	input = strings.Join(strings.Fields(input), " ")
+	if utf8.RuneCountInString(input) <= 60 {
+		return input
+	}
+	return string([]rune(input)[:59]) + "…"
+}
+
+func (s *Service) admit(tenant string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping || s.perTenant[tenant] >= s.cfg.MaxRunsPerTenant {
+		return false
+	}
+	s.perTenant[tenant]++
+	return true
+}
+
+func (s *Service) release(tenant string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.perTenant[tenant]--; s.perTenant[tenant] <= 0 {
+		delete(s.perTenant, tenant)
+	}
+}
+
+// abandon ends a run that failed before it could execute.
+func (s *Service) abandon(r store.Run, cause error) {
+	s.log.Error("run could not start", "run_id", r.ID, "err", cause)
+	now := time.Now()
+	_, err := s.st.UpdateRun(context.WithoutCancel(s.ctx), r.Tenant, r.ID, store.RunUpdate{
+		Status: store.RunFailed, EndedAt: &now, Error: &event.ErrorInfo{Code: "start_failed", Message: "The run could not start."},
+	})
+	if err != nil {
+		s.log.Error("mark run failed", "run_id", r.ID, "err", err)
+	}
+}
+
+// history reads a conversation's messages, oldest first.
+func (s *Service) history(ctx context.Context, sc store.Scope, conv string) ([]store.Message, error) {
+	var all []store.Message
+	cursor := ""
+	for {
+		page, next, err := s.st.ListMessages(ctx, sc, conv, store.MessageFilter{}, store.Page{Limit: 500, Cursor: cursor})
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, page...)
+		if next == "" {
+			return all, nil
+		}
+		cursor = next
+	}
+}
+
+// Get returns one of the principal's runs.
+func (s *Service) Get(ctx context.Context, sc store.Scope, runID string) (store.Run, error) {
+	return s.st.GetRun(ctx, sc, runID)
+}
+
+// Timeline returns a run with every event it emitted, in seq order.
+func (s *Service) Timeline(ctx context.Context, sc store.Scope, runID string) (store.Run, []event.Event, error) {
+	r, err := s.st.GetRun(ctx, sc, runID)
+	if err != nil {
+		return store.Run{}, nil, err
+	}
+	if err := s.evlog.Flush(ctx); err != nil {
+		return store.Run{}, nil, err
+	}
+	evs, err := s.st.ListEvents(ctx, sc, r.ConversationID, r.ID, 0, 0, 0)
+	return r, evs, err
+}
+
+// Cancel stops a run. Cancelling a finished run changes nothing. It waits a
+// little for the run to end so the answer usually shows its final status.
+func (s *Service) Cancel(ctx context.Context, sc store.Scope, runID string) (store.Run, error) {
+	r, err := s.st.GetRun(ctx, sc, runID)
+	if err != nil || !store.Active(r.Status) {
+		return r, err
+	}
+	if r.Status == store.RunAwaitingInput {
+		if x := s.claim(ctx, r); x != nil {
+			s.launch(x, func(context.Context) engine.Outcome { return engine.Outcome{Status: engine.StatusCancelled} })
+		}
+	} else if err := s.bus.PublishControl(ctx, bus.Control{Kind: bus.ControlCancel, Tenant: sc.Tenant, RunID: runID}); err != nil {
+		return r, err
+	}
+	s.mu.Lock()
+	x := s.executing[runID]
+	s.mu.Unlock()
+	if x != nil {
+		select {
+		case <-x.done:
+		case <-ctx.Done():
+		case <-time.After(5 * time.Second):
+		}
+	}
+	return s.st.GetRun(ctx, sc, runID)
+}
+
+// Decide records a person's decision on a confirmation and continues its run.
+// Exactly one decision wins; repeating it returns the same confirmation.
+func (s *Service) Decide(ctx context.Context, sc store.Scope, id string, d store.Decision) (store.Confirmation, error) {
+	d.At = time.Now()
+	c, err := s.st.DecideConfirmation(ctx, sc, id, d)
+	if errors.Is(err, store.ErrExpired) && c.ID != "" {
+		s.resume(c) // the run learns of the expiry now rather than at the next sweep
+	}
+	if err != nil {
+		return c, err
+	}
+	s.resume(c)
+	return c, nil
+}
+
+// Confirmations lists the principal's confirmations in a status ("" for all).
+func (s *Service) Confirmations(ctx context.Context, sc store.Scope, status string) ([]store.Confirmation, error) {
+	return s.st.ListConfirmations(ctx, sc, status)
+}
+
+// resume continues the run of a decided confirmation, if it is waiting and no
+// one else has claimed it.
+func (s *Service) resume(c store.Confirmation) {
+	ctx := s.ctx
+	r, err := s.st.GetRunAnyOwner(ctx, c.Tenant, c.RunID)
+	if err != nil || r.Status != store.RunAwaitingInput {
+		return
+	}
+	if !s.admit(r.Tenant) {
+		return // the sweep retries decided confirmations of waiting runs
+	}
+	x := s.claim(ctx, r)
+	if x == nil {
+		s.release(r.Tenant)
+		return
+	}
+	sc := store.Scope{Tenant: r.Tenant, User: r.Owner}
+	s.launch(x, func(ctx context.Context) engine.Outcome {
+		conv, err := s.st.GetConversation(ctx, sc, r.ConversationID)
+		if err != nil {
+			return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: "store_failed", Message: "The conversation could not be read."}}
+		}
+		history, err := s.history(ctx, sc, conv.ID)
+		if err != nil {
+			return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: "store_failed", Message: "The conversation history could not be read."}}
+		}
+		return s.eng.Execute(ctx, engine.Task{Scope: sc, Run: x.run, Conversation: conv, History: history, Resume: &engine.Resume{Confirmation: c}}, x)
+	})
+}
+
+// claim takes a waiting run for execution here: exactly one claimer wins.
+func (s *Service) claim(ctx context.Context, r store.Run) *execution {
+	if err := s.evlog.Flush(ctx); err != nil {
+		return nil
+	}
+	r, err := s.st.UpdateRun(ctx, r.Tenant, r.ID, store.RunUpdate{Status: store.RunRunning, From: []string{store.RunAwaitingInput}})
+	if err != nil {
+		return nil
+	}
+	if ok, err := s.st.AcquireLease(ctx, r.Tenant, r.ID, s.cfg.ReplicaID, time.Now().Add(s.cfg.LeaseTTL)); err != nil || !ok {
+		s.log.Warn("claimed run but not its lease", "run_id", r.ID, "err", err)
+	}
+	last, err := s.st.LastSeq(ctx, r.Tenant, r.ConversationID)
+	if err != nil {
+		s.log.Error("read last seq", "run_id", r.ID, "err", err)
+		return nil
+	}
+	return s.newExecution(store.Scope{Tenant: r.Tenant, User: r.Owner}, r, last)
+}
+
+// Shutdown stops starting runs, gives executing ones until ctx ends to
+// finish, fails the rest, and writes the log out.
+func (s *Service) Shutdown(ctx context.Context) {
+	s.mu.Lock()
+	s.stopping = true
+	s.mu.Unlock()
+	idle := make(chan struct{})
+	go func() {
+		s.waitExecutions()
+		close(idle)
+	}()
+	select {
+	case <-idle:
+	case <-ctx.Done():
+	}
+	s.cancel(engine.ErrShutdown)
+	s.wg.Wait()
+	s.evlog.Close()
+}
+
+func (s *Service) waitExecutions() {
+	for {
+		s.mu.Lock()
+		var x *execution
+		for _, e := range s.executing {
+			x = e
+			break
+		}
+		s.mu.Unlock()
+		if x == nil {
+			return
+		}
+		<-x.done
+	}
+}
+
+// controlLoop applies control messages meant for runs executing here.
+func (s *Service) controlLoop() {
+	defer s.wg.Done()
+	ch, err := s.bus.Controls(s.ctx)
+	if err != nil {
+		s.log.Error("control stream unavailable: cancel reaches only local runs", "err", err)
+		return
+	}
+	for c := range ch {
+		if c.Kind != bus.ControlCancel {
+			continue
+		}
+		s.mu.Lock()
+		x := s.executing[c.RunID]
+		s.mu.Unlock()
+		if x != nil && x.run.Tenant == c.Tenant {
+			x.cancel(engine.ErrCancelled)
+		}
+	}
+}
+
+// sweepLoop does the housekeeping every replica shares: it expires
+// confirmations, ends runs whose executor vanished, and applies retention.
+func (s *Service) sweepLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.cfg.SweepInterval)
+	defer t.Stop()
+	lastRetention := time.Time{}
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		s.sweep(now)
+		if now.Sub(lastRetention) > time.Hour {
+			lastRetention = now
+			if n, err := s.st.DeleteRunsEndedBefore(s.ctx, now.Add(-s.cfg.RunRetention)); err != nil {
+				s.log.Warn("retention", "err", err)
+			} else if n > 0 {
+				s.log.Info("retention removed old runs", "runs", n)
+			}
+		}
+	}
+}
+
+func (s *Service) sweep(now time.Time) {
+	expired, err := s.st.ExpireConfirmations(s.ctx, now)
+	if err != nil {
+		s.log.Warn("expire confirmations", "err", err)
+	}
+	for _, c := range expired {
+		s.resume(c)
+	}
+	orphans, err := s.st.ExpiredLeases(s.ctx, now, 100)
+	if err != nil {
+		s.log.Warn("expired leases", "err", err)
+		return
+	}
+	for _, r := range orphans {
+		if r.Status == store.RunAwaitingInput {
+			continue // waiting runs need no executor
+		}
+		s.takeOver(r)
+	}
+}
+
+// takeOver ends a run whose executor stopped renewing its lease.
+func (s *Service) takeOver(r store.Run) {
+	ok, err := s.st.AcquireLease(s.ctx, r.Tenant, r.ID, s.cfg.ReplicaID, time.Now().Add(s.cfg.LeaseTTL))
+	if err != nil || !ok {
+		return
+	}
+	last, err := s.st.LastSeq(s.ctx, r.Tenant, r.ConversationID)
+	if err != nil {
+		return
+	}
+	s.log.Warn("ending a run whose executor stopped", "run_id", r.ID, "previous_owner", r.LeaseOwner)
+	if !s.admit(r.Tenant) {
+		return
+	}
+	x := s.newExecution(store.Scope{Tenant: r.Tenant, User: r.Owner}, r, last)
+	s.launch(x, func(context.Context) engine.Outcome {
+		return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{
+			Code: "executor_lost", Message: "The server running this request stopped before it finished. Please try again.",
+		}}
+	})
+}
