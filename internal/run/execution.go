@@ -195,4 +195,3 @@ func (s *Service) resumeDecided(ctx context.Context, r store.Run, awaiting []str
 		}
 	}
 }
-
