@@ -394,7 +394,8 @@ func (r *runner) requestConfirmation(ctx context.Context, it int, callID, name s
 // record stores a tool result as a role=tool message and announces it.
 func (r *runner) record(ctx context.Context, it int, callID, name string, args json.RawMessage, res tool.Result, denied bool, confirmationID string) store.Message {
 	content := res.Content
-	if content == "" && res.Error != "" {
+	if res.Error != "" && (content == "" || content == res.Error) {
+		// Say plainly that the call failed: the model must not read an error as output.
 		content = "Error: " + res.Error
 	}
 	meta, _ := json.Marshal(ToolMessageMeta{ToolName: name, ToolCallID: callID, ToolCallArgs: args, Status: string(res.Status),

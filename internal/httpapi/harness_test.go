@@ -1,0 +1,270 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/agentchat/agentchat/internal/bus/membus"
+	"github.com/agentchat/agentchat/internal/config"
+	"github.com/agentchat/agentchat/internal/engine/local"
+	"github.com/agentchat/agentchat/internal/httpapi"
+	"github.com/agentchat/agentchat/internal/llm"
+	"github.com/agentchat/agentchat/internal/llm/scripted"
+	"github.com/agentchat/agentchat/internal/run"
+	"github.com/agentchat/agentchat/internal/ssetest"
+	"github.com/agentchat/agentchat/internal/store"
+	"github.com/agentchat/agentchat/internal/store/sqlitestore"
+	"github.com/agentchat/agentchat/internal/tool"
+	"github.com/agentchat/agentchat/internal/tool/builtin"
+)
+
+const (
+	alice     = "alice-token"
+	bob       = "bob-token" // same tenant as alice, another user
+	eve       = "eve-token" // another tenant
+	jwtSecret = "test-secret-0123456789abcdef"
+)
+
+type options struct {
+	model         llm.Model
+	ping          time.Duration
+	confirmTTL    time.Duration
+	maxIterations int
+	builtin       builtin.Config
+	dbPath        string // reuse a database (restart tests)
+	extraTools    []tool.Tool
+}
+
+type env struct {
+	t      *testing.T
+	url    string
+	client *http.Client
+	store  store.Store
+	runs   *run.Service
+	api    *httpapi.Server
+	srv    *httptest.Server
+	dbPath string
+}
+
+// setup starts the whole stack (SQLite, in-process bus, agent loop, HTTP) on a
+// real local port.
+func setup(t *testing.T, o options) *env {
+	t.Helper()
+	if o.model == nil {
+		o.model = scripted.New(scripted.Config{TokenDelay: -1})
+	}
+	if o.dbPath == "" {
+		o.dbPath = filepath.Join(t.TempDir(), "agentchat.db")
+	}
+	st, err := sqlitestore.Open(context.Background(), o.dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := tool.NewRegistry(tool.RegistryConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := builtin.Register(reg, o.builtin); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range o.extraTools {
+		if err := reg.Register(x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := membus.New(0)
+	runs := run.New(run.Config{
+		Store: st, Bus: b, ConfirmTTL: o.confirmTTL, SweepInterval: 20 * time.Millisecond,
+		Engine: local.New(local.Config{Model: o.model, Tools: reg, MaxIterations: o.maxIterations}),
+	})
+	tokens, _ := config.ParseTokens("alice-token:acme:alice,bob-token:acme:bob,eve-token:evil:eve")
+	api := httpapi.New(httpapi.Config{Store: st, Runs: runs, Tools: reg, Auth: httpapi.NewAuthenticator(tokens, jwtSecret), PingInterval: o.ping, MaxBodyBytes: 64 << 10})
+	srv := httptest.NewServer(api)
+	e := &env{t: t, url: srv.URL, client: &http.Client{Transport: &http.Transport{}}, store: st, runs: runs, api: api, srv: srv, dbPath: o.dbPath}
+	t.Cleanup(e.stop)
+	return e
+}
+
+// stop shuts the stack down as serve does.
+func (e *env) stop() {
+	e.api.Close()
+	e.srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	e.runs.Shutdown(ctx)
+	e.store.Close()
+	e.client.CloseIdleConnections()
+}
+
+type req struct {
+	method, path, token string
+	body                any // string or a value to marshal
+	header              map[string]string
+}
+
+func (e *env) send(r req) *http.Response {
+	e.t.Helper()
+	var body io.Reader
+	switch b := r.body.(type) {
+	case nil:
+	case string:
+		body = strings.NewReader(b)
+	default:
+		raw, err := json.Marshal(b)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		body = bytes.NewReader(raw)
+	}
+	hr, err := http.NewRequest(r.method, e.url+r.path, body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if r.token != "" {
+		hr.Header.Set("Authorization", "Bearer "+r.token)
+	}
+	for k, v := range r.header {
+		hr.Header.Set(k, v)
+	}
+	resp, err := e.client.Do(hr)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return resp
+}
+
+// call sends r, checks the status and decodes the JSON answer.
+func (e *env) call(r req, status int) map[string]any {
+	e.t.Helper()
+	resp := e.send(r)
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != status {
+		e.t.Fatalf("%s %s: status %d, want %d: %s", r.method, r.path, resp.StatusCode, status, raw)
+	}
+	if len(raw) == 0 {
+		return nil
+	}
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		e.t.Fatalf("%s %s: not JSON: %s", r.method, r.path, raw)
+	}
+	return out
+}
+
+// apiError checks an error answer's status and code.
+func (e *env) apiError(r req, status int, code string) map[string]any {
+	e.t.Helper()
+	out := e.call(r, status)
+	errObj, _ := out["error"].(map[string]any)
+	if errObj == nil || errObj["code"] != code || errObj["message"] == "" || errObj["requestId"] == "" {
+		e.t.Fatalf("%s %s: error body %v, want code %q with message and requestId", r.method, r.path, out, code)
+	}
+	return errObj
+}
+
+// stream opens an SSE request and returns its reader.
+func (e *env) stream(r req) (*ssetest.Reader, *http.Response) {
+	e.t.Helper()
+	resp := e.send(r)
+	if resp.StatusCode != http.StatusOK {
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		e.t.Fatalf("%s %s: status %d: %s", r.method, r.path, resp.StatusCode, raw)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		e.t.Fatalf("content type %q", ct)
+	}
+	e.t.Cleanup(func() { resp.Body.Close() })
+	return ssetest.NewReader(resp.Body), resp
+}
+
+// chat posts a native chat and reads the whole stream.
+func (e *env) chat(token string, body any) []native {
+	e.t.Helper()
+	rd, resp := e.stream(req{method: "POST", path: "/v1/agent/chat", token: token, body: body})
+	defer resp.Body.Close()
+	return readNative(e.t, rd, "")
+}
+
+// native is one decoded native frame.
+type native struct {
+	ID    string
+	Event string
+	Data  map[string]any
+}
+
+// readNative reads native frames (pings skipped) until the stream ends or,
+// when until is set, until an event of that name.
+func readNative(t *testing.T, rd *ssetest.Reader, until string) []native {
+	t.Helper()
+	var out []native
+	for {
+		f, err := rd.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("stream broke after %d frames: %v", len(out), err)
+		}
+		if f.Comment != "" || f.Event == "" || f.Event == "ping" {
+			continue
+		}
+		var env struct {
+			Event string         `json:"event"`
+			ID    string         `json:"id"`
+			Data  map[string]any `json:"data"`
+		}
+		f.JSON(t, &env)
+		if env.Event != f.Event {
+			t.Fatalf("frame event %q carries data.event %q", f.Event, env.Event)
+		}
+		out = append(out, native{f.ID, f.Event, env.Data})
+		if until != "" && f.Event == until {
+			return out
+		}
+	}
+}
+
+func names(fs []native) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Event)
+	}
+	return out
+}
+
+func last(fs []native) native {
+	if len(fs) == 0 {
+		return native{}
+	}
+	return fs[len(fs)-1]
+}
+
+func find(fs []native, name string) (native, bool) {
+	for _, f := range fs {
+		if f.Event == name {
+			return f, true
+		}
+	}
+	return native{}, false
+}
+
+func signJWT(t *testing.T, secret string, claims jwt.MapClaims) string {
+	t.Helper()
+	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString([]byte(secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
