@@ -1,0 +1,89 @@
+package config
+
+import (
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := Load("serve", nil, env(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Addr != "127.0.0.1:8080" || c.DataDir != "./data" || c.TenantHeader != "X-Tenant-ID" || c.PingInterval != 15*time.Second ||
+		c.LLM != "scripted" || c.MaxBodyBytes != 1<<20 || c.MaxIterations != 8 {
+		t.Fatalf("defaults %+v", c)
+	}
+	if c.SQLitePath() != "data/agentchat.db" {
+		t.Fatalf("sqlite path %s", c.SQLitePath())
+	}
+}
+
+func TestFlagBeatsEnvironment(t *testing.T) {
+	t.Parallel()
+	c, err := Load("serve", []string{"--addr", ":9000"}, env(map[string]string{"AGENTCHAT_ADDR": ":7000", "AGENTCHAT_PING_INTERVAL": "2s"}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Addr != ":9000" || c.PingInterval != 2*time.Second {
+		t.Fatalf("%+v", c)
+	}
+}
+
+func TestProviderChosenByKey(t *testing.T) {
+	t.Parallel()
+	for vars, want := range map[string]string{"OPENAI_API_KEY": "openai", "OPENAI_BASE_URL": "openai", "ANTHROPIC_API_KEY": "anthropic"} {
+		c, err := Load("serve", nil, env(map[string]string{vars: "x"}), io.Discard)
+		if err != nil || c.LLM != want {
+			t.Errorf("%s set: llm %q (%v), want %q", vars, c.LLM, err, want)
+		}
+	}
+}
+
+func TestSecretFromFile(t *testing.T) {
+	t.Parallel()
+	path := t.TempDir() + "/tokens"
+	os.WriteFile(path, []byte("tok:acme:alice\n"), 0o600)
+	c, err := Load("serve", nil, env(map[string]string{"AGENTCHAT_TOKENS_FILE": path}), io.Discard)
+	if err != nil || c.Tokens != "tok:acme:alice" {
+		t.Fatalf("tokens %q (%v)", c.Tokens, err)
+	}
+}
+
+func TestValidateNamesTheField(t *testing.T) {
+	t.Parallel()
+	tests := map[string]map[string]string{
+		"ping-interval": {"AGENTCHAT_PING_INTERVAL": "fast"},
+		"tokens":        {"AGENTCHAT_TOKENS": "only-a-token"},
+		"llm":           {"AGENTCHAT_LLM": "gpt"},
+		"store":         {"AGENTCHAT_STORE": "mysql://x"},
+		"bus":           {"AGENTCHAT_BUS": "kafka://x"},
+		"jwt-secret":    {"AGENTCHAT_JWT_SECRET": "short"},
+	}
+	for field, vars := range tests {
+		_, err := Load("serve", nil, env(vars), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), strings.ToUpper(strings.ReplaceAll(field, "-", "_"))) && !strings.Contains(err.Error(), field) {
+			t.Errorf("%v: error %v does not name %s", vars, err, field)
+		}
+	}
+}
+
+// The README's configuration table must list every setting, as -h does.
+func TestREADMEListsEverySetting(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range strings.Split(strings.TrimSpace(Help()), "\n") {
+		if !strings.Contains(string(readme), row) {
+			t.Errorf("README lacks the row:\n%s", row)
+		}
+	}
+}
