@@ -28,6 +28,9 @@ func Run(t *testing.T, newBus func(t *testing.T) bus.Bus) {
 		{"UnsubscribeOnContext", testUnsubscribe},
 		{"Controls", testControls},
 		{"Close", testClose},
+		{"ClosedBusRefuses", testClosedRefuses},
+		{"ControlsEnd", testControlsEnd},
+		{"ThreadsPublishedConcurrently", testConcurrentThreads},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -243,4 +246,96 @@ func testClose(t *testing.T, newBus func(*testing.T) bus.Bus) {
 	if _, err := q.Drain(nil); !errors.Is(err, bus.ErrClosed) {
 		t.Fatalf("after close: %v", err)
 	}
+}
+
+func testClosedRefuses(t *testing.T, newBus func(*testing.T) bus.Bus) {
+	b := newBus(t)
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatalf("second close: %v", err)
+	}
+	if err := b.Publish(t.Context(), ev("acme", "th", 1)); !errors.Is(err, bus.ErrClosed) {
+		t.Fatalf("publish after close: %v", err)
+	}
+	if _, err := b.Subscribe(t.Context(), "acme", "th", 0); !errors.Is(err, bus.ErrClosed) {
+		t.Fatalf("subscribe after close: %v", err)
+	}
+	if err := b.PublishControl(t.Context(), bus.Control{Kind: bus.ControlCancel}); !errors.Is(err, bus.ErrClosed) {
+		t.Fatalf("publish control after close: %v", err)
+	}
+	if _, err := b.Controls(t.Context()); !errors.Is(err, bus.ErrClosed) {
+		t.Fatalf("controls after close: %v", err)
+	}
+}
+
+// waitClosed fails unless ch is closed soon (after any messages still in it).
+func waitClosed(t *testing.T, ch <-chan bus.Control, why string) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case _, ok := <-ch:
+			if !ok {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("control stream not closed after %s", why)
+		}
+	}
+}
+
+func testControlsEnd(t *testing.T, newBus func(*testing.T) bus.Bus) {
+	b := newBus(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	byCtx, err := b.Controls(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byClose, err := b.Controls(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	waitClosed(t, byCtx, "its context ended")
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, byClose, "the bus closed")
+}
+
+func testConcurrentThreads(t *testing.T, newBus func(*testing.T) bus.Bus) {
+	pub, sub := newBus(t), newBus(t)
+	const threads, n = 8, 100
+	qs := make([]*bus.Queue, threads)
+	for i := range qs {
+		q, err := sub.Subscribe(t.Context(), "acme", fmt.Sprint("th", i), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		qs[i] = q
+	}
+	var wg sync.WaitGroup
+	for i := range threads {
+		wg.Go(func() {
+			for seq := int64(1); seq <= n; seq++ {
+				if err := pub.Publish(t.Context(), ev("acme", fmt.Sprint("th", i), seq)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	for i, q := range qs {
+		wg.Go(func() {
+			for j, e := range Collect(t, q, 0, n) {
+				if e.Thread != fmt.Sprint("th", i) || e.Seq != int64(j+1) {
+					t.Errorf("thread %d event %d = %s/%d", i, j, e.Thread, e.Seq)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

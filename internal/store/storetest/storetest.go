@@ -37,6 +37,11 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"DeleteCascades", testDeleteCascades},
 		{"Retention", testRetention},
 		{"ConcurrentWriters", testConcurrentWriters},
+		{"JSONKeptByteForByte", testJSONKept},
+		{"TimesKeepMilliseconds", testTimesKeepMilliseconds},
+		{"EventBatchIsAtomic", testEventBatchAtomic},
+		{"MissingParentsAreNotFound", testMissingParents},
+		{"RacingLeasesOneWinner", testRacingLeases},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -573,5 +578,146 @@ func testConcurrentWriters(t *testing.T, s store.Store) {
 	}
 	if total != writers {
 		t.Fatalf("%d conversations stored, want %d", total, writers)
+	}
+}
+
+// testJSONKept pins that JSON is stored as bytes, not re-encoded: spacing and
+// key order written are the ones read back.
+func testJSONKept(t *testing.T, s store.Store) {
+	odd := func(k string) json.RawMessage { return json.RawMessage(`{ "z" : 1,  "` + k + `":[ true , null ] }`) }
+	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
+	must[store.Message](t)(s.AppendMessage(ctx(t), alice, store.Message{ConversationID: c.ID, Role: store.RoleUser, Content: "x",
+		Parts: json.RawMessage(`[ {"type":"text",  "text":"x"} ]`), Metadata: odd("meta")}))
+	msgs, _, err := s.ListMessages(ctx(t), alice, c.ID, store.MessageFilter{}, store.Page{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 1 || string(msgs[0].Parts) != `[ {"type":"text",  "text":"x"} ]` || string(msgs[0].Metadata) != string(odd("meta")) {
+		t.Fatalf("message JSON changed: %+v", msgs)
+	}
+	if m := must[store.Message](t)(s.AppendMessage(ctx(t), alice, store.Message{ConversationID: c.ID, Role: store.RoleUser, Content: "plain"})); m.Parts != nil || m.Metadata != nil {
+		t.Fatalf("plain message has JSON: %+v", m)
+	}
+
+	r := must[store.Run](t)(s.CreateRun(ctx(t), alice, store.Run{ConversationID: c.ID, Input: "x", State: odd("created")}))
+	if got := must[store.Run](t)(s.GetRun(ctx(t), alice, r.ID)); string(got.State) != string(odd("created")) {
+		t.Fatalf("created state %s", got.State)
+	}
+	must[store.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{State: odd("updated")}))
+	if got := must[store.Run](t)(s.GetRun(ctx(t), alice, r.ID)); string(got.State) != string(odd("updated")) {
+		t.Fatalf("updated state %s", got.State)
+	}
+	must[store.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{State: json.RawMessage(`null`)}))
+	if got := must[store.Run](t)(s.GetRun(ctx(t), alice, r.ID)); got.State != nil {
+		t.Fatalf("null state kept as %s", got.State)
+	}
+
+	cf := must[store.Confirmation](t)(s.CreateConfirmation(ctx(t), store.Confirmation{Tenant: "acme", Owner: "alice", RunID: r.ID,
+		ConversationID: c.ID, ToolCallID: "c", ToolName: "t", Args: odd("args"), ExpiresAt: time.Now().Add(time.Hour)}))
+	must[store.Confirmation](t)(s.DecideConfirmation(ctx(t), alice, cf.ID, store.Decision{Status: store.ConfirmApproved, Args: odd("edited"), At: time.Now()}))
+	got := must[store.Confirmation](t)(s.GetConfirmation(ctx(t), alice, cf.ID))
+	if string(got.Args) != string(odd("args")) || string(got.DecidedArgs) != string(odd("edited")) {
+		t.Fatalf("confirmation JSON changed: %s %s", got.Args, got.DecidedArgs)
+	}
+}
+
+// testTimesKeepMilliseconds pins the stored precision of every time: whole
+// milliseconds, in UTC, whatever a backend's native precision.
+func testTimesKeepMilliseconds(t *testing.T, s store.Store) {
+	at := time.Date(2026, 3, 16, 8, 0, 0, 123456789, time.FixedZone("X", 3600))
+	want := at.UTC().Truncate(time.Millisecond)
+	same := func(what string, got time.Time) {
+		t.Helper()
+		if !got.Equal(want) || got.Location() != time.UTC {
+			t.Fatalf("%s = %v, want %v in UTC", what, got, want)
+		}
+	}
+	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{CreatedAt: at}))
+	same("conversation created", must[store.Conversation](t)(s.GetConversation(ctx(t), alice, c.ID)).CreatedAt)
+	must[store.Message](t)(s.AppendMessage(ctx(t), alice, store.Message{ConversationID: c.ID, Role: store.RoleUser, Content: "x", CreatedAt: at}))
+	msgs, _, err := s.ListMessages(ctx(t), alice, c.ID, store.MessageFilter{}, store.Page{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("message created", msgs[0].CreatedAt)
+	r := must[store.Run](t)(s.CreateRun(ctx(t), alice, store.Run{ConversationID: c.ID, Input: "x", CreatedAt: at}))
+	must[store.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{Status: store.RunSucceeded, EndedAt: &at}))
+	got := must[store.Run](t)(s.GetRun(ctx(t), alice, r.ID))
+	same("run created", got.CreatedAt)
+	same("run started", got.StartedAt)
+	same("run ended", *got.EndedAt)
+	ev := mkEvents(c.ID, r.ID, 1, 1)
+	ev[0].Time = at
+	if err := s.AppendEvents(ctx(t), ev); err != nil {
+		t.Fatal(err)
+	}
+	same("event time", must[[]event.Event](t)(s.ListEvents(ctx(t), alice, c.ID, "", 0, 0, 0))[0].Time)
+}
+
+// testEventBatchAtomic pins that a batch is stored whole or not at all.
+func testEventBatchAtomic(t *testing.T, s store.Store) {
+	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
+	if err := s.AppendEvents(ctx(t), mkEvents(c.ID, "r", 1, 2)); err != nil {
+		t.Fatal(err)
+	}
+	// Three new events and one that repeats seq 2.
+	batch := append(mkEvents(c.ID, "r", 3, 3), mkEvents(c.ID, "r", 2, 1)...)
+	wantErr(t, s.AppendEvents(ctx(t), batch), store.ErrConflict)
+	if n := must[int64](t)(s.LastSeq(ctx(t), "acme", c.ID)); n != 2 {
+		t.Fatalf("part of a refused batch was stored: last seq %d", n)
+	}
+	if n := must[int64](t)(s.LastSeq(ctx(t), "evil", c.ID)); n != 0 {
+		t.Fatalf("another tenant sees last seq %d", n)
+	}
+}
+
+// testMissingParents pins ErrNotFound (not a driver error) for writes whose
+// parent row does not exist.
+func testMissingParents(t *testing.T, s store.Store) {
+	_, err := s.AppendMessage(ctx(t), alice, store.Message{ConversationID: "missing", Role: store.RoleUser, Content: "x"})
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.CreateRun(ctx(t), alice, store.Run{ConversationID: "missing", Input: "x"})
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.UpdateRun(ctx(t), "acme", "missing", store.RunUpdate{Status: store.RunFailed})
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.UpdateRun(ctx(t), "acme", "missing", store.RunUpdate{Status: store.RunFailed, From: []string{store.RunRunning}})
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.CreateConfirmation(ctx(t), store.Confirmation{Tenant: "acme", Owner: "alice", RunID: "missing", ConversationID: "missing",
+		ToolCallID: "c", ToolName: "t", ExpiresAt: time.Now().Add(time.Hour)})
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.DecideConfirmation(ctx(t), alice, "missing", store.Decision{Status: store.ConfirmApproved, At: time.Now()})
+	wantErr(t, err, store.ErrNotFound)
+	if ok, err := s.AcquireLease(ctx(t), "acme", "missing", "replica-a", time.Now().Add(time.Minute)); ok || err != nil {
+		t.Fatalf("lease on a missing run: %v, %v", ok, err)
+	}
+}
+
+// testRacingLeases pins that replicas racing for a free lease get exactly one owner.
+func testRacingLeases(t *testing.T, s store.Store) {
+	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
+	r := must[store.Run](t)(s.CreateRun(ctx(t), alice, store.Run{ConversationID: c.ID, Input: "x", Status: store.RunRunning}))
+	var wg sync.WaitGroup
+	won := make([]bool, 8)
+	for i := range won {
+		wg.Go(func() {
+			ok, err := s.AcquireLease(ctx(t), "acme", r.ID, fmt.Sprintf("replica-%d", i), time.Now().Add(time.Minute))
+			if err != nil {
+				t.Errorf("replica %d: %v", i, err)
+			}
+			won[i] = ok
+		})
+	}
+	wg.Wait()
+	winners := 0
+	for i, ok := range won {
+		if ok {
+			winners++
+			if got := must[store.Run](t)(s.GetRunAnyOwner(ctx(t), "acme", r.ID)); got.LeaseOwner != fmt.Sprintf("replica-%d", i) {
+				t.Fatalf("replica-%d won but %q holds the lease", i, got.LeaseOwner)
+			}
+		}
+	}
+	if winners != 1 {
+		t.Fatalf("%d replicas took the lease", winners)
 	}
 }

@@ -1,0 +1,367 @@
+package redisbus_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/agentchat/agentchat/internal/bus"
+	"github.com/agentchat/agentchat/internal/bus/bustest"
+	"github.com/agentchat/agentchat/internal/bus/redisbus"
+	"github.com/agentchat/agentchat/internal/event"
+	"github.com/agentchat/agentchat/internal/testenv"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// newPrefix is a key prefix of one test's own, its keys deleted afterwards.
+func newPrefix(t *testing.T, url string) string {
+	t.Helper()
+	b := make([]byte, 8)
+	rand.Read(b)
+	prefix := "agentchat_test_" + hex.EncodeToString(b)
+	t.Cleanup(func() {
+		rdb := admin(t, url)
+		ctx := context.Background()
+		keys, err := rdb.Keys(ctx, prefix+":*").Result()
+		if err == nil && len(keys) > 0 {
+			err = rdb.Del(ctx, keys...).Err()
+		}
+		if err != nil {
+			t.Errorf("delete test keys: %v", err)
+		}
+	})
+	return prefix
+}
+
+// admin is a plain client beside the buses under test.
+func admin(t *testing.T, url string) *redis.Client {
+	t.Helper()
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opts)
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+func open(t *testing.T, url string, opts redisbus.Options) *redisbus.Bus {
+	t.Helper()
+	b, err := redisbus.Open(t.Context(), url, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return b
+}
+
+func TestContract(t *testing.T) {
+	url := testenv.Redis(t)
+	// Each test gets its own prefix; every bus opened within one test shares
+	// it, as replicas of one deployment do.
+	var mu sync.Mutex
+	prefixes := map[string]string{}
+	bustest.Run(t, func(t *testing.T) bus.Bus {
+		mu.Lock()
+		prefix, ok := prefixes[t.Name()]
+		if !ok {
+			prefix = newPrefix(t, url)
+			prefixes[t.Name()] = prefix
+		}
+		mu.Unlock()
+		return open(t, url, redisbus.Options{Prefix: prefix})
+	})
+}
+
+func ev(thread string, seq int64) event.Event {
+	return event.Event{Tenant: "acme", Thread: thread, Run: "run", Seq: seq, Time: time.UnixMilli(1700000000000).UTC(),
+		Type: event.TextDelta, Payload: event.TextDeltaData{MessageID: "m", Delta: fmt.Sprintf("t%d", seq)}}
+}
+
+func publish(t *testing.T, b bus.Bus, thread string, from, to int64) {
+	t.Helper()
+	for i := from; i <= to; i++ {
+		if err := b.Publish(t.Context(), ev(thread, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// collectExactly reads n events and fails unless they are seqs from, from+1, …
+// with no redelivery: Redis positions are exact.
+func collectExactly(t *testing.T, q *bus.Queue, from int64, n int) {
+	t.Helper()
+	var got []event.Event
+	timeout := time.After(10 * time.Second)
+	for len(got) < n {
+		select {
+		case <-q.Ready():
+		case <-timeout:
+			t.Fatalf("got %d of %d events", len(got), n)
+		}
+		evs, err := q.Drain(nil)
+		got = append(got, evs...)
+		if err != nil && len(got) < n {
+			t.Fatalf("subscription ended after %d of %d events: %v", len(got), n, err)
+		}
+	}
+	for i, e := range got {
+		if e.Seq != from+int64(i) || e.Payload.(event.TextDeltaData).Delta != fmt.Sprintf("t%d", e.Seq) {
+			t.Fatalf("event %d has seq %d, want %d", i, e.Seq, from+int64(i))
+		}
+	}
+}
+
+func TestResumeFromPosition(t *testing.T) {
+	t.Parallel()
+	url := testenv.Redis(t)
+	prefix := newPrefix(t, url)
+	pub := open(t, url, redisbus.Options{Prefix: prefix})
+	publish(t, pub, "th", 1, 10)
+
+	// Another replica, following nothing yet, resumes from a Last-Event-ID.
+	b := open(t, url, redisbus.Options{Prefix: prefix})
+	q, err := b.Subscribe(t.Context(), "acme", "th", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	collectExactly(t, q, 5, 6)
+
+	// A second subscription to the followed thread, from an earlier position,
+	// catches up by itself and then shares the live stream.
+	q2, err := b.Subscribe(t.Context(), "acme", "th", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	collectExactly(t, q2, 3, 8)
+	publish(t, pub, "th", 11, 12)
+	collectExactly(t, q, 11, 2)
+	collectExactly(t, q2, 11, 2)
+}
+
+func TestRetainedHistoryIsCapped(t *testing.T) {
+	t.Parallel()
+	url := testenv.Redis(t)
+	prefix := newPrefix(t, url)
+	b := open(t, url, redisbus.Options{Prefix: prefix, QueueLimit: 20})
+	publish(t, b, "th", 1, 50)
+	// Half a queue of the most recent events, not an instant overflow; the
+	// older ones are the store's to replay.
+	q, err := b.Subscribe(t.Context(), "acme", "th", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	collectExactly(t, q, 41, 10)
+	publish(t, b, "th", 51, 51)
+	collectExactly(t, q, 51, 1)
+}
+
+func TestRepublishIsIdempotent(t *testing.T) {
+	t.Parallel()
+	url := testenv.Redis(t)
+	prefix := newPrefix(t, url)
+	b := open(t, url, redisbus.Options{Prefix: prefix})
+	q, err := b.Subscribe(t.Context(), "acme", "th", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, b, "th", 1, 3)
+	publish(t, b, "th", 2, 3) // a retry, or a takeover re-publishing: no error
+	publish(t, b, "th", 4, 4)
+	collectExactly(t, q, 1, 4)
+	key := redisbus.StreamKey(prefix, "acme", "th")
+	if n := admin(t, url).XLen(t.Context(), key).Val(); n != 4 {
+		t.Fatalf("stream holds %d entries, want 4", n)
+	}
+	if ttl := admin(t, url).TTL(t.Context(), key).Val(); ttl <= 0 || ttl > 24*time.Hour {
+		t.Fatalf("stream ttl %v", ttl)
+	}
+}
+
+func TestKeysDoNotCollide(t *testing.T) {
+	t.Parallel()
+	// Without escaping, tenant "a}:thread:b" and tenant "a" would share slots and could share keys.
+	for _, pair := range [][2][2]string{
+		{{"a}:thread:b", "c"}, {"a", "b}:thread:c"}},
+		{{"a:b", "c"}, {"a", "b:c"}},
+		{{"a%3Ab", "c"}, {"a:b", "c"}},
+	} {
+		k1 := redisbus.StreamKey("p", pair[0][0], pair[0][1])
+		k2 := redisbus.StreamKey("p", pair[1][0], pair[1][1])
+		if k1 == k2 {
+			t.Errorf("%v and %v share key %s", pair[0], pair[1], k1)
+		}
+	}
+	if got := redisbus.StreamKey("agentchat", "acme", "th1"); got != "agentchat:{acme}:thread:th1" {
+		t.Errorf("key %s", got)
+	}
+}
+
+// clientIDs lists the ids of the connections named name.
+func clientIDs(t *testing.T, rdb *redis.Client, name string) []int64 {
+	t.Helper()
+	list, err := rdb.ClientList(t.Context()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for line := range strings.Lines(list) {
+		var id int64
+		fields := map[string]string{}
+		for f := range strings.FieldsSeq(line) {
+			k, v, _ := strings.Cut(f, "=")
+			fields[k] = v
+		}
+		if fields["name"] == name {
+			if _, err := fmt.Sscan(fields["id"], &id); err == nil {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids
+}
+
+func TestManyThreadsShareConnections(t *testing.T) {
+	t.Parallel()
+	url := testenv.Redis(t)
+	prefix := newPrefix(t, url)
+	b := open(t, url, redisbus.Options{Prefix: prefix})
+	const threads = 300
+	qs := make([]*bus.Queue, threads)
+	for i := range qs {
+		q, err := b.Subscribe(t.Context(), "acme", fmt.Sprint("th", i), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		qs[i] = q
+	}
+	// Three subscriptions more to one thread add nothing.
+	for range 3 {
+		q, err := b.Subscribe(t.Context(), "acme", "th0", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		qs = append(qs, q)
+	}
+	for i := range threads {
+		publish(t, b, fmt.Sprint("th", i), 1, 2)
+	}
+	for _, q := range qs {
+		collectExactly(t, q, 1, 2)
+	}
+	if n := len(clientIDs(t, admin(t, url), prefix+":reader")); n != 3 {
+		t.Fatalf("%d reader connections follow %d threads, want 3", n, threads)
+	}
+}
+
+func TestNewThreadWakesReader(t *testing.T) {
+	t.Parallel()
+	url := testenv.Redis(t)
+	b := open(t, url, redisbus.Options{Prefix: newPrefix(t, url)})
+	// Far longer than collectExactly waits: only CLIENT UNBLOCK can make the
+	// reader pick up the second thread in time.
+	redisbus.SetBlock(b, time.Hour)
+	q1, err := b.Subscribe(t.Context(), "acme", "one", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, b, "one", 1, 1)
+	collectExactly(t, q1, 1, 1) // the reader is now blocked on "one" alone
+	q2, err := b.Subscribe(t.Context(), "acme", "two", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, b, "two", 1, 1)
+	collectExactly(t, q2, 1, 1)
+}
+
+func TestSurvivesKilledConnections(t *testing.T) {
+	t.Parallel()
+	url := testenv.Redis(t)
+	prefix := newPrefix(t, url)
+	b := open(t, url, redisbus.Options{Prefix: prefix, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+	rdb := admin(t, url)
+	q, err := b.Subscribe(t.Context(), "acme", "th", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	controls, err := b.Controls(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, b, "th", 1, 5)
+	collectExactly(t, q, 1, 5)
+
+	// Kill every connection of the bus: publisher pool, control subscription, reader.
+	killed := 0
+	for _, role := range []string{"bus", "reader"} {
+		for _, id := range clientIDs(t, rdb, prefix+":"+role) {
+			if err := rdb.ClientKillByFilter(t.Context(), "ID", fmt.Sprint(id)).Err(); err != nil {
+				t.Fatal(err)
+			}
+			killed++
+		}
+	}
+	if killed < 3 {
+		t.Fatalf("killed %d connections, want the reader, the publisher and the control subscription", killed)
+	}
+	// Events published meanwhile wait in the stream; the reader resumes from
+	// its position and loses none of them.
+	publish(t, b, "th", 6, 10)
+	collectExactly(t, q, 6, 5)
+
+	// Control messages are Pub/Sub: those sent while the subscription
+	// reconnects are lost by design, so keep sending until one arrives.
+	want := bus.Control{Kind: bus.ControlCancel, Tenant: "acme", RunID: "r1"}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	timeout := time.After(10 * time.Second)
+	for {
+		if err := b.PublishControl(t.Context(), want); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case got := <-controls:
+			if got != want {
+				t.Fatalf("control %+v", got)
+			}
+			return
+		case <-tick.C:
+		case <-timeout:
+			t.Fatal("control stream did not recover")
+		}
+	}
+}
+
+func TestSubscribeAfterClose(t *testing.T) {
+	t.Parallel()
+	url := testenv.Redis(t)
+	b := open(t, url, redisbus.Options{Prefix: newPrefix(t, url)})
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Subscribe(t.Context(), "acme", "th", 0); !errors.Is(err, bus.ErrClosed) {
+		t.Fatalf("subscribe after close: %v", err)
+	}
+	if err := b.Publish(t.Context(), ev("th", 1)); !errors.Is(err, bus.ErrClosed) {
+		t.Fatalf("publish after close: %v", err)
+	}
+	if _, err := b.Controls(t.Context()); !errors.Is(err, bus.ErrClosed) {
+		t.Fatalf("controls after close: %v", err)
+	}
+}

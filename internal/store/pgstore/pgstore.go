@@ -1,0 +1,914 @@
+// Package pgstore is the scale-out store.Store: PostgreSQL through pgx v5 and
+// a pgxpool connection pool, shared by every replica.
+//
+// Semantics mirror sqlitestore exactly (both pass storetest unchanged); what
+// differs is how the database is used:
+//
+//   - Rules live in the schema where they can: one active run per conversation
+//     is a partial unique index, so racing starts on several replicas meet in
+//     the database and the loser gets 23505, answered as *store.BusyError.
+//   - Most writes are one statement (data-modifying CTEs instead of
+//     read-then-write transactions), so a call is one round trip and holds no
+//     row lock across the network. DecideConfirmation is the exception: it
+//     reads with SELECT … FOR UPDATE so that store.ApplyDecision, the rule every
+//     backend shares, decides under the row lock.
+//   - AppendEvents, on the token path, sends a whole batch as one INSERT … SELECT
+//     FROM unnest(arrays): one round trip and one statement whatever the batch
+//     size, with no parameter-count limit.
+//   - Reads that must first check the Scope (ListMessages, ListEvents) send the
+//     check and the query as one pipelined batch.
+//
+// Times are timestamptz truncated to milliseconds before writing, so values
+// round-trip exactly as in SQLite. JSON columns use the json type (not jsonb),
+// which keeps the bytes written while still refusing non-JSON.
+//
+// Migrations are embedded and versioned in schema_migrations. They run in one
+// transaction under a pg_advisory_xact_lock keyed by the search_path, so
+// replicas starting together apply them once, and a failed migration leaves
+// nothing behind.
+package pgstore
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"net"
+	"net/url"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentchat/agentchat/internal/event"
+	"github.com/agentchat/agentchat/internal/store"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Store is the PostgreSQL store.Store.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to the database at url and applies pending migrations.
+//
+// url is a PostgreSQL URL or keyword/value string as pgx accepts it, including
+// pgxpool's pool_* parameters (pool_max_conns, …). The schema is chosen either
+// by the standard search_path runtime parameter or by a "schema" parameter,
+// which sets search_path to that one schema and creates it if missing.
+func Open(ctx context.Context, url string) (*Store, error) {
+	cfg, schema, err := parseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: open: %w", interpretError(err))
+	}
+	s := &Store{pool: pool}
+	if err := s.migrate(ctx, schema); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Migrate applies pending migrations to the database at url and closes it.
+func Migrate(ctx context.Context, url string) error {
+	s, err := Open(ctx, url)
+	if err != nil {
+		return err
+	}
+	return s.Close()
+}
+
+// parseConfig reads url, taking out the "schema" parameter that PostgreSQL
+// itself would refuse as an unknown runtime parameter.
+func parseConfig(raw string) (*pgxpool.Config, string, error) {
+	schema := ""
+	if u, err := url.Parse(raw); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		q := u.Query()
+		schema = q.Get("schema")
+		q.Del("schema")
+		u.RawQuery = q.Encode()
+		raw = u.String()
+	}
+	cfg, err := pgxpool.ParseConfig(raw)
+	if err != nil {
+		// The error may quote the URL, password included: say only what failed.
+		return nil, "", errors.New("pgstore: invalid database url")
+	}
+	if schema != "" {
+		cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{schema}.Sanitize()
+	}
+	return cfg, schema, nil
+}
+
+func (s *Store) migrate(ctx context.Context, schema string) error {
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// Serialise replicas migrating the same schema; the lock ends with the transaction.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('agentchat.migrate:' || current_setting('search_path'), 0))`); err != nil {
+			return err
+		}
+		if schema != "" {
+			if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{schema}.Sanitize()); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT version FROM schema_migrations`)
+		if err != nil {
+			return err
+		}
+		applied, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+		if err != nil {
+			return err
+		}
+		done := map[int32]bool{}
+		for _, v := range applied {
+			done[v] = true
+		}
+		for _, name := range names {
+			v, err := strconv.Atoi(strings.SplitN(path.Base(name), "_", 2)[0])
+			if err != nil {
+				return fmt.Errorf("migration %s: bad version", name)
+			}
+			if done[int32(v)] {
+				continue
+			}
+			body, err := migrations.ReadFile(name)
+			if err != nil {
+				return err
+			}
+			// No arguments: pgx uses the simple protocol, which runs a multi-statement file.
+			if _, err := tx.Exec(ctx, string(body)); err != nil {
+				return fmt.Errorf("migration %s: %w", name, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("pgstore: migrate: %w", interpretError(err))
+	}
+	return nil
+}
+
+// Close closes the pool, waiting for connections in use to be returned.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("pgstore: ping: %w", interpretError(err))
+	}
+	return nil
+}
+
+// interpretError maps driver errors to store sentinels, in one place. The
+// driver error stays in the chain (errors.As still finds a *pgconn.PgError).
+func interpretError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.ErrNotFound
+	}
+	// A cancelled or timed-out call is the caller's doing, not an outage.
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case pgErr.Code == "23505": // unique_violation
+			return fmt.Errorf("%w: %w", store.ErrConflict, err)
+		case pgErr.Code == "23503": // foreign_key_violation: the parent is gone
+			return fmt.Errorf("%w: %w", store.ErrNotFound, err)
+		case strings.HasPrefix(pgErr.Code, "08"), // connection_exception
+			pgErr.Code == "57P01", // admin_shutdown
+			pgErr.Code == "57P02", // crash_shutdown
+			pgErr.Code == "57P03", // cannot_connect_now
+			pgErr.Code == "53300": // too_many_connections
+			return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+		}
+		// Anything else the server said (bad SQL, auth, missing database) is not
+		// transient; retrying would not help.
+		return err
+	}
+	var connectErr *pgconn.ConnectError
+	var netErr net.Error
+	if errors.As(err, &connectErr) || errors.As(err, &netErr) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || pgconn.SafeToRetry(err) {
+		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+	}
+	return err
+}
+
+// isConstraint reports whether err is a violation of the named constraint.
+func isConstraint(err error, name string) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.ConstraintName == name
+}
+
+// ms is the stored form of a time: UTC, whole milliseconds.
+func ms(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
+
+func now() time.Time { return ms(time.Now()) }
+
+// nullJSON stores empty JSON as NULL; the bytes are written as they are.
+func nullJSON(b json.RawMessage) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return []byte(b)
+}
+
+func rawJSON(b []byte) json.RawMessage {
+	if len(b) == 0 {
+		return nil
+	}
+	return json.RawMessage(b)
+}
+
+const activeStatuses = `('queued', 'running', 'awaiting_input')`
+
+// ---- conversations ----
+
+const conversationCols = `id, tenant, owner, title, engine, created_at, updated_at`
+
+func scanConversation(row pgx.Row) (store.Conversation, error) {
+	var c store.Conversation
+	err := row.Scan(&c.ID, &c.Tenant, &c.Owner, &c.Title, &c.Engine, &c.CreatedAt, &c.UpdatedAt)
+	c.CreatedAt, c.UpdatedAt = c.CreatedAt.UTC(), c.UpdatedAt.UTC()
+	return c, err
+}
+
+func collectConversation(row pgx.CollectableRow) (store.Conversation, error) {
+	return scanConversation(row)
+}
+
+// CreateConversation stores a new conversation owned by sc.
+func (s *Store) CreateConversation(ctx context.Context, sc store.Scope, c store.Conversation) (store.Conversation, error) {
+	if c.ID == "" {
+		c.ID = store.NewID()
+	}
+	c.Tenant, c.Owner = sc.Tenant, sc.User
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = now()
+	}
+	c.CreatedAt = ms(c.CreatedAt)
+	c.UpdatedAt = c.CreatedAt
+	_, err := s.pool.Exec(ctx, `INSERT INTO conversations (`+conversationCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		c.ID, c.Tenant, c.Owner, c.Title, c.Engine, c.CreatedAt, c.UpdatedAt)
+	if err != nil {
+		return store.Conversation{}, fmt.Errorf("create conversation: %w", interpretError(err))
+	}
+	return c, nil
+}
+
+// GetConversation reads one of sc's conversations.
+func (s *Store) GetConversation(ctx context.Context, sc store.Scope, id string) (store.Conversation, error) {
+	c, err := scanConversation(s.pool.QueryRow(ctx,
+		`SELECT `+conversationCols+` FROM conversations WHERE id = $1 AND tenant = $2 AND owner = $3`, id, sc.Tenant, sc.User))
+	if err != nil {
+		return store.Conversation{}, fmt.Errorf("get conversation %s: %w", id, interpretError(err))
+	}
+	return c, nil
+}
+
+// ListConversations pages sc's conversations, most recently updated first.
+func (s *Store) ListConversations(ctx context.Context, sc store.Scope, p store.Page) ([]store.Conversation, string, error) {
+	cur, ok, err := store.DecodeCursor(p.Cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	q := `SELECT ` + conversationCols + ` FROM conversations WHERE tenant = $1 AND owner = $2`
+	args := []any{sc.Tenant, sc.User}
+	if ok {
+		// A row comparison the (tenant, owner, updated_at DESC, id DESC) index serves as a range.
+		q += ` AND (updated_at, id) < ($3, $4)`
+		args = append(args, cur.At, cur.ID)
+	}
+	q += fmt.Sprintf(` ORDER BY updated_at DESC, id DESC LIMIT $%d`, len(args)+1)
+	args = append(args, p.Limit+1)
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("list conversations: %w", interpretError(err))
+	}
+	out, err := pgx.CollectRows(rows, collectConversation)
+	if err != nil {
+		return nil, "", fmt.Errorf("list conversations: %w", interpretError(err))
+	}
+	next := ""
+	if len(out) > p.Limit {
+		out = out[:p.Limit]
+		last := out[len(out)-1]
+		next = store.EncodeCursor(store.Cursor{At: last.UpdatedAt, ID: last.ID})
+	}
+	return out, next, nil
+}
+
+// UpdateConversation renames a conversation or pins its engine.
+func (s *Store) UpdateConversation(ctx context.Context, sc store.Scope, id string, title, engine *string) (store.Conversation, error) {
+	// GREATEST keeps updated_at from moving backwards when a clock does.
+	c, err := scanConversation(s.pool.QueryRow(ctx, `UPDATE conversations
+		SET title = COALESCE($4, title), engine = COALESCE($5, engine), updated_at = GREATEST(updated_at, $6)
+		WHERE id = $1 AND tenant = $2 AND owner = $3 RETURNING `+conversationCols,
+		id, sc.Tenant, sc.User, title, engine, now()))
+	if err != nil {
+		return store.Conversation{}, fmt.Errorf("update conversation %s: %w", id, interpretError(err))
+	}
+	return c, nil
+}
+
+// DeleteConversation removes a conversation and everything in it: messages,
+// runs and confirmations by cascade, and its events (which have no foreign key).
+func (s *Store) DeleteConversation(ctx context.Context, sc store.Scope, id string) error {
+	var n int
+	err := s.pool.QueryRow(ctx, `WITH c AS (
+			DELETE FROM conversations WHERE id = $1 AND tenant = $2 AND owner = $3 RETURNING id
+		), e AS (
+			DELETE FROM events WHERE thread_id IN (SELECT id FROM c) AND tenant = $2
+		)
+		SELECT count(*) FROM c`, id, sc.Tenant, sc.User).Scan(&n)
+	if err == nil && n == 0 {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("delete conversation %s: %w", id, interpretError(err))
+	}
+	return nil
+}
+
+// ---- messages ----
+
+const messageCols = `id, conversation_id, role, content, parts, metadata, run_id, tool_name, tool_call_id, created_at`
+
+func scanMessage(row pgx.CollectableRow) (store.Message, error) {
+	var m store.Message
+	var parts, meta []byte
+	err := row.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Content, &parts, &meta, &m.RunID, &m.ToolName, &m.ToolCallID, &m.CreatedAt)
+	m.Parts, m.Metadata, m.CreatedAt = rawJSON(parts), rawJSON(meta), m.CreatedAt.UTC()
+	return m, err
+}
+
+// AppendMessage adds a message to one of sc's conversations and bumps its
+// updated_at, in one statement: the message is written only if the scoped
+// UPDATE found the conversation.
+func (s *Store) AppendMessage(ctx context.Context, sc store.Scope, m store.Message) (store.Message, error) {
+	if m.ID == "" {
+		m.ID = store.NewID()
+	}
+	if m.CreatedAt.IsZero() {
+		m.CreatedAt = now()
+	}
+	m.CreatedAt = ms(m.CreatedAt)
+	tag, err := s.pool.Exec(ctx, `WITH c AS (
+			UPDATE conversations SET updated_at = GREATEST(updated_at, $10::timestamptz)
+			WHERE id = $2 AND tenant = $11 AND owner = $12 RETURNING id, tenant
+		)
+		INSERT INTO messages (`+messageCols+`, tenant)
+		SELECT $1::text, c.id, $3::text, $4::text, $5::json, $6::json, $7::text, $8::text, $9::text, $10::timestamptz, c.tenant FROM c`,
+		m.ID, m.ConversationID, m.Role, m.Content, nullJSON(m.Parts), nullJSON(m.Metadata), m.RunID, m.ToolName, m.ToolCallID, m.CreatedAt,
+		sc.Tenant, sc.User)
+	if err == nil && tag.RowsAffected() == 0 {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return store.Message{}, fmt.Errorf("append message to %s: %w", m.ConversationID, interpretError(err))
+	}
+	return m, nil
+}
+
+// ListMessages pages a conversation's messages, oldest first.
+func (s *Store) ListMessages(ctx context.Context, sc store.Scope, conversationID string, f store.MessageFilter, p store.Page) ([]store.Message, string, error) {
+	cur, ok, err := store.DecodeCursor(p.Cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	q := `SELECT ` + messageCols + ` FROM messages WHERE conversation_id = $1 AND tenant = $2`
+	args := []any{conversationID, sc.Tenant}
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if f.ToolName != "" {
+		// tool_name <> '' lets the planner use the partial messages_by_tool index
+		// even with a generic plan, where it cannot see the parameter's value.
+		q += ` AND tool_name <> '' AND tool_name = ` + arg(f.ToolName)
+	}
+	if f.RunID != "" {
+		q += ` AND run_id = ` + arg(f.RunID)
+	}
+	if ok {
+		q += ` AND (created_at, id) > (` + arg(cur.At) + `, ` + arg(cur.ID) + `)`
+	}
+	q += ` ORDER BY created_at, id LIMIT ` + arg(p.Limit+1)
+
+	var out []store.Message
+	err = s.scoped(ctx, sc, conversationID, q, args, func(rows pgx.Rows) error {
+		var err error
+		out, err = pgx.CollectRows(rows, scanMessage)
+		return err
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("list messages of %s: %w", conversationID, err)
+	}
+	next := ""
+	if len(out) > p.Limit {
+		out = out[:p.Limit]
+		last := out[len(out)-1]
+		next = store.EncodeCursor(store.Cursor{At: last.CreatedAt, ID: last.ID})
+	}
+	return out, next, nil
+}
+
+// scoped runs query q in one pipelined round trip with the check that sc owns
+// the conversation; read gets q's rows only when it does. The query itself
+// filters by tenant too, so it never reads another tenant's rows either way.
+func (s *Store) scoped(ctx context.Context, sc store.Scope, conversationID, q string, args []any, read func(pgx.Rows) error) error {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT EXISTS (SELECT 1 FROM conversations WHERE id = $1 AND tenant = $2 AND owner = $3)`, conversationID, sc.Tenant, sc.User)
+	b.Queue(q, args...)
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	var owned bool
+	if err := br.QueryRow().Scan(&owned); err != nil {
+		return interpretError(err)
+	}
+	if !owned {
+		return store.ErrNotFound
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return interpretError(err)
+	}
+	if err := read(rows); err != nil {
+		return interpretError(err)
+	}
+	return interpretError(br.Close())
+}
+
+// ---- runs ----
+
+const runCols = `id, tenant, owner, conversation_id, turn_id, status, input, engine, model, error_code, error_message, usage, state, created_at, started_at, ended_at, lease_owner, lease_until`
+
+func scanRun(row pgx.Row) (store.Run, error) {
+	var r store.Run
+	var ecode, emsg *string
+	var usage, state []byte
+	err := row.Scan(&r.ID, &r.Tenant, &r.Owner, &r.ConversationID, &r.TurnID, &r.Status, &r.Input, &r.Engine, &r.Model,
+		&ecode, &emsg, &usage, &state, &r.CreatedAt, &r.StartedAt, &r.EndedAt, &r.LeaseOwner, &r.LeaseUntil)
+	if err != nil {
+		return store.Run{}, err
+	}
+	if ecode != nil {
+		r.Error = &event.ErrorInfo{Code: *ecode}
+		if emsg != nil {
+			r.Error.Message = *emsg
+		}
+	}
+	if len(usage) > 0 {
+		_ = json.Unmarshal(usage, &r.Usage)
+	}
+	r.State = rawJSON(state)
+	r.CreatedAt, r.StartedAt, r.LeaseUntil = r.CreatedAt.UTC(), r.StartedAt.UTC(), r.LeaseUntil.UTC()
+	if r.EndedAt != nil {
+		t := r.EndedAt.UTC()
+		r.EndedAt = &t
+	}
+	return r, nil
+}
+
+func collectRun(row pgx.CollectableRow) (store.Run, error) { return scanRun(row) }
+
+// CreateRun starts a run record. The partial unique index runs_one_active
+// refuses a second active run per conversation, so concurrent starts on any
+// number of replicas cannot both win; the loser learns the active run's id.
+func (s *Store) CreateRun(ctx context.Context, sc store.Scope, r store.Run) (store.Run, error) {
+	if r.ID == "" {
+		r.ID = store.NewID()
+	}
+	if r.TurnID == "" {
+		r.TurnID = r.ID
+	}
+	if r.Status == "" {
+		r.Status = store.RunQueued
+	}
+	r.Tenant, r.Owner = sc.Tenant, sc.User
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = now()
+	}
+	if r.StartedAt.IsZero() {
+		r.StartedAt = r.CreatedAt
+	}
+	r.CreatedAt, r.StartedAt, r.LeaseUntil = ms(r.CreatedAt), ms(r.StartedAt), ms(r.LeaseUntil)
+	r.Error, r.Usage, r.EndedAt = nil, event.Usage{}, nil // as stored: set only by UpdateRun
+
+	// The active run may end between our insert failing and our reading it;
+	// then the insert is simply tried again.
+	for range 3 {
+		tag, err := s.pool.Exec(ctx, `INSERT INTO runs (id, tenant, owner, conversation_id, turn_id, status, input, engine, model, state, created_at, started_at, lease_owner, lease_until)
+			SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text, $9::text, $10::json, $11::timestamptz, $12::timestamptz, $13::text, $14::timestamptz
+			WHERE EXISTS (SELECT 1 FROM conversations WHERE id = $4 AND tenant = $2 AND owner = $3)`,
+			r.ID, r.Tenant, r.Owner, r.ConversationID, r.TurnID, r.Status, r.Input, r.Engine, r.Model, nullJSON(r.State),
+			r.CreatedAt, r.StartedAt, r.LeaseOwner, r.LeaseUntil)
+		switch {
+		case err == nil && tag.RowsAffected() == 0:
+			return store.Run{}, fmt.Errorf("create run: conversation %s: %w", r.ConversationID, store.ErrNotFound)
+		case err == nil:
+			return r, nil
+		case !isConstraint(err, "runs_one_active"):
+			return store.Run{}, fmt.Errorf("create run: %w", interpretError(err))
+		}
+		var active string
+		err = s.pool.QueryRow(ctx, `SELECT id FROM runs WHERE conversation_id = $1 AND status IN `+activeStatuses, r.ConversationID).Scan(&active)
+		if err == nil {
+			return store.Run{}, fmt.Errorf("create run: %w", &store.BusyError{ActiveRunID: active})
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return store.Run{}, fmt.Errorf("create run: %w", interpretError(err))
+		}
+	}
+	return store.Run{}, fmt.Errorf("create run: %w: conversation %s keeps starting runs", store.ErrConflict, r.ConversationID)
+}
+
+// GetRun reads one of sc's runs.
+func (s *Store) GetRun(ctx context.Context, sc store.Scope, id string) (store.Run, error) {
+	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM runs WHERE id = $1 AND tenant = $2 AND owner = $3`, id, sc.Tenant, sc.User))
+	if err != nil {
+		return store.Run{}, fmt.Errorf("get run %s: %w", id, interpretError(err))
+	}
+	return r, nil
+}
+
+// GetRunAnyOwner reads a run of the tenant whoever owns it (system use only).
+func (s *Store) GetRunAnyOwner(ctx context.Context, tenant, id string) (store.Run, error) {
+	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM runs WHERE id = $1 AND tenant = $2`, id, tenant))
+	if err != nil {
+		return store.Run{}, fmt.Errorf("get run %s: %w", id, interpretError(err))
+	}
+	return r, nil
+}
+
+// UpdateRun changes a run, optionally only from the given statuses. The
+// compare-and-set is the WHERE clause of one UPDATE, so it holds across
+// replicas without a transaction; only a refusal costs a second query, to tell
+// a missing run from one in another status.
+func (s *Store) UpdateRun(ctx context.Context, tenant, id string, u store.RunUpdate) (store.Run, error) {
+	var status, ecode, emsg, model *string
+	if u.Status != "" {
+		status = &u.Status
+	}
+	if u.Error != nil {
+		ecode, emsg = &u.Error.Code, &u.Error.Message
+	}
+	model = u.Model
+	var usage any
+	if u.Usage != nil {
+		b, err := json.Marshal(*u.Usage)
+		if err != nil {
+			return store.Run{}, fmt.Errorf("update run %s: %w", id, err)
+		}
+		usage = b
+	}
+	setState, state := u.State != nil, nullJSON(u.State)
+	if string(u.State) == "null" {
+		state = nil
+	}
+	var ended *time.Time
+	if u.EndedAt != nil {
+		t := ms(*u.EndedAt)
+		ended = &t
+	}
+	var from []string
+	if len(u.From) > 0 {
+		from = u.From
+	}
+	r, err := scanRun(s.pool.QueryRow(ctx, `UPDATE runs SET
+			status = COALESCE($3, status),
+			error_code = CASE WHEN $4::boolean THEN $5::text ELSE error_code END,
+			error_message = CASE WHEN $4::boolean THEN $6::text ELSE error_message END,
+			usage = COALESCE($7::json, usage),
+			model = COALESCE($8, model),
+			state = CASE WHEN $9::boolean THEN $10::json ELSE state END,
+			ended_at = COALESCE($11, ended_at)
+		WHERE id = $1 AND tenant = $2 AND ($12::text[] IS NULL OR status = ANY ($12::text[]))
+		RETURNING `+runCols,
+		id, tenant, status, u.Error != nil, ecode, emsg, usage, model, setState, state, ended, from))
+	if errors.Is(err, pgx.ErrNoRows) && from != nil {
+		var cur string
+		if err = s.pool.QueryRow(ctx, `SELECT status FROM runs WHERE id = $1 AND tenant = $2`, id, tenant).Scan(&cur); err == nil {
+			err = fmt.Errorf("%w: run %s is %s", store.ErrConflict, id, cur)
+		}
+	}
+	if err != nil {
+		return store.Run{}, fmt.Errorf("update run %s: %w", id, interpretError(err))
+	}
+	return r, nil
+}
+
+// ActiveRun returns the conversation's queued, running or waiting run.
+func (s *Store) ActiveRun(ctx context.Context, sc store.Scope, conversationID string) (store.Run, error) {
+	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM runs
+		WHERE conversation_id = $1 AND tenant = $2 AND owner = $3 AND status IN `+activeStatuses,
+		conversationID, sc.Tenant, sc.User))
+	if err != nil {
+		return store.Run{}, fmt.Errorf("active run of %s: %w", conversationID, interpretError(err))
+	}
+	return r, nil
+}
+
+// ListRuns lists a conversation's runs, oldest first.
+func (s *Store) ListRuns(ctx context.Context, sc store.Scope, conversationID string) ([]store.Run, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+runCols+` FROM runs
+		WHERE conversation_id = $1 AND tenant = $2 AND owner = $3 ORDER BY created_at, id`,
+		conversationID, sc.Tenant, sc.User)
+	if err != nil {
+		return nil, fmt.Errorf("list runs of %s: %w", conversationID, interpretError(err))
+	}
+	out, err := pgx.CollectRows(rows, collectRun)
+	if err != nil {
+		return nil, fmt.Errorf("list runs of %s: %w", conversationID, interpretError(err))
+	}
+	return out, nil
+}
+
+// AcquireLease takes or renews the run's execution lease with one conditional
+// UPDATE: of several replicas racing for a free or expired lease, the row lock
+// lets exactly one match the condition.
+func (s *Store) AcquireLease(ctx context.Context, tenant, runID, owner string, until time.Time) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE runs SET lease_owner = $3, lease_until = $4
+		WHERE id = $1 AND tenant = $2 AND status IN `+activeStatuses+`
+		AND (lease_owner = $3 OR lease_owner = '' OR lease_until < $5)`,
+		runID, tenant, owner, ms(until), now())
+	if err != nil {
+		return false, fmt.Errorf("acquire lease on %s: %w", runID, interpretError(err))
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// ExpiredLeases lists active runs whose executor stopped renewing.
+func (s *Store) ExpiredLeases(ctx context.Context, at time.Time, limit int) ([]store.Run, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+runCols+` FROM runs
+		WHERE status IN `+activeStatuses+` AND lease_until < $1 ORDER BY lease_until LIMIT $2`, ms(at), limit)
+	if err != nil {
+		return nil, fmt.Errorf("expired leases: %w", interpretError(err))
+	}
+	out, err := pgx.CollectRows(rows, collectRun)
+	if err != nil {
+		return nil, fmt.Errorf("expired leases: %w", interpretError(err))
+	}
+	return out, nil
+}
+
+// DeleteRunsEndedBefore applies retention to finished runs, their events and
+// (by cascade) their confirmations, in one statement.
+func (s *Store) DeleteRunsEndedBefore(ctx context.Context, t time.Time) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `WITH gone AS (
+			DELETE FROM runs WHERE ended_at IS NOT NULL AND ended_at < $1 RETURNING id
+		), e AS (
+			DELETE FROM events WHERE run_id IN (SELECT id FROM gone)
+		)
+		SELECT count(*) FROM gone`, ms(t)).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("delete old runs: %w", interpretError(err))
+	}
+	return n, nil
+}
+
+// ---- events ----
+
+// AppendEvents writes a batch of events as one INSERT of unnest(arrays): one
+// statement (all or nothing) and one round trip however large the batch.
+func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	n := len(evs)
+	threads, tenants, runs, types := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	turns, steps, payloads := make([]string, n), make([]string, n), make([]string, n)
+	seqs, iterations, ats := make([]int64, n), make([]int32, n), make([]time.Time, n)
+	for i, e := range evs {
+		p, err := event.EncodePayload(e.Payload)
+		if err != nil {
+			return fmt.Errorf("append %d events: encode %s: %w", len(evs), e.Type, err)
+		}
+		if e.Iteration > math.MaxInt32 || e.Iteration < math.MinInt32 {
+			return fmt.Errorf("append %d events: iteration %d out of range", len(evs), e.Iteration)
+		}
+		threads[i], seqs[i], tenants[i], runs[i], types[i] = e.Thread, e.Seq, e.Tenant, e.Run, string(e.Type)
+		turns[i], iterations[i], steps[i], ats[i], payloads[i] = e.Turn, int32(e.Iteration), e.Step, ms(e.Time), string(p)
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO events (thread_id, seq, tenant, run_id, type, turn, iteration, step, at, payload)
+		SELECT t, s, te, r, ty, tu, i, st, a, p::json
+		FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::integer[], $8::text[], $9::timestamptz[], $10::text[])
+			AS u (t, s, te, r, ty, tu, i, st, a, p)`,
+		threads, seqs, tenants, runs, types, turns, iterations, steps, ats, payloads)
+	if err != nil {
+		return fmt.Errorf("append %d events: %w", len(evs), interpretError(err))
+	}
+	return nil
+}
+
+// ListEvents reads a thread's log in seq order: a range scan of the primary key.
+func (s *Store) ListEvents(ctx context.Context, sc store.Scope, thread, runID string, after, until int64, limit int) ([]event.Event, error) {
+	if until <= 0 {
+		until = math.MaxInt64
+	}
+	q := `SELECT thread_id, seq, tenant, run_id, type, turn, iteration, step, at, payload FROM events
+		WHERE thread_id = $1 AND tenant = $2 AND seq > $3 AND seq <= $4`
+	args := []any{thread, sc.Tenant, after, until}
+	if runID != "" {
+		args = append(args, runID)
+		q += ` AND run_id = $` + strconv.Itoa(len(args))
+	}
+	q += ` ORDER BY seq`
+	if limit > 0 {
+		args = append(args, limit)
+		q += ` LIMIT $` + strconv.Itoa(len(args))
+	}
+	var out []event.Event
+	err := s.scoped(ctx, sc, thread, q, args, func(rows pgx.Rows) error {
+		var err error
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (event.Event, error) {
+			var e event.Event
+			var typ string
+			var iteration int32
+			var payload []byte
+			if err := row.Scan(&e.Thread, &e.Seq, &e.Tenant, &e.Run, &typ, &e.Turn, &iteration, &e.Step, &e.Time, &payload); err != nil {
+				return e, err
+			}
+			e.Type, e.Iteration, e.Time = event.Type(typ), int(iteration), e.Time.UTC()
+			e.Payload, err = event.DecodePayload(e.Type, payload)
+			return e, err
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list events of %s: %w", thread, err)
+	}
+	return out, nil
+}
+
+// LastSeq is the thread's highest stored seq (one backward index probe).
+func (s *Store) LastSeq(ctx context.Context, tenant, thread string) (int64, error) {
+	var n int64
+	if err := s.pool.QueryRow(ctx, `SELECT COALESCE(max(seq), 0) FROM events WHERE thread_id = $1 AND tenant = $2`, thread, tenant).Scan(&n); err != nil {
+		return 0, fmt.Errorf("last seq of %s: %w", thread, interpretError(err))
+	}
+	return n, nil
+}
+
+// ---- confirmations ----
+
+const confirmationCols = `id, tenant, owner, run_id, conversation_id, tool_call_id, tool_name, args, status, decided_args, reason, created_at, expires_at, decided_at`
+
+func scanConfirmation(row pgx.Row) (store.Confirmation, error) {
+	var c store.Confirmation
+	var args, decided []byte
+	err := row.Scan(&c.ID, &c.Tenant, &c.Owner, &c.RunID, &c.ConversationID, &c.ToolCallID, &c.ToolName, &args, &c.Status,
+		&decided, &c.Reason, &c.CreatedAt, &c.ExpiresAt, &c.DecidedAt)
+	if err != nil {
+		return store.Confirmation{}, err
+	}
+	c.Args, c.DecidedArgs = json.RawMessage(args), rawJSON(decided)
+	c.CreatedAt, c.ExpiresAt = c.CreatedAt.UTC(), c.ExpiresAt.UTC()
+	if c.DecidedAt != nil {
+		t := c.DecidedAt.UTC()
+		c.DecidedAt = &t
+	}
+	return c, nil
+}
+
+func collectConfirmation(row pgx.CollectableRow) (store.Confirmation, error) {
+	return scanConfirmation(row)
+}
+
+// CreateConfirmation stores a pending confirmation; a missing run is ErrNotFound.
+func (s *Store) CreateConfirmation(ctx context.Context, c store.Confirmation) (store.Confirmation, error) {
+	if c.ID == "" {
+		c.ID = store.NewID()
+	}
+	if c.Status == "" {
+		c.Status = store.ConfirmPending
+	}
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = now()
+	}
+	if len(c.Args) == 0 {
+		c.Args = json.RawMessage(`{}`)
+	}
+	c.CreatedAt, c.ExpiresAt = ms(c.CreatedAt), ms(c.ExpiresAt)
+	c.DecidedArgs, c.Reason, c.DecidedAt = nil, "", nil // as stored: set only by a decision
+	_, err := s.pool.Exec(ctx, `INSERT INTO confirmations (id, tenant, owner, run_id, conversation_id, tool_call_id, tool_name, args, status, created_at, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		c.ID, c.Tenant, c.Owner, c.RunID, c.ConversationID, c.ToolCallID, c.ToolName, []byte(c.Args), c.Status, c.CreatedAt, c.ExpiresAt)
+	if err != nil {
+		return store.Confirmation{}, fmt.Errorf("create confirmation: %w", interpretError(err))
+	}
+	return c, nil
+}
+
+// GetConfirmation reads one of sc's confirmations.
+func (s *Store) GetConfirmation(ctx context.Context, sc store.Scope, id string) (store.Confirmation, error) {
+	c, err := scanConfirmation(s.pool.QueryRow(ctx, `SELECT `+confirmationCols+` FROM confirmations WHERE id = $1 AND tenant = $2 AND owner = $3`,
+		id, sc.Tenant, sc.User))
+	if err != nil {
+		return store.Confirmation{}, fmt.Errorf("get confirmation %s: %w", id, interpretError(err))
+	}
+	return c, nil
+}
+
+// DecideConfirmation records the one decision that wins. The row is locked
+// (SELECT … FOR UPDATE) while store.ApplyDecision judges it, so racing
+// decisions from any replicas are judged one after another.
+func (s *Store) DecideConfirmation(ctx context.Context, sc store.Scope, id string, d store.Decision) (store.Confirmation, error) {
+	var c store.Confirmation
+	var outcome error
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		c, err = scanConfirmation(tx.QueryRow(ctx, `SELECT `+confirmationCols+` FROM confirmations
+			WHERE id = $1 AND tenant = $2 AND owner = $3 FOR UPDATE`, id, sc.Tenant, sc.User))
+		if err != nil {
+			return err
+		}
+		var changed bool
+		if changed, outcome = store.ApplyDecision(&c, d); !changed {
+			return nil
+		}
+		_, err = tx.Exec(ctx, `UPDATE confirmations SET status = $2, decided_args = $3, reason = $4, decided_at = $5 WHERE id = $1`,
+			id, c.Status, nullJSON(c.DecidedArgs), c.Reason, *c.DecidedAt)
+		return err
+	})
+	if err != nil {
+		return store.Confirmation{}, fmt.Errorf("decide confirmation %s: %w", id, interpretError(err))
+	}
+	if outcome != nil {
+		return c, fmt.Errorf("decide confirmation %s: %w", id, outcome)
+	}
+	return c, nil
+}
+
+// ListConfirmations lists sc's confirmations, newest first.
+func (s *Store) ListConfirmations(ctx context.Context, sc store.Scope, status string) ([]store.Confirmation, error) {
+	q := `SELECT ` + confirmationCols + ` FROM confirmations WHERE tenant = $1 AND owner = $2`
+	args := []any{sc.Tenant, sc.User}
+	if status != "" {
+		q += ` AND status = $3`
+		args = append(args, status)
+	}
+	q += ` ORDER BY created_at DESC, id DESC LIMIT 500`
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list confirmations: %w", interpretError(err))
+	}
+	out, err := pgx.CollectRows(rows, collectConfirmation)
+	if err != nil {
+		return nil, fmt.Errorf("list confirmations: %w", interpretError(err))
+	}
+	return out, nil
+}
+
+// ExpireConfirmations marks overdue pending confirmations expired, in one
+// statement, and returns them.
+func (s *Store) ExpireConfirmations(ctx context.Context, at time.Time) ([]store.Confirmation, error) {
+	at = ms(at)
+	rows, err := s.pool.Query(ctx, `UPDATE confirmations SET status = 'expired', decided_at = $1
+		WHERE status = 'pending' AND expires_at < $1 RETURNING `+confirmationCols, at)
+	if err != nil {
+		return nil, fmt.Errorf("expire confirmations: %w", interpretError(err))
+	}
+	out, err := pgx.CollectRows(rows, collectConfirmation)
+	if err != nil {
+		return nil, fmt.Errorf("expire confirmations: %w", interpretError(err))
+	}
+	return out, nil
+}

@@ -1,0 +1,155 @@
+package pgstore_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentchat/agentchat/internal/event"
+	"github.com/agentchat/agentchat/internal/store"
+	"github.com/agentchat/agentchat/internal/store/pgstore"
+	"github.com/agentchat/agentchat/internal/store/storetest"
+	"github.com/agentchat/agentchat/internal/testenv"
+)
+
+// newSchema creates an empty schema for one test and drops it afterwards.
+func newSchema(t *testing.T, dbURL string) string {
+	t.Helper()
+	b := make([]byte, 8)
+	rand.Read(b)
+	schema := "agentchat_test_" + hex.EncodeToString(b)
+	exec(t, dbURL, `CREATE SCHEMA `+schema)
+	t.Cleanup(func() { exec(t, dbURL, `DROP SCHEMA `+schema+` CASCADE`) })
+	return schema
+}
+
+// exec runs one statement on a connection of its own, outside any store.
+func exec(t *testing.T, dbURL, sql string) {
+	t.Helper()
+	// Not t.Context(): cleanups run after it is cancelled.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// withParam returns dbURL with one query parameter set.
+func withParam(t *testing.T, dbURL, key, value string) string {
+	t.Helper()
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set(key, value)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func open(t *testing.T, dbURL string) *pgstore.Store {
+	t.Helper()
+	s, err := pgstore.Open(t.Context(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestContract(t *testing.T) {
+	t.Parallel()
+	dbURL := testenv.Postgres(t)
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return open(t, withParam(t, dbURL, "schema", newSchema(t, dbURL)))
+	})
+}
+
+func TestSearchPathParameter(t *testing.T) {
+	t.Parallel()
+	dbURL := testenv.Postgres(t)
+	schema := newSchema(t, dbURL)
+	s := open(t, withParam(t, dbURL, "search_path", schema))
+	sc := store.Scope{Tenant: "acme", User: "alice"}
+	if _, err := s.CreateConversation(t.Context(), sc, store.Conversation{Title: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	// The tables live in the named schema, not in public.
+	exec(t, dbURL, `SELECT 1 FROM `+schema+`.conversations`)
+}
+
+func TestSchemaParameterCreatesSchema(t *testing.T) {
+	t.Parallel()
+	dbURL := testenv.Postgres(t)
+	b := make([]byte, 8)
+	rand.Read(b)
+	schema := "agentchat_test_" + hex.EncodeToString(b)
+	t.Cleanup(func() { exec(t, dbURL, `DROP SCHEMA IF EXISTS `+schema+` CASCADE`) })
+	open(t, withParam(t, dbURL, "schema", schema))
+	exec(t, dbURL, `SELECT 1 FROM `+schema+`.schema_migrations`)
+}
+
+func TestMigrateConcurrently(t *testing.T) {
+	t.Parallel()
+	dbURL := testenv.Postgres(t)
+	u := withParam(t, dbURL, "schema", newSchema(t, dbURL))
+	// Replicas starting at once: the advisory lock lets one migrate and the
+	// others find the work done.
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if err := pgstore.Migrate(t.Context(), u); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := pgstore.Migrate(t.Context(), u); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestUnreachableIsUnavailable(t *testing.T) {
+	t.Parallel()
+	// Port 1 refuses connections: a dial failure, not a cancelled context.
+	_, err := pgstore.Open(t.Context(), "postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=5")
+	if !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("error = %v, want ErrUnavailable", err)
+	}
+}
+
+func TestLargeEventBatch(t *testing.T) {
+	t.Parallel()
+	dbURL := testenv.Postgres(t)
+	s := open(t, withParam(t, dbURL, "schema", newSchema(t, dbURL)))
+	sc := store.Scope{Tenant: "acme", User: "alice"}
+	c, err := s.CreateConversation(t.Context(), sc, store.Conversation{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Far more rows than a VALUES list could bind (65535 parameters / 10 columns).
+	const n = 10000
+	evs := make([]event.Event, n)
+	for i := range evs {
+		evs[i] = event.Event{Tenant: "acme", Thread: c.ID, Run: "r", Seq: int64(i + 1), Time: time.Now(),
+			Type: event.TextDelta, Payload: event.TextDeltaData{MessageID: "m", Delta: "x"}}
+	}
+	if err := s.AppendEvents(t.Context(), evs); err != nil {
+		t.Fatal(err)
+	}
+	if last, err := s.LastSeq(t.Context(), "acme", c.ID); err != nil || last != n {
+		t.Fatalf("last seq %d, %v", last, err)
+	}
+}
