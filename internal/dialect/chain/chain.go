@@ -1,0 +1,225 @@
+// Package chain is seed 003's chain stream: frames `event: <evt>`,
+// `id: <seq>`, `data: <envelope>` with the envelope
+//
+//	{"evt": <evt>, "seq": <seq>, "ts": <RFC 3339 UTC, ms>, "trace_id": <run id>, "schema": "v1", "payload": …}
+//
+// and `: keep-alive` comments. seq is the event's per-thread seq, the same
+// number as the SSE id, so a client resuming with Last-Event-ID and one
+// reading seq agree; it increases but is not dense, since events the chain
+// stream does not show (text deltas, for one) take numbers too.
+//
+// # Mapping
+//
+//   - step.started → chain.step, payload the step name (planner, executor, check, …).
+//   - plan → planner.plan, payload the planner's plan object.
+//   - tool call ready (or running, for a stream that missed ready) → call.start
+//     {name, status:"start", input, output:"", server}; a call awaiting a person
+//     → call.start {…, status:"awaiting_input", confirmationId, expiresAt,
+//     message}, and call.start with status "start" again once it runs.
+//   - tool result → call.end {name, status:"success"|"failure", input, output,
+//     server}; a partial result counts as success, with its text.
+//   - check → check.summary, payload the checker's verdict.
+//   - error → error {code, message}.
+//   - run.finished → final, payload the final text: the run's last completed
+//     assistant message; for a failed run the error's message; for a cancelled
+//     run a short notice. One final per run, always last.
+//
+// input is the call's arguments and output the text the tool returned (its
+// structured output as JSON text when it returned no text), both strings as
+// in seed 003. server is the stage that made the call.
+//
+// # Dropped
+//
+// conversation.created, run.started, run.resumed, step.finished, iterations,
+// text and reasoning deltas (final carries the text), tool-call argument
+// fragments, retrieval, context patches, and every statistic.
+package chain
+
+import (
+	"bytes"
+	"encoding/json"
+	"time"
+
+	"github.com/agentchat/agentchat/internal/dialect"
+	"github.com/agentchat/agentchat/internal/event"
+)
+
+// Event names (seed 003).
+const (
+	Step         = "chain.step"
+	PlannerPlan  = "planner.plan"
+	CallStart    = "call.start"
+	CallEnd      = "call.end"
+	CheckSummary = "check.summary"
+	Final        = "final"
+	Error        = "error"
+)
+
+// SchemaVersion is the envelope's "schema".
+const SchemaVersion = "v1"
+
+// Call statuses.
+const (
+	StatusStart         = "start"
+	StatusAwaitingInput = "awaiting_input"
+	StatusSuccess       = "success"
+	StatusFailure       = "failure"
+)
+
+// Encoder writes chain envelopes. It is not safe for concurrent use.
+type Encoder struct {
+	run   string
+	trace string
+	calls map[string]string // tool call id → last call.start status
+	final string            // last completed assistant message
+}
+
+// NewEncoder returns a chain-stream encoder.
+func NewEncoder() *Encoder { return &Encoder{calls: map[string]string{}} }
+
+var _ dialect.Encoder = (*Encoder)(nil)
+
+type envelope struct {
+	Evt     string `json:"evt"`
+	Seq     int64  `json:"seq"`
+	TS      string `json:"ts"`
+	TraceID string `json:"trace_id"`
+	Schema  string `json:"schema"`
+	Payload any    `json:"payload"`
+}
+
+type call struct {
+	Name           string `json:"name"`
+	Status         string `json:"status"`
+	Input          string `json:"input"`
+	Output         string `json:"output"`
+	Server         string `json:"server"`
+	ConfirmationID string `json:"confirmationId,omitempty"`
+	ExpiresAt      string `json:"expiresAt,omitempty"`
+	Message        string `json:"message,omitempty"`
+}
+
+type errorPayload struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Encode appends the envelope of ev, if the chain stream shows it.
+func (e *Encoder) Encode(dst []byte, ev event.Event) []byte {
+	if ev.Run != e.run {
+		*e = Encoder{run: ev.Run, trace: ev.Run, calls: map[string]string{}}
+	}
+	switch p := ev.Payload.(type) {
+	case event.StepStartedData:
+		return e.frame(dst, ev, Step, p.Name)
+	case event.PlanData:
+		return e.frame(dst, ev, PlannerPlan, object(p.Plan))
+	case event.CheckData:
+		return e.frame(dst, ev, CheckSummary, object(p.Summary))
+	case event.ToolCallReadyData:
+		return e.start(dst, ev, call{Name: p.Name, Status: StatusStart, Input: text(p.Args), Server: ev.Step}, p.ToolCallID)
+	case event.ToolRunningData:
+		return e.start(dst, ev, call{Name: p.Name, Status: StatusStart, Input: text(p.Args), Server: ev.Step}, p.ToolCallID)
+	case event.ToolAwaitingData:
+		c := call{Name: p.Name, Status: StatusAwaitingInput, Input: text(p.Args), Server: ev.Step,
+			ConfirmationID: p.ConfirmationID, Message: p.Message}
+		if !p.ExpiresAt.IsZero() {
+			c.ExpiresAt = dialect.Millis(p.ExpiresAt)
+		}
+		return e.start(dst, ev, c, p.ToolCallID)
+	case event.ToolResultData:
+		status := StatusSuccess
+		if p.Status == event.ToolFailure || p.Denied {
+			status = StatusFailure
+		}
+		output := p.Content
+		if output == "" {
+			output = text(p.Output)
+		}
+		return e.frame(dst, ev, CallEnd, call{Name: p.Name, Status: status, Input: text(p.Args), Output: output, Server: ev.Step})
+	case event.MessageCompletedData:
+		if p.Role == "" || p.Role == "assistant" {
+			e.final = p.Content
+		}
+		return dst
+	case event.ErrorData:
+		return e.frame(dst, ev, Error, errorPayload{p.Code, p.Message})
+	case event.RunFinishedData:
+		final := e.final
+		switch p.Status {
+		case event.StatusSucceeded:
+			if final == "" && p.Answer != nil {
+				final = p.Answer.Answer
+			}
+		case event.StatusCancelled:
+			final = "The run was cancelled."
+		default:
+			final = "The run failed."
+			if p.Error != nil && p.Error.Message != "" {
+				final = p.Error.Message
+			}
+		}
+		return e.frame(dst, ev, Final, final)
+	}
+	return dst
+}
+
+// start writes call.start when the call's status changes: once when it is
+// pending, once if it waits for a person, and once more when it then runs.
+func (e *Encoder) start(dst []byte, ev event.Event, c call, id string) []byte {
+	prev, seen := e.calls[id]
+	if seen && (c.Status == prev || c.Status == StatusStart && prev != StatusAwaitingInput) {
+		return dst
+	}
+	e.calls[id] = c.Status
+	return e.frame(dst, ev, CallStart, c)
+}
+
+// KeepAlive appends a `: keep-alive` comment.
+func (e *Encoder) KeepAlive(dst []byte, _ time.Time) []byte {
+	return dialect.AppendComment(dst, "keep-alive")
+}
+
+// Abort appends an error envelope without an SSE id: the stream ends early and
+// the client may reconnect; the run goes on.
+func (e *Encoder) Abort(dst []byte, info event.ErrorInfo) []byte {
+	b, _ := json.Marshal(envelope{Evt: Error, TS: dialect.Millis(time.Now()), TraceID: e.trace, Schema: SchemaVersion,
+		Payload: errorPayload{info.Code, info.Message}})
+	return dialect.AppendFrame(dst, dialect.Frame{Event: Error, Data: b})
+}
+
+func (e *Encoder) frame(dst []byte, ev event.Event, evt string, payload any) []byte {
+	b, err := json.Marshal(envelope{Evt: evt, Seq: ev.Seq, TS: dialect.Millis(ev.Time), TraceID: ev.Run, Schema: SchemaVersion, Payload: payload})
+	if err != nil { // only plain data and checked RawMessages reach here
+		evt = Error
+		b, _ = json.Marshal(envelope{Evt: Error, Seq: ev.Seq, TS: dialect.Millis(ev.Time), TraceID: ev.Run, Schema: SchemaVersion,
+			Payload: errorPayload{"encode_failed", "an event could not be encoded"}})
+	}
+	return dialect.AppendFrame(dst, dialect.Frame{ID: dialect.SeqID(ev), Event: evt, Data: b})
+}
+
+// text is a JSON value as compact text: seed 003 carries input and output as strings.
+func text(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+// object passes a structured payload through, as {} when it is missing or invalid.
+func object(raw json.RawMessage) json.RawMessage {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" || !json.Valid(raw) {
+		return json.RawMessage(`{}`)
+	}
+	return raw
+}

@@ -1,0 +1,133 @@
+package chain_test
+
+import (
+	"encoding/json"
+	"flag"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentchat/agentchat/internal/dialect/chain"
+	"github.com/agentchat/agentchat/internal/dialect/dialecttest"
+	"github.com/agentchat/agentchat/internal/event"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// verify checks every frame's envelope: the five keys plus payload, evt equal
+// to the SSE event, seq equal to the SSE id, an RFC 3339 ts, no null.
+func verify(t *testing.T, stream []byte) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for i, f := range dialecttest.ParseSSE(t, stream) {
+		dialecttest.NoNull(t, f.Data)
+		env := dialecttest.Object(t, f.Data)
+		if len(env) != 6 || env["evt"] != f.Event || env["schema"] != "v1" || env["trace_id"] == "" {
+			t.Fatalf("frame %d: envelope %s", i, f.Data)
+		}
+		if seq, _ := env["seq"].(json.Number); seq.String() != f.ID {
+			t.Fatalf("frame %d: seq %v, id %q", i, env["seq"], f.ID)
+		}
+		if _, err := time.Parse(time.RFC3339, env["ts"].(string)); err != nil {
+			t.Fatalf("frame %d: ts %v", i, env["ts"])
+		}
+		out = append(out, env)
+	}
+	return out
+}
+
+func TestGolden(t *testing.T) {
+	t.Parallel()
+	for _, name := range dialecttest.Names() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			got := dialecttest.Encode(chain.NewEncoder(), dialecttest.Script(name))
+			dialecttest.Golden(t, name+".chain.golden", got, *update)
+			envs := verify(t, got)
+			finals := 0
+			for i, env := range envs {
+				if env["evt"] == "final" {
+					finals++
+					if i != len(envs)-1 {
+						t.Errorf("final is not last")
+					}
+				}
+			}
+			if want := map[bool]int{true: 0, false: 1}[name == dialecttest.Awaiting]; finals != want {
+				t.Errorf("%d finals, want %d", finals, want)
+			}
+		})
+	}
+}
+
+func TestChainRun(t *testing.T) {
+	t.Parallel()
+	envs := verify(t, dialecttest.Encode(chain.NewEncoder(), dialecttest.Script(dialecttest.Chain)))
+	var evts []string
+	for _, env := range envs {
+		evts = append(evts, env["evt"].(string))
+	}
+	want := []string{"chain.step", "planner.plan", "chain.step", "call.start", "call.end", "chain.step", "check.summary", "final"}
+	if !slices.Equal(evts, want) {
+		t.Errorf("%v", evts)
+	}
+	if envs[0]["payload"] != "planner" || envs[len(envs)-1]["payload"] != "Weekly report: 42 orders, all paid." {
+		t.Errorf("payloads %v … %v", envs[0]["payload"], envs[len(envs)-1]["payload"])
+	}
+	start, end := envs[3]["payload"].(map[string]any), envs[4]["payload"].(map[string]any)
+	if start["status"] != "start" || start["output"] != "" || start["input"] != `{"query":"weekly report template"}` || start["server"] != "executor" {
+		t.Errorf("call.start %v", start)
+	}
+	if end["status"] != "success" || end["output"] != "1 hit: templates/weekly.md" {
+		t.Errorf("call.end %v", end)
+	}
+}
+
+func TestConfirmationAndFailures(t *testing.T) {
+	t.Parallel()
+	envs := verify(t, dialecttest.Encode(chain.NewEncoder(), dialecttest.Script(dialecttest.Rich)))
+	var calls []string
+	for _, env := range envs {
+		if p, ok := env["payload"].(map[string]any); ok && strings.HasPrefix(env["evt"].(string), "call.") {
+			calls = append(calls, env["evt"].(string)+" "+p["name"].(string)+" "+p["status"].(string))
+			if p["status"] == "awaiting_input" && p["confirmationId"] != "conf-1" {
+				t.Errorf("awaiting call.start %v", p)
+			}
+		}
+	}
+	want := []string{"call.start search_orders start", "call.start send_message start", "call.start send_message awaiting_input",
+		"call.end search_orders success", "call.start send_message start", "call.end send_message failure"}
+	if !slices.Equal(calls, want) {
+		t.Errorf("got  %q\nwant %q", calls, want)
+	}
+	envs = verify(t, dialecttest.Encode(chain.NewEncoder(), dialecttest.Script(dialecttest.Failed)))
+	if n := len(envs); envs[n-2]["evt"] != "error" || envs[n-1]["payload"] != "The model provider is unavailable." {
+		t.Errorf("failed run ends %v %v", envs[n-2], envs[n-1])
+	}
+}
+
+func TestKeepAliveAndAbort(t *testing.T) {
+	t.Parallel()
+	enc := chain.NewEncoder()
+	if got := string(enc.KeepAlive(nil, time.Now())); got != ": keep-alive\n\n" {
+		t.Errorf("keep-alive %q", got)
+	}
+	enc.Encode(nil, event.Event{Run: "r", Seq: 1, Payload: event.StepStartedData{Name: "planner"}})
+	frames := dialecttest.ParseSSE(t, enc.Abort(nil, event.ErrorInfo{Code: "slow_client", Message: "Reconnect."}))
+	if len(frames) != 1 || frames[0].HasID || frames[0].Event != "error" || !strings.Contains(frames[0].Data, `"trace_id":"r"`) {
+		t.Errorf("abort %+v", frames)
+	}
+}
+
+func BenchmarkEncodeChain(b *testing.B) {
+	evs := dialecttest.LongRun(1000)
+	var dst []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		enc := chain.NewEncoder()
+		for _, ev := range evs {
+			dst = enc.Encode(dst[:0], ev)
+		}
+	}
+}

@@ -1,0 +1,159 @@
+// Package dialecttest holds what the wire-format tests share: the canonical
+// event scripts, golden-file comparison, a small SSE frame parser and JSON
+// checks. Only tests import it.
+//
+// The golden files of every dialect live together in internal/dialect/testdata,
+// named <script>.<dialect>.golden, so one script's encodings sit side by side.
+package dialecttest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/agentchat/agentchat/internal/dialect"
+	"github.com/agentchat/agentchat/internal/event"
+)
+
+// Dir is the absolute path of internal/dialect/testdata.
+func Dir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "testdata")
+}
+
+// Encode runs a fresh stream of events through enc and returns every frame.
+func Encode(enc dialect.Encoder, evs []event.Event) []byte {
+	var out []byte
+	for _, ev := range evs {
+		out = enc.Encode(out, ev)
+	}
+	return out
+}
+
+// Golden compares got with testdata/name, or rewrites the file when update is set.
+func Golden(t testing.TB, name string, got []byte, update bool) {
+	t.Helper()
+	path := filepath.Join(Dir(), name)
+	if update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs (run with -update to accept):\n%s", name, firstDiff(string(want), string(got)))
+	}
+}
+
+func firstDiff(want, got string) string {
+	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < len(wl) || i < len(gl); i++ {
+		var w, g string
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if w != g {
+			return fmt.Sprintf("line %d:\n want %q\n  got %q", i+1, w, g)
+		}
+	}
+	return "(no line differs)"
+}
+
+// Frame is one parsed SSE frame. A comment-only frame has Comment set.
+type Frame struct {
+	ID      string
+	Event   string
+	Data    string // data lines joined with "\n", as a client sees them
+	Comment string
+	HasID   bool
+}
+
+// ParseSSE splits a stream into frames the way an EventSource does, keeping
+// comments so keep-alives can be checked.
+func ParseSSE(t testing.TB, b []byte) []Frame {
+	t.Helper()
+	var out []Frame
+	for _, block := range strings.Split(string(b), "\n\n") {
+		if block == "" {
+			continue
+		}
+		var f Frame
+		var data []string
+		for _, line := range strings.Split(block, "\n") {
+			name, value, _ := strings.Cut(line, ":")
+			value = strings.TrimPrefix(value, " ")
+			switch name {
+			case "":
+				f.Comment = value
+			case "id":
+				f.ID, f.HasID = value, true
+			case "event":
+				f.Event = value
+			case "data":
+				data = append(data, value)
+			default:
+				t.Fatalf("unexpected SSE line %q", line)
+			}
+		}
+		f.Data = strings.Join(data, "\n")
+		out = append(out, f)
+	}
+	return out
+}
+
+// Object decodes a frame's data as a JSON object, failing the test otherwise.
+func Object(t testing.TB, data string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	d := json.NewDecoder(strings.NewReader(data))
+	d.UseNumber()
+	if err := d.Decode(&m); err != nil {
+		t.Fatalf("frame data is not a JSON object: %v\n%s", err, data)
+	}
+	return m
+}
+
+// NoNull fails the test if a JSON document holds a null anywhere: several
+// clients treat a null optional field as fatal.
+func NoNull(t testing.TB, data string) {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(data), &v); err != nil {
+		t.Fatalf("invalid JSON: %v\n%s", err, data)
+	}
+	if path, ok := findNull(v, "$"); ok {
+		t.Errorf("null at %s in %s", path, data)
+	}
+}
+
+func findNull(v any, path string) (string, bool) {
+	switch x := v.(type) {
+	case nil:
+		return path, true
+	case map[string]any:
+		for k, e := range x {
+			if p, ok := findNull(e, path+"."+k); ok {
+				return p, true
+			}
+		}
+	case []any:
+		for i, e := range x {
+			if p, ok := findNull(e, fmt.Sprintf("%s[%d]", path, i)); ok {
+				return p, true
+			}
+		}
+	}
+	return "", false
+}
