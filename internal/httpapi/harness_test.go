@@ -99,7 +99,8 @@ func setup(t *testing.T, o options) *env {
 func (e *env) stop() {
 	e.api.Close()
 	e.srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// Runs still going are cut short: a test is over.
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	e.runs.Shutdown(ctx)
 	e.store.Close()

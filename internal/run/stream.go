@@ -24,17 +24,21 @@ type Stream struct {
 	last    int64 // highest seq handled
 	backlog []event.Event
 	done    bool
+	// ended: the followed run had finished before the stream opened, so the
+	// log holds all of it and the stream is done once the backlog is out.
+	ended bool
 }
 
 // Follow opens a stream of a thread (runID empty) or of one run, after seq
 // `after` (a Last-Event-ID; 0 from the start).
 func (s *Service) Follow(ctx context.Context, sc store.Scope, thread, runID string, after int64) (*Stream, error) {
+	ended := false
 	if runID != "" {
 		r, err := s.st.GetRun(ctx, sc, runID)
 		if err != nil {
 			return nil, err
 		}
-		thread = r.ConversationID
+		thread, ended = r.ConversationID, !store.Active(r.Status)
 	} else if _, err := s.st.GetConversation(ctx, sc, thread); err != nil {
 		return nil, err
 	}
@@ -44,7 +48,7 @@ func (s *Service) Follow(ctx context.Context, sc store.Scope, thread, runID stri
 	if err != nil {
 		return nil, err
 	}
-	st := &Stream{s: s, sc: sc, thread: thread, runID: runID, q: q, last: after}
+	st := &Stream{s: s, sc: sc, thread: thread, runID: runID, q: q, last: after, ended: ended}
 	if err := s.evlog.Flush(ctx); err != nil {
 		st.Close()
 		return nil, err
@@ -62,9 +66,6 @@ func (st *Stream) Thread() string { return st.thread }
 // Ready is signalled when Next has something to return.
 func (st *Stream) Ready() <-chan struct{} { return st.q.Ready() }
 
-// Pending reports whether Next would return events without waiting.
-func (st *Stream) Pending() bool { return len(st.backlog) > 0 }
-
 // Done reports whether a run-scoped stream has delivered its run's end.
 func (st *Stream) Done() bool { return st.done }
 
@@ -76,6 +77,14 @@ func (st *Stream) Next(ctx context.Context, buf []event.Event) ([]event.Event, e
 	}
 	in := st.backlog
 	st.backlog = nil
+	if st.ended {
+		// Everything is in the backlog; the bus has nothing more for this run.
+		for _, ev := range in {
+			buf = st.take(buf, ev)
+		}
+		st.done = true
+		return buf, nil
+	}
 	var qerr error
 	in, qerr = st.q.Drain(in)
 	for _, ev := range in {
@@ -118,6 +127,9 @@ func (st *Stream) take(buf []event.Event, ev event.Event) []event.Event {
 	}
 	return append(buf, ev)
 }
+
+// Pending reports whether Next would return events (or finish) without waiting.
+func (st *Stream) Pending() bool { return len(st.backlog) > 0 || st.ended }
 
 // fill reads events the bus did not deliver (published before the
 // subscription, or trimmed from it) from the log. Another replica may still be
