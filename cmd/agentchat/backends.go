@@ -2,17 +2,15 @@ package main
 
 import (
 	"context"
-	"errors"
 
 	"github.com/agentchat/agentchat/internal/bus"
+	"github.com/agentchat/agentchat/internal/bus/redisbus"
 	"github.com/agentchat/agentchat/internal/store"
+	"github.com/agentchat/agentchat/internal/store/pgstore"
 )
 
-// openPostgres and openRedis are wired when the scale-out backends land.
-func openPostgres(ctx context.Context, url string) (store.Store, error) {
-	return nil, errors.New("the PostgreSQL store is not built into this binary yet")
-}
+func openPostgres(ctx context.Context, url string) (store.Store, error) { return pgstore.Open(ctx, url) }
 
 func openRedis(ctx context.Context, url string) (bus.Bus, error) {
-	return nil, errors.New("the Redis bus is not built into this binary yet")
+	return redisbus.Open(ctx, url, redisbus.Options{})
 }
