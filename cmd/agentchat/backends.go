@@ -9,7 +9,9 @@ import (
 	"github.com/agentchat/agentchat/internal/store/pgstore"
 )
 
-func openPostgres(ctx context.Context, url string) (store.Store, error) { return pgstore.Open(ctx, url) }
+func openPostgres(ctx context.Context, url string) (store.Store, error) {
+	return pgstore.Open(ctx, url)
+}
 
 func openRedis(ctx context.Context, url string) (bus.Bus, error) {
 	return redisbus.Open(ctx, url, redisbus.Options{})

@@ -19,6 +19,7 @@ import (
 	"github.com/agentchat/agentchat/internal/bus"
 	"github.com/agentchat/agentchat/internal/bus/membus"
 	"github.com/agentchat/agentchat/internal/config"
+	"github.com/agentchat/agentchat/internal/engine"
 	"github.com/agentchat/agentchat/internal/engine/local"
 	"github.com/agentchat/agentchat/internal/httpapi"
 	"github.com/agentchat/agentchat/internal/llm"
@@ -196,7 +197,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 
 	runs := run.New(run.Config{
 		Store: st, Bus: b, Logger: log,
-		Engine:     local.New(local.Config{Model: model, Tools: tools, MaxIterations: cfg.MaxIterations, SystemPrompt: cfg.SystemPrompt, Logger: log}),
+		Engine: &engine.Router{Default: "local", Engines: map[string]engine.Engine{
+			"local": local.New(local.Config{Model: model, Tools: tools, MaxIterations: cfg.MaxIterations, SystemPrompt: cfg.SystemPrompt, Logger: log}),
+		}},
 		ConfirmTTL: cfg.ConfirmTTL, RunRetention: cfg.RunRetention, MaxInputChars: cfg.MaxInputChars, MaxRunsPerTenant: cfg.MaxRunsPerTenant,
 	})
 	api := httpapi.New(httpapi.Config{

@@ -50,6 +50,8 @@ type Resume struct {
 
 // Options are per-request choices a client made.
 type Options struct {
+	// Engine names the engine the client asked for; empty lets the router choose.
+	Engine string
 	// Structured asks the engine for a structured final answer (seed 004 worker output).
 	Structured bool
 	// FrontendTools are tools the client executes itself (AG-UI), as JSON Schema specs.

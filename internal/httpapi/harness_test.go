@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentchat/agentchat/internal/bus/membus"
 	"github.com/agentchat/agentchat/internal/config"
+	"github.com/agentchat/agentchat/internal/engine"
 	"github.com/agentchat/agentchat/internal/engine/local"
 	"github.com/agentchat/agentchat/internal/httpapi"
 	"github.com/agentchat/agentchat/internal/llm"
@@ -85,7 +86,9 @@ func setup(t *testing.T, o options) *env {
 	b := membus.New(0)
 	runs := run.New(run.Config{
 		Store: st, Bus: b, ConfirmTTL: o.confirmTTL, SweepInterval: 20 * time.Millisecond,
-		Engine: local.New(local.Config{Model: o.model, Tools: reg, MaxIterations: o.maxIterations}),
+		Engine: &engine.Router{Default: "local", Engines: map[string]engine.Engine{
+			"local": local.New(local.Config{Model: o.model, Tools: reg, MaxIterations: o.maxIterations}),
+		}},
 	})
 	tokens, _ := config.ParseTokens("alice-token:acme:alice,bob-token:acme:bob,eve-token:evil:eve")
 	api := httpapi.New(httpapi.Config{Store: st, Runs: runs, Tools: reg, Auth: httpapi.NewAuthenticator(tokens, jwtSecret), PingInterval: o.ping, MaxBodyBytes: 64 << 10})

@@ -156,6 +156,9 @@ func (s *Service) Start(ctx context.Context, sc store.Scope, req StartRequest, f
 	if input == "" {
 		return Started{}, fmt.Errorf("%w: input is empty", ErrInvalidInput)
 	}
+	if !utf8.ValidString(req.Input) || strings.ContainsRune(req.Input, 0) {
+		return Started{}, fmt.Errorf("%w: input must be UTF-8 text without NUL characters", ErrInvalidInput)
+	}
 	if n := utf8.RuneCountInString(req.Input); n > s.cfg.MaxInputChars {
 		return Started{}, fmt.Errorf("%w: input has %d characters, the limit is %d", ErrInvalidInput, n, s.cfg.MaxInputChars)
 	}
@@ -225,7 +228,11 @@ func (s *Service) Start(ctx context.Context, sc store.Scope, req StartRequest, f
 		if err != nil {
 			return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: "store_failed", Message: "The conversation history could not be read."}}
 		}
-		return s.eng.Execute(ctx, engine.Task{Scope: sc, Run: r, Conversation: conv, History: history, Options: req.Options}, x)
+		opts := req.Options
+		if opts.Engine == "" {
+			opts.Engine = req.Engine
+		}
+		return s.eng.Execute(ctx, engine.Task{Scope: sc, Run: r, Conversation: conv, History: history, Options: opts}, x)
 	})
 	return out, nil
 }

@@ -1,0 +1,53 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentchat/agentchat/internal/event"
+)
+
+// Router is the Engine every run passes through: it picks the engine that
+// executes the run and brackets the work in steps, "router" (the choice)
+// then "worker" (the execution), so clients that show stages (seed 004) can.
+//
+// The choice, first match wins: the request's engine (Options.Engine), the
+// conversation's pinned engine, the tenant's default, the router's default.
+type Router struct {
+	Engines map[string]Engine
+	// TenantDefaults maps a tenant to its default engine name.
+	TenantDefaults map[string]string
+	// Default is the engine when nothing else names one.
+	Default string
+}
+
+// Choose names the engine for t.
+func (r *Router) Choose(t Task) (string, error) {
+	for _, name := range []string{t.Options.Engine, t.Conversation.Engine, t.Run.Engine, r.TenantDefaults[t.Scope.Tenant], r.Default} {
+		if name == "" {
+			continue
+		}
+		if _, ok := r.Engines[name]; !ok {
+			return "", fmt.Errorf("unknown engine %q", name)
+		}
+		return name, nil
+	}
+	return "", fmt.Errorf("no engine configured")
+}
+
+// Execute routes t and runs it on the chosen engine.
+func (r *Router) Execute(ctx context.Context, t Task, h Host) Outcome {
+	step := func(p event.Payload, name string) { h.Emit(ctx, event.Event{Step: name, Payload: p}) }
+	step(event.StepStartedData{Name: "router"}, "router")
+	name, err := r.Choose(t)
+	step(event.StepFinishedData{Name: "router"}, "router")
+	if err != nil {
+		return Outcome{Status: StatusFailed, Error: &event.ErrorInfo{Code: "engine_unavailable", Message: "No engine can run this request: " + err.Error()}}
+	}
+	step(event.StepStartedData{Name: "worker"}, "worker")
+	o := r.Engines[name].Execute(ctx, t, h)
+	if o.Status != StatusAwaiting {
+		step(event.StepFinishedData{Name: "worker"}, "worker")
+	}
+	return o
+}
