@@ -2,10 +2,73 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"os"
+	"time"
+
+	"github.com/agentchat/agentchat/internal/bench"
 )
 
-func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("not yet")
+func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	streams := fs.Int("streams", 20, "concurrent chats")
+	tokens := fs.Int("tokens", 50, "tokens per answer")
+	pace := fs.Duration("pace", 20*time.Millisecond, "upstream pause between tokens")
+	replicas := fs.Int("replicas", 1, "server processes to start (more than one needs --bus redis://…)")
+	storeURL := fs.String("store", "", "AGENTCHAT_STORE for the servers (default: SQLite in a temp dir)")
+	busURL := fs.String("bus", "", "AGENTCHAT_BUS for the servers (default: in-process)")
+	idle := fs.Bool("idle", false, "also measure memory per idle stream")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: agentchat bench [flags]\n\nStarts a fake OpenAI-compatible upstream and agentchat server processes pointed at it,\nopens concurrent chats, and reports latency over the upstream floor, throughput, CPU and memory.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return errUsage
+		}
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	res, err := bench.Run(ctx, bench.Config{
+		Binary: self, Streams: *streams, Tokens: *tokens, Pace: *pace, Replicas: *replicas,
+		Store: *storeURL, Bus: *busURL, BusPrefix: fmt.Sprintf("bench%d", time.Now().UnixNano()), IdleProbe: *idle, Log: stderr,
+	})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	fmt.Fprintf(stdout, `streams %d, tokens %d, pace %s, replicas %d
+  floor (upstream alone)   TTFB p50 %.2f ms  p99 %.2f ms   first text p50 %.2f ms  p99 %.2f ms
+  through agentchat        TTFB p50 %.2f ms  p99 %.2f ms   first text p50 %.2f ms  p99 %.2f ms
+  added to first text      p50 %.2f ms  p99 %.2f ms
+  delivered                %d tokens in %.2f s = %.0f tokens/s, %d errors
+  server CPU               %.0f ms = %.2f ms per 1000 tokens
+  server memory            idle %.1f MiB, peak %.1f MiB, %.1f KiB per active stream`,
+		*streams, *tokens, *pace, *replicas,
+		res.FloorTTFB.P50, res.FloorTTFB.P99, res.FloorFirstText.P50, res.FloorFirstText.P99,
+		res.TTFB.P50, res.TTFB.P99, res.FirstText.P50, res.FirstText.P99,
+		res.FirstText.P50-res.FloorFirstText.P50, res.FirstText.P99-res.FloorFirstText.P99,
+		res.TokensDelivered, res.Elapsed, res.TokensPerSecond, res.Errors,
+		res.ServerCPUms, res.CPUmsPer1kTokens, res.IdleRSSMiB, res.PeakRSSMiB, res.KiBPerActive)
+	if *idle {
+		fmt.Fprintf(stdout, ", %.1f KiB per idle stream", res.KiBPerIdle)
+	}
+	fmt.Fprintln(stdout)
+	if res.Errors > 0 {
+		return fmt.Errorf("%d chats failed", res.Errors)
+	}
+	return nil
 }

@@ -38,7 +38,7 @@ func dispatch(ctx context.Context, args []string) int {
 	case "migrate":
 		err = migrate(ctx, args[1:], os.Getenv, os.Stderr)
 	case "bench":
-		err = bench(ctx, args[1:], os.Stdout, os.Stderr)
+		err = benchCmd(ctx, args[1:], os.Stdout, os.Stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(os.Stdout, usage)
 		return 0

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,13 +78,19 @@ func openBus(ctx context.Context, cfg config.Config) (bus.Bus, error) {
 
 func newModel(cfg config.Config) (llm.Model, error) {
 	retries := cfg.LLMRetries
+	// Many runs stream from one provider at once: keep their connections
+	// (the default transport keeps two idle per host and redials the rest).
+	httpClient := &http.Client{Transport: &http.Transport{
+		Proxy: http.ProxyFromEnvironment, MaxIdleConns: 1024, MaxIdleConnsPerHost: 512,
+		IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second, ForceAttemptHTTP2: true,
+	}}
 	switch cfg.LLM {
 	case "openai":
 		return openai.New(openai.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey, Model: orDefault(cfg.Model, "gpt-4o-mini"),
-			Timeout: cfg.LLMTimeout, MaxRetries: retries})
+			Timeout: cfg.LLMTimeout, MaxRetries: retries, HTTPClient: httpClient})
 	case "anthropic":
 		return anthropic.New(anthropic.Config{BaseURL: cfg.AnthropicBaseURL, APIKey: cfg.AnthropicAPIKey, Model: orDefault(cfg.Model, "claude-sonnet-4-5"),
-			Timeout: cfg.LLMTimeout, MaxRetries: retries})
+			Timeout: cfg.LLMTimeout, MaxRetries: retries, HTTPClient: httpClient})
 	}
 	return scripted.New(scripted.Config{TokenDelay: cfg.ScriptedTokenDelay,
 		Hint: "Set OPENAI_API_KEY (and OPENAI_BASE_URL for other OpenAI-compatible servers) or ANTHROPIC_API_KEY to use a real model."}), nil
@@ -220,6 +227,18 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	log.Info("agentchat listening", "addr", ln.Addr().String(), "store", mustKind(cfg), "llm", model.Name(), "tools", len(tools.List()))
 	fmt.Fprintf(stdout, "agentchat is listening on http://%s (model: %s)\n", ln.Addr(), model.Name())
 
+	if cfg.DebugAddr != "" {
+		go func() {
+			mux := http.NewServeMux()
+			mux.HandleFunc("/debug/pprof/", pprof.Index)
+			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+			mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+			log.Info("pprof listening", "addr", cfg.DebugAddr)
+			if err := http.ListenAndServe(cfg.DebugAddr, mux); err != nil {
+				log.Error("pprof listener", "err", err)
+			}
+		}()
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

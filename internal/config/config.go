@@ -92,6 +92,9 @@ type Config struct {
 	// MCPConfig is a JSON file listing MCP servers ({"mcpServers":{…}}).
 	MCPConfig string
 
+	// DebugAddr, when set, serves Go's pprof profiles there (keep it private).
+	DebugAddr string
+
 	// LogLevel is debug, info, warn or error. Default info.
 	LogLevel string
 	// LogFormat is text or json. Default text.
@@ -173,6 +176,7 @@ func fields() []field {
 	add("feishu-secret", "AGENTCHAT_FEISHU_SECRET", "Feishu webhook signing secret", true, str(func(c *Config) *string { return &c.FeishuSecret }))
 	add("webhook-url", "AGENTCHAT_WEBHOOK_URL", "target of the send_webhook tool", true, str(func(c *Config) *string { return &c.WebhookURL }))
 	add("mcp-config", "AGENTCHAT_MCP_CONFIG", "JSON file listing MCP servers ({\"mcpServers\":{…}})", false, str(func(c *Config) *string { return &c.MCPConfig }))
+	add("debug-addr", "AGENTCHAT_DEBUG_ADDR", "address for pprof profiles, e.g. 127.0.0.1:6060 (default off; keep it private)", false, str(func(c *Config) *string { return &c.DebugAddr }))
 	add("log-level", "AGENTCHAT_LOG_LEVEL", "debug, info, warn or error (default info)", false, str(func(c *Config) *string { return &c.LogLevel }))
 	add("log-format", "AGENTCHAT_LOG_FORMAT", "text or json (default text)", false, str(func(c *Config) *string { return &c.LogFormat }))
 	return f

@@ -12,10 +12,10 @@ import (
 )
 
 // eventLog appends events to the store off the path to the client: Enqueue
-// returns at once, and one writer goroutine commits whatever accumulated
-// while its previous commit ran (group commit). Under a token stream that
-// makes one transaction carry many events; when idle, each event is written
-// as soon as it arrives.
+// returns at once, and one writer goroutine commits batches (group commit).
+// A batch lingers a few milliseconds to gather the events of many streams,
+// since a commit's cost hardly depends on how many rows it carries; Flush
+// cuts the linger short for whoever needs the log complete now.
 type eventLog struct {
 	st  store.Store
 	log *slog.Logger
@@ -25,15 +25,21 @@ type eventLog struct {
 	enqueued uint64 // events ever enqueued
 	written  uint64 // events ever written (or given up on)
 	wake     chan struct{}
+	hurry    chan struct{} // a Flush is waiting: commit without lingering
 	flushed  *sync.Cond
 	closed   bool
 	done     chan struct{}
 }
 
-const maxBatch = 2000
+const (
+	maxBatch = 2000
+	// linger bounds how long an event waits for companions before its
+	// batch is committed. It delays only the log, never a client.
+	linger = 10 * time.Millisecond
+)
 
 func newEventLog(st store.Store, log *slog.Logger) *eventLog {
-	l := &eventLog{st: st, log: log, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	l := &eventLog{st: st, log: log, wake: make(chan struct{}, 1), hurry: make(chan struct{}, 1), done: make(chan struct{})}
 	l.flushed = sync.NewCond(&l.mu)
 	go l.loop()
 	return l
@@ -59,6 +65,10 @@ func (l *eventLog) Flush(ctx context.Context) error {
 		l.mu.Unlock()
 		return nil
 	}
+	select {
+	case l.hurry <- struct{}{}:
+	default:
+	}
 	stop := context.AfterFunc(ctx, func() {
 		l.mu.Lock()
 		l.flushed.Broadcast()
@@ -74,11 +84,23 @@ func (l *eventLog) Flush(ctx context.Context) error {
 
 func (l *eventLog) loop() {
 	defer close(l.done)
+	timer := time.NewTimer(linger)
+	timer.Stop()
 	for {
 		l.mu.Lock()
 		for len(l.pending) == 0 && !l.closed {
 			l.mu.Unlock()
 			<-l.wake
+			l.mu.Lock()
+		}
+		if len(l.pending) < maxBatch && !l.closed {
+			l.mu.Unlock()
+			timer.Reset(linger)
+			select {
+			case <-timer.C:
+			case <-l.hurry:
+				timer.Stop()
+			}
 			l.mu.Lock()
 		}
 		if len(l.pending) == 0 && l.closed {
@@ -137,9 +159,11 @@ func (l *eventLog) Close() {
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()
-	select {
-	case l.wake <- struct{}{}:
-	default:
+	for _, c := range []chan struct{}{l.wake, l.hurry} {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
 	}
 	<-l.done
 }

@@ -172,42 +172,26 @@ func (s *Service) Start(ctx context.Context, sc store.Scope, req StartRequest, f
 		}
 	}()
 
-	var out Started
-	var err error
-	if req.ConversationID != "" {
-		if out.Conversation, err = s.st.GetConversation(ctx, sc, req.ConversationID); err != nil {
-			return Started{}, err
-		}
-	} else {
+	in := store.RunStart{
+		Run: store.Run{ConversationID: req.ConversationID, Status: store.RunRunning, Input: req.Input, Engine: req.Engine,
+			LeaseOwner: s.cfg.ReplicaID, LeaseUntil: time.Now().Add(s.cfg.LeaseTTL)},
+		Message: store.Message{Role: store.RoleUser, Content: req.Input, Parts: req.Parts},
+	}
+	if req.ConversationID == "" {
 		title := req.Title
 		if title == "" {
 			title = titleFrom(input)
 		}
-		if out.Conversation, err = s.st.CreateConversation(ctx, sc, store.Conversation{ID: req.CreateWithID, Title: title, Engine: req.Engine}); err != nil {
-			return Started{}, err
-		}
-		out.Created = true
+		in.NewConversation = &store.Conversation{ID: req.CreateWithID, Title: title, Engine: req.Engine}
 	}
-	conv := out.Conversation
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	r, err := s.st.CreateRun(ctx, sc, store.Run{
-		ConversationID: conv.ID, Status: store.RunRunning, Input: req.Input, Engine: req.Engine,
-		LeaseOwner: s.cfg.ReplicaID, LeaseUntil: now.Add(s.cfg.LeaseTTL), CreatedAt: now,
-	})
+	// One call writes the conversation, the run and the user message, and
+	// reads the thread's last seq: no other run can emit on the thread now.
+	started, err := s.st.StartRun(ctx, sc, in)
 	if err != nil {
 		return Started{}, err
 	}
-	// No other run can emit on this thread now, so its last seq is settled.
-	last, err := s.st.LastSeq(ctx, sc.Tenant, conv.ID)
-	if err != nil {
-		s.abandon(r, err)
-		return Started{}, err
-	}
-	userMsg, err := s.st.AppendMessage(ctx, sc, store.Message{ConversationID: conv.ID, Role: store.RoleUser, Content: req.Input, Parts: req.Parts, RunID: r.ID})
-	if err != nil {
-		s.abandon(r, err)
-		return Started{}, err
-	}
+	out := Started{Run: started.Run, Conversation: started.Conversation, Created: in.NewConversation != nil}
+	r, conv, last, userMsg := started.Run, started.Conversation, started.LastSeq, started.Message
 	x := s.newExecution(sc, r, last)
 	if follow {
 		q, err := s.bus.Subscribe(ctx, sc.Tenant, conv.ID, last)
@@ -217,7 +201,6 @@ func (s *Service) Start(ctx context.Context, sc store.Scope, req StartRequest, f
 		}
 		out.Stream = &Stream{s: s, sc: sc, thread: conv.ID, runID: r.ID, q: q, last: last}
 	}
-	out.Run = r
 	admitted = false // the execution releases it
 	s.launch(x, func(ctx context.Context) engine.Outcome {
 		if out.Created {

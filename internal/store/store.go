@@ -142,6 +142,48 @@ type RunUpdate struct {
 	From []string
 }
 
+// RunStart is what StartRun writes.
+type RunStart struct {
+	// NewConversation, when set, is created first and Run goes into it;
+	// otherwise Run.ConversationID names an existing conversation.
+	NewConversation *Conversation
+	Run             Run
+	// Message is the run's user message (ConversationID and RunID are filled in).
+	Message Message
+}
+
+// RunStarted is what StartRun wrote, and the thread's last seq before the run.
+type RunStarted struct {
+	Conversation Conversation
+	Run          Run
+	Message      Message
+	LastSeq      int64
+}
+
+// StartRunSeparately implements StartRun with one call per part, for
+// backends whose writers do not queue behind one another.
+func StartRunSeparately(ctx context.Context, st Store, sc Scope, in RunStart) (RunStarted, error) {
+	var out RunStarted
+	var err error
+	if in.NewConversation != nil {
+		if out.Conversation, err = st.CreateConversation(ctx, sc, *in.NewConversation); err != nil {
+			return out, err
+		}
+		in.Run.ConversationID = out.Conversation.ID
+	} else if out.Conversation, err = st.GetConversation(ctx, sc, in.Run.ConversationID); err != nil {
+		return out, err
+	}
+	if out.Run, err = st.CreateRun(ctx, sc, in.Run); err != nil {
+		return out, err
+	}
+	if out.LastSeq, err = st.LastSeq(ctx, sc.Tenant, out.Conversation.ID); err != nil {
+		return out, err
+	}
+	in.Message.ConversationID, in.Message.RunID = out.Conversation.ID, out.Run.ID
+	out.Message, err = st.AppendMessage(ctx, sc, in.Message)
+	return out, err
+}
+
 // Confirmation statuses.
 const (
 	ConfirmPending  = "pending"
@@ -193,6 +235,12 @@ type Store interface {
 	AppendMessage(ctx context.Context, s Scope, m Message) (Message, error)
 	// ListMessages returns oldest CreatedAt first (ties by id) and the next cursor.
 	ListMessages(ctx context.Context, s Scope, conversationID string, f MessageFilter, p Page) ([]Message, string, error)
+
+	// StartRun writes everything a new run needs before it executes (the
+	// conversation when new, the run, the user message) and reads the
+	// thread's last seq, in as few round trips as the backend allows. It
+	// fails like CreateConversation, CreateRun and AppendMessage.
+	StartRun(ctx context.Context, s Scope, in RunStart) (RunStarted, error)
 
 	// Runs. CreateRun fails with *BusyError when the conversation has an active run.
 	CreateRun(ctx context.Context, s Scope, r Run) (Run, error)

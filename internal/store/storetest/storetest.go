@@ -29,6 +29,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"MessageToolFilter", testMessageToolFilter},
 		{"MessageBumpsConversation", testMessageBumpsConversation},
 		{"RunOneActivePerConversation", testRunOneActive},
+		{"StartRun", testStartRun},
 		{"RunUpdateCompareAndSet", testRunUpdate},
 		{"RunLease", testRunLease},
 		{"EventLog", testEventLog},
@@ -719,5 +720,50 @@ func testRacingLeases(t *testing.T, s store.Store) {
 	}
 	if winners != 1 {
 		t.Fatalf("%d replicas took the lease", winners)
+	}
+}
+
+func testStartRun(t *testing.T, s store.Store) {
+	// Into a new conversation.
+	got := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, store.RunStart{
+		NewConversation: &store.Conversation{Title: "new"},
+		Run:             store.Run{Input: "hello", Status: store.RunRunning},
+		Message:         store.Message{Role: store.RoleUser, Content: "hello"},
+	}))
+	c, r, m := got.Conversation, got.Run, got.Message
+	if c.ID == "" || c.Title != "new" || r.ConversationID != c.ID || r.Status != store.RunRunning || r.TurnID == "" ||
+		m.ConversationID != c.ID || m.RunID != r.ID || got.LastSeq != 0 {
+		t.Fatalf("started %+v", got)
+	}
+	if stored := must[store.Conversation](t)(s.GetConversation(ctx(t), alice, c.ID)); stored.Title != "new" {
+		t.Fatalf("conversation %+v", stored)
+	}
+	msgs, _, err := s.ListMessages(ctx(t), alice, c.ID, store.MessageFilter{}, store.Page{Limit: 10})
+	if err != nil || len(msgs) != 1 || msgs[0].ID != m.ID || msgs[0].RunID != r.ID {
+		t.Fatalf("messages %+v (%v)", msgs, err)
+	}
+	// A second start on the busy conversation is refused and writes nothing.
+	_, err = s.StartRun(ctx(t), alice, store.RunStart{Run: store.Run{ConversationID: c.ID, Input: "again"}, Message: store.Message{Role: store.RoleUser, Content: "again"}})
+	var busy *store.BusyError
+	if !errors.As(err, &busy) || busy.ActiveRunID != r.ID {
+		t.Fatalf("busy start: %v", err)
+	}
+	if msgs, _, _ := s.ListMessages(ctx(t), alice, c.ID, store.MessageFilter{}, store.Page{Limit: 10}); len(msgs) != 1 {
+		t.Fatalf("a refused start stored a message: %d", len(msgs))
+	}
+	// Into an existing conversation, after events: the last seq is reported.
+	end := time.Now()
+	must[store.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{Status: store.RunSucceeded, EndedAt: &end}))
+	if err := s.AppendEvents(ctx(t), mkEvents(c.ID, r.ID, 1, 4)); err != nil {
+		t.Fatal(err)
+	}
+	next := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, store.RunStart{Run: store.Run{ConversationID: c.ID, Input: "next"}, Message: store.Message{Role: store.RoleUser, Content: "next"}}))
+	if next.LastSeq != 4 || next.Conversation.ID != c.ID || next.Run.ID == r.ID {
+		t.Fatalf("second start %+v", next)
+	}
+	// Not found for other principals.
+	for _, other := range []store.Scope{bob, eve} {
+		_, err := s.StartRun(ctx(t), other, store.RunStart{Run: store.Run{ConversationID: c.ID, Input: "x"}, Message: store.Message{Role: store.RoleUser, Content: "x"}})
+		wantErr(t, err, store.ErrNotFound)
 	}
 }

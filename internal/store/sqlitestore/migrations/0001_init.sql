@@ -52,9 +52,12 @@ CREATE INDEX runs_by_conversation ON runs (conversation_id, created_at, id);
 CREATE INDEX runs_by_lease ON runs (lease_until) WHERE status IN ('queued', 'running', 'awaiting_input');
 CREATE INDEX runs_by_end ON runs (ended_at) WHERE ended_at IS NOT NULL;
 
--- The event log. No foreign key: batches are written off the request path, and
--- a conversation deleted meanwhile must not fail the whole batch.
+-- The event log. Rows are appended in rowid order, so a batch of token
+-- events from many threads dirties few table pages; the (thread, seq) index
+-- is what every read uses. No foreign key: batches are written off the
+-- request path, and a conversation deleted meanwhile must not fail a batch.
 CREATE TABLE events (
+    id         INTEGER PRIMARY KEY,
     thread_id  TEXT NOT NULL,
     seq        INTEGER NOT NULL,
     tenant     TEXT NOT NULL,
@@ -64,10 +67,9 @@ CREATE TABLE events (
     iteration  INTEGER NOT NULL DEFAULT 0,
     step       TEXT NOT NULL DEFAULT '',
     at         INTEGER NOT NULL,
-    payload    TEXT NOT NULL,
-    PRIMARY KEY (thread_id, seq)
-) WITHOUT ROWID;
-CREATE INDEX events_by_run ON events (run_id, seq);
+    payload    TEXT NOT NULL
+);
+CREATE UNIQUE INDEX events_by_thread ON events (thread_id, seq);
 
 CREATE TABLE confirmations (
     id               TEXT PRIMARY KEY,

@@ -1,0 +1,451 @@
+// Package bench is the load command behind `agentchat bench`: it serves a fake
+// OpenAI-compatible upstream (the real chunk format, T tokens per answer at a
+// set pace), starts agentchat server processes pointed at it, opens N
+// concurrent chats and measures what a client and an operator care about:
+// time to first byte and to first text event against the same measured
+// directly on the upstream (the floor), tokens per second delivered, server
+// CPU per 1000 tokens, and memory per idle and per active stream.
+//
+// The servers are separate processes so that their CPU time and memory are
+// read from /proc without the load generator's own mixed in.
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentchat/agentchat/internal/llm/llmtest"
+)
+
+// Config sets up one benchmark.
+type Config struct {
+	Binary    string        // the agentchat executable to start
+	Streams   int           // concurrent chats (N)
+	Tokens    int           // tokens per answer (T)
+	Pace      time.Duration // upstream pause between tokens
+	Replicas  int           // server processes; chats are spread round-robin
+	Store     string        // AGENTCHAT_STORE for the servers ("" = SQLite in a temp dir)
+	Bus       string        // AGENTCHAT_BUS ("" = in-process; needed as redis:// with replicas > 1)
+	BusPrefix string        // a key prefix for the Redis bus, so runs do not mix
+	IdleProbe bool          // also measure memory per idle stream
+	Log       io.Writer     // progress; nil discards
+}
+
+// Result is what one benchmark measured.
+type Result struct {
+	Config           Config  `json:"-"`
+	FloorTTFB        Percent `json:"floorTTFB"`
+	FloorFirstText   Percent `json:"floorFirstText"`
+	TTFB             Percent `json:"ttfb"`
+	FirstText        Percent `json:"firstText"`
+	Errors           int     `json:"errors"`
+	TokensDelivered  int64   `json:"tokensDelivered"`
+	Elapsed          float64 `json:"elapsedSeconds"`
+	TokensPerSecond  float64 `json:"tokensPerSecond"`
+	ServerCPUms      float64 `json:"serverCPUms"`
+	CPUmsPer1kTokens float64 `json:"cpuMsPer1000Tokens"`
+	IdleRSSMiB       float64 `json:"idleRSSMiB"`
+	PeakRSSMiB       float64 `json:"peakRSSMiB"`
+	KiBPerActive     float64 `json:"kibPerActiveStream"`
+	KiBPerIdle       float64 `json:"kibPerIdleStream,omitempty"`
+}
+
+// Percent holds latency percentiles in milliseconds.
+type Percent struct {
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+}
+
+func percent(d []time.Duration) Percent {
+	if len(d) == 0 {
+		return Percent{}
+	}
+	slices.Sort(d)
+	at := func(q float64) float64 {
+		i := min(int(q*float64(len(d))), len(d)-1)
+		return float64(d[i].Microseconds()) / 1000
+	}
+	return Percent{at(0.50), at(0.99)}
+}
+
+// Run performs the benchmark.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	res := Result{Config: cfg}
+	logf := func(format string, a ...any) {
+		if cfg.Log != nil {
+			fmt.Fprintf(cfg.Log, format+"\n", a...)
+		}
+	}
+	fake := llmtest.OpenAIHandler(llmtest.Options{Tokens: cfg.Tokens, Delay: cfg.Pace, DiscardRequests: true})
+	upLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return res, err
+	}
+	upstream := &http.Server{Handler: fake}
+	go upstream.Serve(upLn)
+	defer upstream.Close()
+	defer fake.Close()
+	upURL := "http://" + upLn.Addr().String() + "/v1"
+
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Streams + 16, MaxConnsPerHost: 0, DisableCompression: true}}
+	defer client.CloseIdleConnections()
+
+	logf("floor: %d concurrent streams straight to the fake upstream", cfg.Streams)
+	ttfb, first, err := floor(ctx, client, upURL, cfg.Streams)
+	if err != nil {
+		return res, fmt.Errorf("floor: %w", err)
+	}
+	res.FloorTTFB, res.FloorFirstText = percent(ttfb), percent(first)
+
+	dir, err := os.MkdirTemp("", "agentchat-bench-")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(dir)
+	var servers []*server
+	for i := range max(cfg.Replicas, 1) {
+		s, err := startServer(ctx, cfg, upURL, filepath.Join(dir, fmt.Sprint(i)), i)
+		if err != nil {
+			return res, err
+		}
+		defer s.stop()
+		servers = append(servers, s)
+	}
+	// Warm up each server (first-use allocations, connection pools).
+	for _, s := range servers {
+		if _, err := chat(ctx, client, s.url, nil); err != nil {
+			return res, fmt.Errorf("warm-up: %w", err)
+		}
+	}
+	for _, s := range servers {
+		s.idleRSS = s.rss()
+		res.IdleRSSMiB += float64(s.idleRSS) / 1024
+	}
+
+	if cfg.IdleProbe {
+		kib, err := idleStreams(ctx, client, servers, cfg.Streams)
+		if err != nil {
+			return res, fmt.Errorf("idle streams: %w", err)
+		}
+		res.KiBPerIdle = kib
+	}
+
+	cpu0 := 0.0
+	for _, s := range servers {
+		cpu0 += s.cpuMS()
+		s.resetPeak()
+	}
+	logf("load: %d concurrent chats of %d tokens at %s/token over %d server(s)", cfg.Streams, cfg.Tokens, cfg.Pace, len(servers))
+	var (
+		mu            sync.Mutex
+		ttfbs, firsts []time.Duration
+		tokens        atomic.Int64
+		errs          atomic.Int64
+		wg            sync.WaitGroup
+		stopSampling  = make(chan struct{})
+		peak          = make([]int64, len(servers))
+		start         = time.Now()
+	)
+	go func() {
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopSampling:
+				return
+			case <-t.C:
+				for i, s := range servers {
+					peak[i] = max(peak[i], s.rss())
+				}
+			}
+		}
+	}()
+	for i := range cfg.Streams {
+		wg.Go(func() {
+			m, err := chat(ctx, client, servers[i%len(servers)].url, nil)
+			if err != nil {
+				errs.Add(1)
+				logf("chat %d: %v", i, err)
+				return
+			}
+			tokens.Add(int64(m.deltas))
+			mu.Lock()
+			ttfbs, firsts = append(ttfbs, m.ttfb), append(firsts, m.firstText)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(stopSampling)
+	cpu1 := 0.0
+	for i, s := range servers {
+		cpu1 += s.cpuMS()
+		peak[i] = max(peak[i], s.peakRSS())
+		res.PeakRSSMiB += float64(peak[i]) / 1024
+		res.KiBPerActive += float64(peak[i]-s.idleRSS) / float64(cfg.Streams)
+	}
+	res.TTFB, res.FirstText = percent(ttfbs), percent(firsts)
+	res.Errors = int(errs.Load())
+	res.TokensDelivered = tokens.Load()
+	res.Elapsed = elapsed.Seconds()
+	res.TokensPerSecond = float64(res.TokensDelivered) / elapsed.Seconds()
+	res.ServerCPUms = cpu1 - cpu0
+	if res.TokensDelivered > 0 {
+		res.CPUmsPer1kTokens = res.ServerCPUms / float64(res.TokensDelivered) * 1000
+	}
+	return res, nil
+}
+
+// floor measures the upstream alone: N concurrent streaming requests.
+func floor(ctx context.Context, client *http.Client, upURL string, n int) (ttfb, first []time.Duration, err error) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var firstErr error
+	body := []byte(`{"model":"bench","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	for range n {
+		wg.Go(func() {
+			t0 := time.Now()
+			req, _ := http.NewRequestWithContext(ctx, "POST", upURL+"/chat/completions", bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := client.Do(req)
+			if err != nil {
+				mu.Lock()
+				firstErr = err
+				mu.Unlock()
+				return
+			}
+			defer resp.Body.Close()
+			tb := time.Since(t0)
+			var ft time.Duration
+			br := bufio.NewReader(resp.Body)
+			for {
+				line, err := br.ReadSlice('\n')
+				// The first chunk only names the role (content ""); text starts after it.
+				if ft == 0 && bytes.Contains(line, []byte(`"content":"`)) && !bytes.Contains(line, []byte(`"content":""`)) {
+					ft = time.Since(t0)
+				}
+				if err != nil || bytes.HasPrefix(line, []byte("data: [DONE]")) {
+					break
+				}
+			}
+			mu.Lock()
+			ttfb, first = append(ttfb, tb), append(first, ft)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return ttfb, first, firstErr
+}
+
+type measure struct {
+	ttfb, firstText time.Duration
+	deltas          int
+}
+
+var (
+	deltaLine = []byte("event: agent.delta")
+	endLine   = []byte("event: agent.end")
+	okEnd     = []byte(`"status":"succeeded"`)
+)
+
+// chat runs one native chat and times it. The frames are scanned, not
+// decoded: the load generator must not be the bottleneck.
+func chat(ctx context.Context, client *http.Client, base string, conv *string) (measure, error) {
+	var m measure
+	body := `{"input":"Write me a long story."}`
+	t0 := time.Now()
+	req, _ := http.NewRequestWithContext(ctx, "POST", base+"/v1/agent/chat", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer bench-token")
+	resp, err := client.Do(req)
+	if err != nil {
+		return m, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		return m, fmt.Errorf("status %d: %s", resp.StatusCode, b)
+	}
+	m.ttfb = time.Since(t0)
+	br := bufio.NewReaderSize(resp.Body, 16<<10)
+	ended := false
+	for {
+		line, err := br.ReadSlice('\n')
+		if bytes.HasPrefix(line, deltaLine) {
+			if m.deltas == 0 {
+				m.firstText = time.Since(t0)
+			}
+			m.deltas++
+		} else if bytes.HasPrefix(line, endLine) {
+			ended = true
+		} else if ended && bytes.HasPrefix(line, []byte("data: ")) {
+			if !bytes.Contains(line, okEnd) {
+				return m, fmt.Errorf("run ended: %s", bytes.TrimSpace(line))
+			}
+			return m, nil
+		}
+		if err != nil {
+			return m, fmt.Errorf("stream ended before agent.end: %w", err)
+		}
+	}
+}
+
+// idleStreams opens n idle conversation streams and reports the servers'
+// memory per stream.
+func idleStreams(ctx context.Context, client *http.Client, servers []*server, n int) (float64, error) {
+	before := int64(0)
+	for _, s := range servers {
+		before += s.rss()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var bodies []io.Closer
+	defer func() {
+		for _, b := range bodies {
+			b.Close()
+		}
+	}()
+	for i := range n {
+		s := servers[i%len(servers)]
+		req, _ := http.NewRequestWithContext(ctx, "POST", s.url+"/v1/conversations", strings.NewReader(`{}`))
+		req.Header.Set("Authorization", "Bearer bench-token")
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		var c struct{ ID string }
+		json.NewDecoder(resp.Body).Decode(&c)
+		resp.Body.Close()
+		req, _ = http.NewRequestWithContext(ctx, "GET", s.url+"/v1/conversations/"+c.ID+"/events", nil)
+		req.Header.Set("Authorization", "Bearer bench-token")
+		resp, err = client.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		// Read the preamble so the stream is really open on the server.
+		br := bufio.NewReader(resp.Body)
+		if _, err := br.ReadString('\n'); err != nil {
+			return 0, err
+		}
+		bodies = append(bodies, resp.Body)
+	}
+	after := int64(0)
+	for _, s := range servers {
+		after += s.rss()
+	}
+	return float64(after-before) / float64(n), nil
+}
+
+// server is one agentchat process.
+type server struct {
+	cmd     *exec.Cmd
+	url     string
+	idleRSS int64
+}
+
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func startServer(ctx context.Context, cfg Config, upURL, dataDir string, i int) (*server, error) {
+	addr, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(cfg.Binary, "serve")
+	cmd.Env = append(os.Environ(),
+		"AGENTCHAT_ADDR="+addr, "AGENTCHAT_DATA_DIR="+dataDir, "AGENTCHAT_TOKENS=bench-token:bench:bench",
+		"AGENTCHAT_LLM=openai", "OPENAI_BASE_URL="+upURL, "OPENAI_API_KEY=bench", "AGENTCHAT_MODEL=bench",
+		"AGENTCHAT_LOG_LEVEL=warn", "AGENTCHAT_MAX_RUNS_PER_TENANT=100000", "AGENTCHAT_STORE="+cfg.Store, "AGENTCHAT_BUS="+cfg.Bus,
+		"AGENTCHAT_BUS_PREFIX="+cfg.BusPrefix)
+	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	s := &server{cmd: cmd, url: "http://" + addr}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(s.url + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return s, nil
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			s.stop()
+			return nil, errors.New("server did not become ready")
+		}
+		time.Sleep(50 * time.Millisecond) // polling another process's readiness
+	}
+}
+
+func (s *server) stop() {
+	s.cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		s.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// procStatus reads a field of /proc/<pid>/status in KiB.
+func (s *server) procStatus(field string) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+func (s *server) rss() int64     { return s.procStatus("VmRSS") }
+func (s *server) peakRSS() int64 { return s.procStatus("VmHWM") }
+
+// resetPeak clears VmHWM so the peak covers the load phase only.
+func (s *server) resetPeak() {
+	os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", s.cmd.Process.Pid), []byte("5"), 0)
+}
+
+// cpuMS is the process's user+system CPU time in milliseconds.
+func (s *server) cpuMS() float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which is in parentheses and may hold spaces.
+	rest := string(b[bytes.LastIndexByte(b, ')')+2:])
+	f := strings.Fields(rest)
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	const ticksPerSecond = 100 // USER_HZ on Linux
+	return (utime + stime) * 1000 / ticksPerSecond
+}
