@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/agentchat/agentchat/internal/bus"
 	"github.com/agentchat/agentchat/internal/bus/redisbus"
@@ -13,6 +14,6 @@ func openPostgres(ctx context.Context, url string) (store.Store, error) {
 	return pgstore.Open(ctx, url)
 }
 
-func openRedis(ctx context.Context, url string) (bus.Bus, error) {
-	return redisbus.Open(ctx, url, redisbus.Options{})
+func openRedis(ctx context.Context, url, prefix string, log *slog.Logger) (bus.Bus, error) {
+	return redisbus.Open(ctx, url, redisbus.Options{Prefix: prefix, Logger: log})
 }

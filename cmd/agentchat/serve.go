@@ -69,11 +69,11 @@ func openStore(ctx context.Context, cfg config.Config) (store.Store, error) {
 	}
 }
 
-func openBus(ctx context.Context, cfg config.Config) (bus.Bus, error) {
+func openBus(ctx context.Context, cfg config.Config, log *slog.Logger) (bus.Bus, error) {
 	if cfg.Bus == "" || cfg.Bus == "memory" {
 		return membus.New(0), nil
 	}
-	return openRedis(ctx, cfg.Bus)
+	return openRedis(ctx, cfg.Bus, cfg.BusPrefix, log)
 }
 
 func newModel(cfg config.Config) (llm.Model, error) {
@@ -187,7 +187,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return fmt.Errorf("store: %w", err)
 	}
 	defer st.Close()
-	b, err := openBus(ctx, cfg)
+	b, err := openBus(ctx, cfg, log)
 	if err != nil {
 		return fmt.Errorf("bus: %w", err)
 	}
@@ -208,6 +208,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			"local": local.New(local.Config{Model: model, Tools: tools, MaxIterations: cfg.MaxIterations, SystemPrompt: cfg.SystemPrompt, Logger: log}),
 		}},
 		ConfirmTTL: cfg.ConfirmTTL, RunRetention: cfg.RunRetention, MaxInputChars: cfg.MaxInputChars, MaxRunsPerTenant: cfg.MaxRunsPerTenant,
+		LeaseTTL: cfg.LeaseTTL, ReplicaID: replicaID(),
 	})
 	api := httpapi.New(httpapi.Config{
 		Store: st, Runs: runs, Tools: tools, Logger: log, Auth: httpapi.NewAuthenticator(tokens, cfg.JWTSecret),
@@ -253,6 +254,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	srv.Shutdown(sctx)
 	runs.Shutdown(sctx)
 	return nil
+}
+
+// replicaID names this process in run leases and logs: host, pid and a
+// random suffix, so a restarted process on the same host is another replica.
+func replicaID() string {
+	host, _ := os.Hostname()
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
 func mustKind(cfg config.Config) string {

@@ -29,6 +29,13 @@ type Config struct {
 	Store string
 	// Bus is the bus URL: empty or "memory" for in-process, redis://… for Redis Streams.
 	Bus string
+	// BusPrefix starts every Redis key and channel of the bus; the replicas of
+	// one deployment share it, and deployments sharing a Redis differ in it.
+	// Default agentchat.
+	BusPrefix string
+	// LeaseTTL is how long a run's executor may go silent (crashed, cut off
+	// from the database) before another replica ends its run. Default 15s.
+	LeaseTTL time.Duration
 
 	// Tokens are static bearer tokens, "token:tenant:user" comma-separated.
 	Tokens string
@@ -148,6 +155,8 @@ func fields() []field {
 	add("data-dir", "AGENTCHAT_DATA_DIR", "data directory for the SQLite file (default ./data)", false, str(func(c *Config) *string { return &c.DataDir }))
 	add("store", "AGENTCHAT_STORE", "store: empty or sqlite:<path> for SQLite in the data directory, postgres://… for PostgreSQL", true, str(func(c *Config) *string { return &c.Store }))
 	add("bus", "AGENTCHAT_BUS", "bus: empty or memory for in-process, redis://… for Redis Streams", true, str(func(c *Config) *string { return &c.Bus }))
+	add("bus-prefix", "AGENTCHAT_BUS_PREFIX", "prefix of the Redis bus's keys, shared by the replicas of one deployment (default agentchat)", false, str(func(c *Config) *string { return &c.BusPrefix }))
+	add("lease-ttl", "AGENTCHAT_LEASE_TTL", "how long a run's executor may go silent before another replica ends its run (default 15s)", false, dur(func(c *Config) *time.Duration { return &c.LeaseTTL }))
 	add("tokens", "AGENTCHAT_TOKENS", "static bearer tokens, comma-separated token:tenant:user", true, str(func(c *Config) *string { return &c.Tokens }))
 	add("jwt-secret", "AGENTCHAT_JWT_SECRET", "HS256 secret for JWTs carrying sub, tenant, exp", true, str(func(c *Config) *string { return &c.JWTSecret }))
 	add("tenant-header", "TENANT_ID_HEADER", "header that may name the tenant (default X-Tenant-ID)", false, str(func(c *Config) *string { return &c.TenantHeader }))
@@ -229,6 +238,10 @@ func (c *Config) applyDefaults() {
 	def(&c.TenantHeader, "X-Tenant-ID")
 	def(&c.LogLevel, "info")
 	def(&c.LogFormat, "text")
+	def(&c.BusPrefix, "agentchat")
+	if c.LeaseTTL == 0 {
+		c.LeaseTTL = 15 * time.Second
+	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = 1 << 20
 	}
@@ -305,6 +318,12 @@ func (c Config) Validate() error {
 	}
 	if c.Bus != "" && c.Bus != "memory" && !strings.HasPrefix(c.Bus, "redis://") && !strings.HasPrefix(c.Bus, "rediss://") {
 		bad("bus", "must be memory or a redis:// URL")
+	}
+	if strings.ContainsAny(c.BusPrefix, " \t\r\n{}") {
+		bad("bus-prefix", "must not contain spaces or braces")
+	}
+	if c.LeaseTTL < 500*time.Millisecond {
+		bad("lease-ttl", "must be at least 500ms")
 	}
 	if _, err := ParseTokens(c.Tokens); err != nil {
 		bad("tokens", "%v", err)

@@ -65,6 +65,8 @@ func TestValidateNamesTheField(t *testing.T) {
 		"store":         {"AGENTCHAT_STORE": "mysql://x"},
 		"bus":           {"AGENTCHAT_BUS": "kafka://x"},
 		"jwt-secret":    {"AGENTCHAT_JWT_SECRET": "short"},
+		"lease-ttl":     {"AGENTCHAT_LEASE_TTL": "10ms"},
+		"bus-prefix":    {"AGENTCHAT_BUS_PREFIX": "a {b}"},
 	}
 	for field, vars := range tests {
 		_, err := Load("serve", nil, env(vars), io.Discard)
