@@ -265,6 +265,10 @@ type RunFinishedData struct {
 	Usage  Usage      `json:"usage"`
 	// Answer is the final structured answer when there is one.
 	Answer *Answer `json:"answer,omitempty"`
+	// PendingToolCalls are frontend tool calls the run left for the client
+	// to answer (AG-UI pendingToolCallIds); the client's tool results start
+	// the next run.
+	PendingToolCalls []string `json:"pendingToolCallIds,omitempty"`
 }
 
 func (ConversationCreatedData) EventType() Type { return ConversationCreated }

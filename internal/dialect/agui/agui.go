@@ -52,8 +52,11 @@
 //     check → CUSTOM "plan"/"check"; context patch → STATE_DELTA.
 //   - error → RUN_ERROR {message, code}; run.finished: succeeded → RUN_FINISHED
 //     with result {status, answer, key_points, result_type, suggested_actions,
-//     ui_schema} when there is an answer; failed → RUN_ERROR unless one was
-//     sent; cancelled → RUN_ERROR code "cancelled".
+//     ui_schema} when there is an answer, and outcome {type:"success",
+//     pendingToolCallIds} when the run left frontend tool calls for the client
+//     to answer (the tool messages of the next RunAgentInput continue it);
+//     failed → RUN_ERROR unless one was sent; cancelled → RUN_ERROR code
+//     "cancelled".
 //
 // # Interrupts and ordering
 //
@@ -163,6 +166,9 @@ type Encoder struct {
 	suspended []string // steps an interrupt closed, started again on resume
 	paused    bool     // an interrupt ended the AG-UI run; events are held
 	held      []event.Event
+
+	ends    int                     // RUN_FINISHED and RUN_ERROR frames written
+	onFrame func(typ string, v any) // observes every frame (RunIndex)
 }
 
 type toolCall struct {
@@ -330,9 +336,14 @@ func (e *Encoder) encode(dst []byte, ev event.Event) []byte {
 
 // reset forgets the previous canonical run.
 func (e *Encoder) reset(run string) {
-	*e = Encoder{seed: e.seed, id: e.id, thread: e.thread, run: run,
+	*e = Encoder{seed: e.seed, id: e.id, thread: e.thread, run: run, ends: e.ends, onFrame: e.onFrame,
 		started: map[string]bool{}, calls: map[string]*toolCall{}}
 }
+
+// RunsEnded counts the AG-UI runs this encoder has ended (RUN_FINISHED or
+// RUN_ERROR frames written, interrupts included). A stream that carries one
+// AG-UI run compares it before and after each event to know when to close.
+func (e *Encoder) RunsEnded() int { return e.ends }
 
 // openRun writes RUN_STARTED and starts again the steps an interrupt closed.
 func (e *Encoder) openRun(dst []byte, ev event.Event, runID string) []byte {
@@ -442,18 +453,28 @@ func (e *Encoder) textEnd(ev event.Event, id string, m *event.MessageCompletedDa
 	if !e.seed || m == nil {
 		return v
 	}
+	a := Result(*m)
+	v.seedAnswer = &seedAnswer{
+		Role: cmpOr(m.Role, "assistant"), Stage: ev.Step, Status: a.Status, Answer: a.Answer,
+		KeyPoints: a.KeyPoints, ResultType: a.ResultType, SuggestedActions: a.SuggestedActions,
+		UISchema: uischema.Compile(a.UIHints, a),
+	}
+	return v
+}
+
+// Result is the structured result of a completed message, as seed 004's
+// TEXT_MESSAGE_END carries it (and the history endpoint shows it): the
+// worker's answer, or for a plain message its text with result_type
+// "unknown", status "failed" when it was cut short. Lists are never nil.
+func Result(m event.MessageCompletedData) event.Answer {
 	a := event.Answer{Answer: m.Content, ResultType: "unknown", Status: "success"}
 	if m.Answer != nil {
 		a = *m.Answer
 	} else if m.Partial {
 		a.Status = "failed" // cut short by a failure or a cancel: the worker did not finish
 	}
-	v.seedAnswer = &seedAnswer{
-		Role: cmpOr(m.Role, "assistant"), Stage: ev.Step, Status: a.Status, Answer: a.Answer,
-		KeyPoints: nonNil(a.KeyPoints), ResultType: a.ResultType, SuggestedActions: nonNil(a.SuggestedActions),
-		UISchema: uischema.Compile(a.UIHints, a),
-	}
-	return v
+	a.KeyPoints, a.SuggestedActions = nonNil(a.KeyPoints), nonNil(a.SuggestedActions)
+	return a
 }
 
 func (e *Encoder) closeText(dst []byte, ev event.Event) []byte {
@@ -643,6 +664,9 @@ func (e *Encoder) finish(dst []byte, ev event.Event, p event.RunFinishedData) []
 		if p.Answer != nil {
 			v.Result, _ = json.Marshal(publicAnswer(*p.Answer))
 		}
+		if len(p.PendingToolCalls) > 0 {
+			v.Outcome = &outcome{Type: "success", PendingToolCallIDs: p.PendingToolCalls}
+		}
 		e.live = false
 		return e.frame(dst, RunFinished, v)
 	case event.StatusCancelled:
@@ -691,6 +715,12 @@ func (e *Encoder) frame(dst []byte, typ string, v any) []byte {
 	if err != nil {
 		typ = RunError
 		b, _ = json.Marshal(runError{Type: RunError, Message: "an event could not be encoded", Code: "encode_failed"})
+	}
+	if typ == RunFinished || typ == RunError {
+		e.ends++
+	}
+	if e.onFrame != nil {
+		e.onFrame(typ, v)
 	}
 	return dialect.AppendFrame(dst, dialect.Frame{ID: e.id, Event: typ, Data: b})
 }

@@ -33,9 +33,12 @@ type runFinished struct {
 	Outcome   *outcome        `json:"outcome,omitempty"`
 }
 
+// outcome is RUN_FINISHED's outcome: an interrupt (a confirmation), or a
+// success that left frontend tool calls for the client to answer.
 type outcome struct {
-	Type       string      `json:"type"`
-	Interrupts []interrupt `json:"interrupts"`
+	Type               string      `json:"type"`
+	Interrupts         []interrupt `json:"interrupts,omitempty"`
+	PendingToolCallIDs []string    `json:"pendingToolCallIds,omitempty"`
 }
 
 type interrupt struct {
