@@ -46,6 +46,9 @@ type Task struct {
 // Resume is a decided confirmation that continues a paused run.
 type Resume struct {
 	Confirmation store.Confirmation
+	// ClientRunID is the run id the deciding client chose for the
+	// continuation (AG-UI), carried on the run.resumed event; may be empty.
+	ClientRunID string
 }
 
 // Options are per-request choices a client made.
@@ -83,6 +86,13 @@ type Outcome struct {
 	State json.RawMessage
 	// Awaiting lists the tool call ids waiting for a person (StatusAwaiting only).
 	Awaiting []string
+	// Pending lists frontend tool calls the client must answer (StatusSucceeded
+	// only): the run ends, and the client's tool results start the next one.
+	Pending []string
+	// Announce holds the events that tell clients the run waits (tool.awaiting
+	// events). The host emits them once the run is recorded as waiting, so a
+	// client that reacts to them finds the run ready for its decision.
+	Announce []event.Event
 }
 
 // Engine executes runs.

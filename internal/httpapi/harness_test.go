@@ -44,6 +44,8 @@ type options struct {
 	builtin       builtin.Config
 	dbPath        string // reuse a database (restart tests)
 	extraTools    []tool.Tool
+	// tools, when set, adds to the registry (e.g. MCP servers) before the stack starts.
+	tools func(*tool.Registry)
 }
 
 type env struct {
@@ -82,6 +84,9 @@ func setup(t *testing.T, o options) *env {
 		if err := reg.Register(x); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if o.tools != nil {
+		o.tools(reg)
 	}
 	b := membus.New(0)
 	runs := run.New(run.Config{

@@ -138,6 +138,12 @@ func (x *execution) finish(o engine.Outcome) {
 	s := x.s
 	ctx := context.WithoutCancel(s.ctx)
 	if o.Status == engine.StatusAwaiting {
+		// Announce the wait, and write it out, before the run is recorded as
+		// waiting: a claim needs that status, so the claimer's seqs follow ours.
+		// A decision that comes in between is picked up by resumeDecided.
+		for _, ev := range o.Announce {
+			x.Emit(ctx, ev)
+		}
 		if err := s.evlog.Flush(ctx); err != nil {
 			s.log.Error("flush before pause", "run_id", x.run.ID, "err", err)
 		}
@@ -157,7 +163,7 @@ func (x *execution) finish(o engine.Outcome) {
 		x.Emit(ctx, event.New(event.ErrorData{ErrorInfo: *o.Error}))
 		x.mu.Lock()
 	}
-	end := event.New(event.RunFinishedData{Status: o.Status, Error: o.Error, Usage: o.Usage, Answer: o.Answer})
+	end := event.New(event.RunFinishedData{Status: o.Status, Error: o.Error, Usage: o.Usage, Answer: o.Answer, PendingToolCalls: o.Pending})
 	x.stamp(&end)
 	s.evlog.Enqueue(end)
 	if err := s.evlog.Flush(ctx); err != nil {
@@ -190,7 +196,7 @@ func (s *Service) resumeDecided(ctx context.Context, r store.Run, awaiting []str
 	}
 	for _, c := range list {
 		if c.RunID == r.ID && c.Status != store.ConfirmPending && slices.Contains(awaiting, c.ToolCallID) {
-			go s.resume(c)
+			go s.resume(c, "")
 			return
 		}
 	}

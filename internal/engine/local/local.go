@@ -9,6 +9,7 @@
 package local
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -49,7 +50,7 @@ var _ engine.Engine = (*Agent)(nil)
 // New returns the local agent loop.
 func New(cfg Config) *Agent {
 	return &Agent{
-		model: cfg.Model, tools: cfg.Tools, maxIter: max(cfg.MaxIterations, 1), system: cfg.SystemPrompt,
+		model: cfg.Model, tools: cfg.Tools, maxIter: cmp.Or(max(cfg.MaxIterations, 0), 8), system: cfg.SystemPrompt,
 		log: cmpLogger(cfg.Logger),
 	}
 }
@@ -138,13 +139,15 @@ func (a *Agent) Execute(ctx context.Context, t engine.Task, h engine.Host) engin
 		if len(out.calls) == 0 {
 			return engine.Outcome{Status: engine.StatusSucceeded, Usage: r.usage, Answer: out.answer}
 		}
-		results, awaiting := r.runTools(ctx, iteration, out.calls)
+		results, awaiting, announce := r.runTools(ctx, iteration, out.calls)
 		if o := engine.Stopped(ctx); o != nil {
 			o.Usage = r.usage
 			return *o
 		}
 		if len(awaiting) > 0 {
-			return r.pause(paused{Iteration: iteration, Awaiting: awaiting, Usage: r.usage})
+			o := r.pause(paused{Iteration: iteration, Awaiting: awaiting, Usage: r.usage})
+			o.Announce = announce
+			return o
 		}
 		msgs = append(msgs, out.assistant)
 		msgs = append(msgs, results...)
@@ -314,10 +317,12 @@ func (r *runner) toolSpecs() []llm.ToolSpec {
 
 // runTools announces each call, asks for approval where needed, and runs the
 // rest concurrently. It returns the results of the calls that ran, in call
-// order, and the ids of the calls waiting for a person.
-func (r *runner) runTools(ctx context.Context, it int, calls []llm.ToolCall) ([]llm.Message, []string) {
+// order, the ids of the calls waiting for a person, and the events that
+// announce the wait.
+func (r *runner) runTools(ctx context.Context, it int, calls []llm.ToolCall) ([]llm.Message, []string, []event.Event) {
 	results := make([]*store.Message, len(calls))
 	var awaiting []string
+	var announce []event.Event
 	var wg sync.WaitGroup
 	for i, c := range calls {
 		args := normaliseArgs(c.Arguments)
@@ -328,12 +333,14 @@ func (r *runner) runTools(ctx context.Context, it int, calls []llm.ToolCall) ([]
 			verr = r.a.tools.Validate(c.Name, args)
 		}
 		if known && verr == nil && spec.Confirm == tool.ConfirmAlways {
-			if err := r.requestConfirmation(ctx, it, c.ID, c.Name, args); err != nil {
+			ev, err := r.requestConfirmation(ctx, it, c.ID, c.Name, args)
+			if err != nil {
 				m := r.record(ctx, it, c.ID, c.Name, args, tool.Result{Status: tool.StatusFailure, Error: "the confirmation could not be stored"}, false, "")
 				results[i] = &m
 				continue
 			}
 			awaiting = append(awaiting, c.ID)
+			announce = append(announce, ev)
 			continue
 		}
 		wg.Go(func() {
@@ -358,7 +365,7 @@ func (r *runner) runTools(ctx context.Context, it int, calls []llm.ToolCall) ([]
 			out = append(out, llm.Message{Role: llm.RoleTool, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.ToolName})
 		}
 	}
-	return out, awaiting
+	return out, awaiting, announce
 }
 
 func (r *runner) spec(name string) (tool.Spec, bool) {
@@ -379,16 +386,17 @@ func normaliseArgs(a json.RawMessage) json.RawMessage {
 	return a
 }
 
-func (r *runner) requestConfirmation(ctx context.Context, it int, callID, name string, args json.RawMessage) error {
+// requestConfirmation stores a pending confirmation and returns the event
+// that announces it.
+func (r *runner) requestConfirmation(ctx context.Context, it int, callID, name string, args json.RawMessage) (event.Event, error) {
 	c, err := r.h.RequestConfirmation(ctx, store.Confirmation{ToolCallID: callID, ToolName: name, Args: args})
 	if err != nil {
-		return err
+		return event.Event{}, err
 	}
-	r.h.Emit(ctx, event.Event{Iteration: it, Step: "worker", Payload: event.ToolAwaitingData{
+	return event.Event{Iteration: it, Step: "worker", Payload: event.ToolAwaitingData{
 		ToolCallID: callID, Name: name, Args: args, ConfirmationID: c.ID, ExpiresAt: c.ExpiresAt,
 		Message: fmt.Sprintf("Allow %s to run with these arguments?", name),
-	}})
-	return nil
+	}}, nil
 }
 
 // record stores a tool result as a role=tool message and announces it.
