@@ -127,6 +127,10 @@ type Run struct {
 	// LeaseOwner and LeaseUntil say which process executes the run, for scale-out.
 	LeaseOwner string
 	LeaseUntil time.Time
+	// CancelRequested records that someone asked to stop the run. It is the
+	// durable form of the cancel control message: an executor that missed the
+	// message sees it when it renews its lease.
+	CancelRequested bool
 }
 
 // RunUpdate changes a run's status and what goes with it. Nil fields are kept.
@@ -137,6 +141,8 @@ type RunUpdate struct {
 	Model   *string
 	State   json.RawMessage
 	EndedAt *time.Time
+	// CancelRequested, when true, sets the run's CancelRequested (it is never cleared).
+	CancelRequested bool
 	// From, when set, makes the update conditional on the current status being
 	// one of these (a compare-and-set); otherwise ErrConflict.
 	From []string
@@ -209,6 +215,10 @@ type Confirmation struct {
 	CreatedAt   time.Time
 	ExpiresAt   time.Time
 	DecidedAt   *time.Time
+	// AppliedAt is when the run continued with this decision (ClaimRun); nil
+	// until then. A decided confirmation not yet applied to a run awaiting
+	// input is work left undone (UnappliedDecisions).
+	AppliedAt *time.Time
 }
 
 // Decision is a person's answer to a confirmation.
@@ -259,6 +269,13 @@ type Store interface {
 	AcquireLease(ctx context.Context, tenant, runID, owner string, until time.Time) (bool, error)
 	// ExpiredLeases lists active runs whose lease ended before now.
 	ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]Run, error)
+	// ClaimRun continues a run awaiting input: it becomes running, leased to
+	// owner until until, in one atomic step, so exactly one of racing
+	// claimers (on any replica) wins. With confirmationID set, the claim also
+	// applies that decided confirmation of the run (sets its AppliedAt) and
+	// requires it to be decided and not yet applied. A refused claim is
+	// ErrConflict (ErrNotFound when the run does not exist).
+	ClaimRun(ctx context.Context, tenant, runID, confirmationID, owner string, until time.Time) (Run, error)
 	// DeleteRunsEndedBefore removes finished runs (and their events) older than t; it returns how many.
 	DeleteRunsEndedBefore(ctx context.Context, t time.Time) (int, error)
 
@@ -283,6 +300,11 @@ type Store interface {
 	ListConfirmations(ctx context.Context, s Scope, status string) ([]Confirmation, error)
 	// ExpireConfirmations marks pending confirmations past their expiry as expired and returns them.
 	ExpireConfirmations(ctx context.Context, now time.Time) ([]Confirmation, error)
+	// UnappliedDecisions lists, across tenants, confirmations decided (or
+	// expired) before decidedBefore and not yet applied, whose run still
+	// awaits input: runs that a decision should have continued but that no
+	// replica claimed (it died, or missed the news). Oldest decision first.
+	UnappliedDecisions(ctx context.Context, decidedBefore time.Time, limit int) ([]Confirmation, error)
 
 	// Ping reports whether the database answers.
 	Ping(ctx context.Context) error

@@ -477,14 +477,14 @@ func (s *Store) scoped(ctx context.Context, sc store.Scope, conversationID, q st
 
 // ---- runs ----
 
-const runCols = `id, tenant, owner, conversation_id, turn_id, status, input, engine, model, error_code, error_message, usage, state, created_at, started_at, ended_at, lease_owner, lease_until`
+const runCols = `id, tenant, owner, conversation_id, turn_id, status, input, engine, model, error_code, error_message, usage, state, created_at, started_at, ended_at, lease_owner, lease_until, cancel_requested`
 
 func scanRun(row pgx.Row) (store.Run, error) {
 	var r store.Run
 	var ecode, emsg *string
 	var usage, state []byte
 	err := row.Scan(&r.ID, &r.Tenant, &r.Owner, &r.ConversationID, &r.TurnID, &r.Status, &r.Input, &r.Engine, &r.Model,
-		&ecode, &emsg, &usage, &state, &r.CreatedAt, &r.StartedAt, &r.EndedAt, &r.LeaseOwner, &r.LeaseUntil)
+		&ecode, &emsg, &usage, &state, &r.CreatedAt, &r.StartedAt, &r.EndedAt, &r.LeaseOwner, &r.LeaseUntil, &r.CancelRequested)
 	if err != nil {
 		return store.Run{}, err
 	}
@@ -529,7 +529,7 @@ func (s *Store) CreateRun(ctx context.Context, sc store.Scope, r store.Run) (sto
 		r.StartedAt = r.CreatedAt
 	}
 	r.CreatedAt, r.StartedAt, r.LeaseUntil = ms(r.CreatedAt), ms(r.StartedAt), ms(r.LeaseUntil)
-	r.Error, r.Usage, r.EndedAt = nil, event.Usage{}, nil // as stored: set only by UpdateRun
+	r.Error, r.Usage, r.EndedAt, r.CancelRequested = nil, event.Usage{}, nil, false // as stored: set only by UpdateRun
 
 	// The active run may end between our insert failing and our reading it;
 	// then the insert is simply tried again.
@@ -618,10 +618,11 @@ func (s *Store) UpdateRun(ctx context.Context, tenant, id string, u store.RunUpd
 			usage = COALESCE($7::json, usage),
 			model = COALESCE($8, model),
 			state = CASE WHEN $9::boolean THEN $10::json ELSE state END,
-			ended_at = COALESCE($11, ended_at)
+			ended_at = COALESCE($11, ended_at),
+			cancel_requested = cancel_requested OR $13
 		WHERE id = $1 AND tenant = $2 AND ($12::text[] IS NULL OR status = ANY ($12::text[]))
 		RETURNING `+runCols,
-		id, tenant, status, u.Error != nil, ecode, emsg, usage, model, setState, state, ended, from))
+		id, tenant, status, u.Error != nil, ecode, emsg, usage, model, setState, state, ended, from, u.CancelRequested))
 	if errors.Is(err, pgx.ErrNoRows) && from != nil {
 		var cur string
 		if err = s.pool.QueryRow(ctx, `SELECT status FROM runs WHERE id = $1 AND tenant = $2`, id, tenant).Scan(&cur); err == nil {
@@ -686,6 +687,34 @@ func (s *Store) ExpiredLeases(ctx context.Context, at time.Time, limit int) ([]s
 		return nil, fmt.Errorf("expired leases: %w", interpretError(err))
 	}
 	return out, nil
+}
+
+// ClaimRun continues a run awaiting input, in one statement: the run's UPDATE
+// is the compare-and-set (its row lock orders racing claimers, and the loser
+// re-reads the status it changed), and the confirmation is marked applied
+// only when that UPDATE matched.
+func (s *Store) ClaimRun(ctx context.Context, tenant, runID, confirmationID, owner string, until time.Time) (store.Run, error) {
+	r, err := scanRun(s.pool.QueryRow(ctx, `WITH r AS (
+			UPDATE runs SET status = 'running', lease_owner = $3, lease_until = $4
+			WHERE id = $1 AND tenant = $2 AND status = 'awaiting_input'
+			AND ($5 = '' OR EXISTS (SELECT 1 FROM confirmations
+				WHERE id = $5 AND run_id = $1 AND tenant = $2 AND status <> 'pending' AND applied_at IS NULL))
+			RETURNING `+runCols+`
+		), c AS (
+			UPDATE confirmations SET applied_at = $6 WHERE id = $5 AND $5 <> '' AND EXISTS (SELECT 1 FROM r)
+		)
+		SELECT `+runCols+` FROM r`,
+		runID, tenant, owner, ms(until), confirmationID, now()))
+	if errors.Is(err, pgx.ErrNoRows) {
+		var cur string
+		if err = s.pool.QueryRow(ctx, `SELECT status FROM runs WHERE id = $1 AND tenant = $2`, runID, tenant).Scan(&cur); err == nil {
+			err = fmt.Errorf("%w: run %s is %s, or the decision is pending or applied", store.ErrConflict, runID, cur)
+		}
+	}
+	if err != nil {
+		return store.Run{}, fmt.Errorf("claim run %s: %w", runID, interpretError(err))
+	}
+	return r, nil
 }
 
 // DeleteRunsEndedBefore applies retention to finished runs, their events and
@@ -789,13 +818,13 @@ func (s *Store) LastSeq(ctx context.Context, tenant, thread string) (int64, erro
 
 // ---- confirmations ----
 
-const confirmationCols = `id, tenant, owner, run_id, conversation_id, tool_call_id, tool_name, args, status, decided_args, reason, created_at, expires_at, decided_at`
+const confirmationCols = `id, tenant, owner, run_id, conversation_id, tool_call_id, tool_name, args, status, decided_args, reason, created_at, expires_at, decided_at, applied_at`
 
 func scanConfirmation(row pgx.Row) (store.Confirmation, error) {
 	var c store.Confirmation
 	var args, decided []byte
 	err := row.Scan(&c.ID, &c.Tenant, &c.Owner, &c.RunID, &c.ConversationID, &c.ToolCallID, &c.ToolName, &args, &c.Status,
-		&decided, &c.Reason, &c.CreatedAt, &c.ExpiresAt, &c.DecidedAt)
+		&decided, &c.Reason, &c.CreatedAt, &c.ExpiresAt, &c.DecidedAt, &c.AppliedAt)
 	if err != nil {
 		return store.Confirmation{}, err
 	}
@@ -804,6 +833,10 @@ func scanConfirmation(row pgx.Row) (store.Confirmation, error) {
 	if c.DecidedAt != nil {
 		t := c.DecidedAt.UTC()
 		c.DecidedAt = &t
+	}
+	if c.AppliedAt != nil {
+		t := c.AppliedAt.UTC()
+		c.AppliedAt = &t
 	}
 	return c, nil
 }
@@ -827,7 +860,7 @@ func (s *Store) CreateConfirmation(ctx context.Context, c store.Confirmation) (s
 		c.Args = json.RawMessage(`{}`)
 	}
 	c.CreatedAt, c.ExpiresAt = ms(c.CreatedAt), ms(c.ExpiresAt)
-	c.DecidedArgs, c.Reason, c.DecidedAt = nil, "", nil // as stored: set only by a decision
+	c.DecidedArgs, c.Reason, c.DecidedAt, c.AppliedAt = nil, "", nil, nil // as stored: set only by a decision and its claim
 	_, err := s.pool.Exec(ctx, `INSERT INTO confirmations (id, tenant, owner, run_id, conversation_id, tool_call_id, tool_name, args, status, created_at, expires_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
 		c.ID, c.Tenant, c.Owner, c.RunID, c.ConversationID, c.ToolCallID, c.ToolName, []byte(c.Args), c.Status, c.CreatedAt, c.ExpiresAt)
@@ -893,6 +926,23 @@ func (s *Store) ListConfirmations(ctx context.Context, sc store.Scope, status st
 	out, err := pgx.CollectRows(rows, collectConfirmation)
 	if err != nil {
 		return nil, fmt.Errorf("list confirmations: %w", interpretError(err))
+	}
+	return out, nil
+}
+
+// UnappliedDecisions finds decisions no replica acted on, through the partial
+// index of decided, unapplied confirmations.
+func (s *Store) UnappliedDecisions(ctx context.Context, before time.Time, limit int) ([]store.Confirmation, error) {
+	rows, err := s.pool.Query(ctx, `SELECT c.`+strings.ReplaceAll(confirmationCols, ", ", ", c.")+`
+		FROM confirmations c JOIN runs r ON r.id = c.run_id
+		WHERE c.status <> 'pending' AND c.applied_at IS NULL AND c.decided_at < $1 AND r.status = 'awaiting_input'
+		ORDER BY c.decided_at LIMIT $2`, ms(before), limit)
+	if err != nil {
+		return nil, fmt.Errorf("unapplied decisions: %w", interpretError(err))
+	}
+	out, err := pgx.CollectRows(rows, collectConfirmation)
+	if err != nil {
+		return nil, fmt.Errorf("unapplied decisions: %w", interpretError(err))
 	}
 	return out, nil
 }

@@ -153,3 +153,27 @@ func TestLargeEventBatch(t *testing.T) {
 		t.Fatalf("last seq %d, %v", last, err)
 	}
 }
+
+// StartRun is one implicit transaction: a statement failing late in the
+// batch (here the message's parts, refused by the json column) takes the
+// conversation and the run written before it along.
+func TestStartRunIsAtomic(t *testing.T) {
+	t.Parallel()
+	dbURL := testenv.Postgres(t)
+	s := open(t, withParam(t, dbURL, "schema", newSchema(t, dbURL)))
+	sc := store.Scope{Tenant: "acme", User: "alice"}
+	_, err := s.StartRun(t.Context(), sc, store.RunStart{
+		NewConversation: &store.Conversation{ID: "c1", Title: "t"},
+		Run:             store.Run{Input: "x", Status: store.RunRunning, LeaseOwner: "r", LeaseUntil: time.Now().Add(time.Minute)},
+		Message:         store.Message{Role: store.RoleUser, Content: "x", Parts: []byte(`{not json`)},
+	})
+	if err == nil {
+		t.Fatal("a start with bad parts succeeded")
+	}
+	if _, err := s.GetConversation(t.Context(), sc, "c1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the failed start left its conversation: %v", err)
+	}
+	if runs, err := s.ExpiredLeases(t.Context(), time.Now().Add(time.Hour), 10); err != nil || len(runs) != 0 {
+		t.Fatalf("the failed start left runs: %v (%v)", runs, err)
+	}
+}

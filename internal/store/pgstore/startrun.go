@@ -2,12 +2,145 @@ package pgstore
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/store"
 )
 
-// StartRun writes a run's start. PostgreSQL writers do not queue behind one
-// another, so the parts are written as they are elsewhere in this store.
+// StartRun writes a run's start as one pipelined batch: one round trip, and
+// one implicit transaction (the batch ends in a single Sync), so a start that
+// fails at any step (a busy conversation, the database going away) leaves
+// nothing behind: no conversation without its run, no run without its user
+// message, no run left "running" that no replica executes.
 func (s *Store) StartRun(ctx context.Context, sc store.Scope, in store.RunStart) (store.RunStarted, error) {
-	return store.StartRunSeparately(ctx, s, sc, in)
+	// A busy conversation whose active run ends between our attempt and our
+	// reading its id is simply tried again.
+	for range 3 {
+		out, busy, err := s.startRun(ctx, sc, in)
+		if err != nil || !busy {
+			return out, err
+		}
+		var active string
+		err = s.pool.QueryRow(ctx, `SELECT id FROM runs WHERE conversation_id = $1 AND status IN `+activeStatuses, out.Run.ConversationID).Scan(&active)
+		if err == nil {
+			return store.RunStarted{}, fmt.Errorf("start run: %w", &store.BusyError{ActiveRunID: active})
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return store.RunStarted{}, fmt.Errorf("start run: %w", interpretError(err))
+		}
+	}
+	return store.RunStarted{}, fmt.Errorf("start run: %w: conversation %s keeps starting runs", store.ErrConflict, in.Run.ConversationID)
+}
+
+// startRun makes one attempt; busy reports a conversation with an active run
+// (out.Run.ConversationID names it).
+func (s *Store) startRun(ctx context.Context, sc store.Scope, in store.RunStart) (out store.RunStarted, busy bool, err error) {
+	at := now()
+	b := &pgx.Batch{}
+	conv := in.NewConversation
+	if conv != nil {
+		c := *conv
+		if c.ID == "" {
+			c.ID = store.NewID()
+		}
+		c.Tenant, c.Owner, c.CreatedAt, c.UpdatedAt = sc.Tenant, sc.User, at, at
+		b.Queue(`INSERT INTO conversations (`+conversationCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+			c.ID, c.Tenant, c.Owner, c.Title, c.Engine, c.CreatedAt, c.UpdatedAt)
+		out.Conversation = c
+	} else {
+		out.Conversation.ID = in.Run.ConversationID
+		b.Queue(`SELECT `+conversationCols+` FROM conversations WHERE id = $1 AND tenant = $2 AND owner = $3`,
+			out.Conversation.ID, sc.Tenant, sc.User)
+	}
+
+	r := in.Run
+	r.ConversationID, r.Tenant, r.Owner = out.Conversation.ID, sc.Tenant, sc.User
+	if r.ID == "" {
+		r.ID = store.NewID()
+	}
+	if r.TurnID == "" {
+		r.TurnID = r.ID
+	}
+	if r.Status == "" {
+		r.Status = store.RunQueued
+	}
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = at
+	}
+	if r.StartedAt.IsZero() {
+		r.StartedAt = r.CreatedAt
+	}
+	r.CreatedAt, r.StartedAt, r.LeaseUntil = ms(r.CreatedAt), ms(r.StartedAt), ms(r.LeaseUntil)
+	r.Error, r.Usage, r.EndedAt, r.CancelRequested = nil, event.Usage{}, nil, false
+	out.Run = r
+	b.Queue(`INSERT INTO runs (id, tenant, owner, conversation_id, turn_id, status, input, engine, model, state, created_at, started_at, lease_owner, lease_until)
+		SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text, $9::text, $10::json, $11::timestamptz, $12::timestamptz, $13::text, $14::timestamptz
+		WHERE EXISTS (SELECT 1 FROM conversations WHERE id = $4 AND tenant = $2 AND owner = $3)`,
+		r.ID, r.Tenant, r.Owner, r.ConversationID, r.TurnID, r.Status, r.Input, r.Engine, r.Model, nullJSON(r.State),
+		r.CreatedAt, r.StartedAt, r.LeaseOwner, r.LeaseUntil)
+	b.Queue(`SELECT COALESCE(max(seq), 0) FROM events WHERE thread_id = $1 AND tenant = $2`, r.ConversationID, sc.Tenant)
+
+	m := in.Message
+	m.ConversationID, m.RunID = r.ConversationID, r.ID
+	if m.ID == "" {
+		m.ID = store.NewID()
+	}
+	if m.CreatedAt.IsZero() {
+		m.CreatedAt = at
+	}
+	m.CreatedAt = ms(m.CreatedAt)
+	out.Message = m
+	b.Queue(`WITH c AS (
+			UPDATE conversations SET updated_at = GREATEST(updated_at, $10::timestamptz)
+			WHERE id = $2 AND tenant = $11 AND owner = $12 RETURNING id, tenant, updated_at
+		)
+		INSERT INTO messages (`+messageCols+`, tenant)
+		SELECT $1::text, c.id, $3::text, $4::text, $5::json, $6::json, $7::text, $8::text, $9::text, $10::timestamptz, c.tenant FROM c
+		RETURNING (SELECT updated_at FROM c)`,
+		m.ID, m.ConversationID, m.Role, m.Content, nullJSON(m.Parts), nullJSON(m.Metadata), m.RunID, m.ToolName, m.ToolCallID, m.CreatedAt,
+		sc.Tenant, sc.User)
+
+	br := s.pool.SendBatch(ctx, b)
+	err = func() error {
+		if conv != nil {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		} else {
+			c, err := scanConversation(br.QueryRow())
+			if err != nil {
+				return err
+			}
+			out.Conversation = c
+		}
+		tag, err := br.Exec()
+		if err != nil {
+			if isConstraint(err, "runs_one_active") {
+				busy = true
+			}
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return store.ErrNotFound
+		}
+		if err := br.QueryRow().Scan(&out.LastSeq); err != nil {
+			return err
+		}
+		return br.QueryRow().Scan(&out.Conversation.UpdatedAt)
+	}()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	out.Conversation.UpdatedAt = out.Conversation.UpdatedAt.UTC()
+	if busy {
+		return out, true, nil
+	}
+	if err != nil {
+		return store.RunStarted{}, false, fmt.Errorf("start run: %w", interpretError(err))
+	}
+	return out, false, nil
 }

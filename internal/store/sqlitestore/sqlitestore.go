@@ -415,7 +415,7 @@ func (s *Store) ListMessages(ctx context.Context, sc store.Scope, conversationID
 
 // ---- runs ----
 
-const runCols = `id, tenant, owner, conversation_id, turn_id, status, input, engine, model, error_code, error_message, usage, state, created_at, started_at, ended_at, lease_owner, lease_until`
+const runCols = `id, tenant, owner, conversation_id, turn_id, status, input, engine, model, error_code, error_message, usage, state, created_at, started_at, ended_at, lease_owner, lease_until, cancel_requested`
 
 func scanRun(row interface{ Scan(...any) error }) (store.Run, error) {
 	var r store.Run
@@ -423,7 +423,7 @@ func scanRun(row interface{ Scan(...any) error }) (store.Run, error) {
 	var created, started, leaseUntil int64
 	var ended sql.NullInt64
 	err := row.Scan(&r.ID, &r.Tenant, &r.Owner, &r.ConversationID, &r.TurnID, &r.Status, &r.Input, &r.Engine, &r.Model,
-		&ecode, &emsg, &usage, &state, &created, &started, &ended, &r.LeaseOwner, &leaseUntil)
+		&ecode, &emsg, &usage, &state, &created, &started, &ended, &r.LeaseOwner, &leaseUntil, &r.CancelRequested)
 	if err != nil {
 		return r, err
 	}
@@ -477,7 +477,7 @@ func (s *Store) CreateRun(ctx context.Context, sc store.Scope, r store.Run) (sto
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, ?, ?, ?, NULL, ?, ?)`,
+		_, err = tx.ExecContext(ctx, `INSERT INTO runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, ?, ?, ?, NULL, ?, ?, 0)`,
 			r.ID, r.Tenant, r.Owner, r.ConversationID, r.TurnID, r.Status, r.Input, r.Engine, r.Model, nullJSON(r.State),
 			ms(r.CreatedAt), ms(r.StartedAt), r.LeaseOwner, ms(r.LeaseUntil))
 		return err
@@ -535,7 +535,7 @@ func (s *Store) StartRun(ctx context.Context, sc store.Scope, in store.RunStart)
 		case !errors.Is(err, sql.ErrNoRows):
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, ?, ?, ?, NULL, ?, ?)`,
+		if _, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, ?, ?, ?, NULL, ?, ?, 0)`,
 			r.ID, r.Tenant, r.Owner, r.ConversationID, r.TurnID, r.Status, r.Input, r.Engine, r.Model, nullJSON(r.State),
 			ms(r.CreatedAt), ms(r.StartedAt), r.LeaseOwner, ms(r.LeaseUntil)); err != nil {
 			return err
@@ -612,8 +612,8 @@ func (s *Store) UpdateRun(ctx context.Context, tenant, id string, u store.RunUpd
 		if r.EndedAt != nil {
 			ended = ms(*r.EndedAt)
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE runs SET status = ?, error_code = ?, error_message = ?, usage = ?, model = ?, state = ?, ended_at = ? WHERE id = ?`,
-			r.Status, ecode, emsg, string(usage), r.Model, nullJSON(r.State), ended, id)
+		_, err = tx.ExecContext(ctx, `UPDATE runs SET status = ?, error_code = ?, error_message = ?, usage = ?, model = ?, state = ?, ended_at = ?, cancel_requested = ? WHERE id = ?`,
+			r.Status, ecode, emsg, string(usage), r.Model, nullJSON(r.State), ended, r.CancelRequested, id)
 		return err
 	})
 	if err != nil {
@@ -644,6 +644,9 @@ func applyRunUpdate(r *store.Run, u store.RunUpdate) {
 	if u.EndedAt != nil {
 		t := u.EndedAt.UTC().Truncate(time.Millisecond)
 		r.EndedAt = &t
+	}
+	if u.CancelRequested {
+		r.CancelRequested = true
 	}
 }
 
@@ -714,6 +717,40 @@ func (s *Store) ExpiredLeases(ctx context.Context, at time.Time, limit int) ([]s
 		out = append(out, r)
 	}
 	return out, interpret(rows.Err())
+}
+
+// ClaimRun continues a run awaiting input, in one transaction (SQLite has one
+// writer, so the read and the writes cannot interleave with another claim).
+func (s *Store) ClaimRun(ctx context.Context, tenant, runID, confirmationID, owner string, until time.Time) (store.Run, error) {
+	var r store.Run
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		r, err = scanRun(tx.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ? AND tenant = ?`, runID, tenant))
+		if err != nil {
+			return err
+		}
+		if r.Status != store.RunAwaitingInput {
+			return fmt.Errorf("%w: run %s is %s", store.ErrConflict, runID, r.Status)
+		}
+		if confirmationID != "" {
+			res, err := tx.ExecContext(ctx, `UPDATE confirmations SET applied_at = ?
+				WHERE id = ? AND run_id = ? AND tenant = ? AND status <> 'pending' AND applied_at IS NULL`,
+				ms(now()), confirmationID, runID, tenant)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				return fmt.Errorf("%w: decision %s of run %s is pending or applied", store.ErrConflict, confirmationID, runID)
+			}
+		}
+		r.Status, r.LeaseOwner, r.LeaseUntil = store.RunRunning, owner, fromMS(ms(until))
+		_, err = tx.ExecContext(ctx, `UPDATE runs SET status = ?, lease_owner = ?, lease_until = ? WHERE id = ?`, r.Status, owner, ms(until), runID)
+		return err
+	})
+	if err != nil {
+		return store.Run{}, fmt.Errorf("claim run %s: %w", runID, err)
+	}
+	return r, nil
 }
 
 // DeleteRunsEndedBefore applies retention to finished runs and their events.
@@ -822,21 +859,25 @@ func (s *Store) LastSeq(ctx context.Context, tenant, thread string) (int64, erro
 
 // ---- confirmations ----
 
-const confirmationCols = `id, tenant, owner, run_id, conversation_id, tool_call_id, tool_name, args, status, decided_args, reason, created_at, expires_at, decided_at`
+const confirmationCols = `id, tenant, owner, run_id, conversation_id, tool_call_id, tool_name, args, status, decided_args, reason, created_at, expires_at, decided_at, applied_at`
 
 func scanConfirmation(row interface{ Scan(...any) error }) (store.Confirmation, error) {
 	var c store.Confirmation
 	var args string
 	var decided sql.NullString
 	var created, expires int64
-	var decidedAt sql.NullInt64
+	var decidedAt, appliedAt sql.NullInt64
 	err := row.Scan(&c.ID, &c.Tenant, &c.Owner, &c.RunID, &c.ConversationID, &c.ToolCallID, &c.ToolName, &args, &c.Status,
-		&decided, &c.Reason, &created, &expires, &decidedAt)
+		&decided, &c.Reason, &created, &expires, &decidedAt, &appliedAt)
 	c.Args, c.DecidedArgs = json.RawMessage(args), rawJSON(decided)
 	c.CreatedAt, c.ExpiresAt = fromMS(created), fromMS(expires)
 	if decidedAt.Valid {
 		t := fromMS(decidedAt.Int64)
 		c.DecidedAt = &t
+	}
+	if appliedAt.Valid {
+		t := fromMS(appliedAt.Int64)
+		c.AppliedAt = &t
 	}
 	return c, err
 }
@@ -855,7 +896,7 @@ func (s *Store) CreateConfirmation(ctx context.Context, c store.Confirmation) (s
 	if len(c.Args) == 0 {
 		c.Args = json.RawMessage(`{}`)
 	}
-	_, err := s.write.ExecContext(ctx, `INSERT INTO confirmations (`+confirmationCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, '', ?, ?, NULL)`,
+	_, err := s.write.ExecContext(ctx, `INSERT INTO confirmations (`+confirmationCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, '', ?, ?, NULL, NULL)`,
 		c.ID, c.Tenant, c.Owner, c.RunID, c.ConversationID, c.ToolCallID, c.ToolName, string(c.Args), c.Status, ms(c.CreatedAt), ms(c.ExpiresAt))
 	if err != nil {
 		return store.Confirmation{}, fmt.Errorf("create confirmation: %w", interpret(err))
@@ -912,6 +953,28 @@ func (s *Store) ListConfirmations(ctx context.Context, sc store.Scope, status st
 	rows, err := s.read.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list confirmations: %w", interpret(err))
+	}
+	defer rows.Close()
+	var out []store.Confirmation
+	for rows.Next() {
+		c, err := scanConfirmation(rows)
+		if err != nil {
+			return nil, interpret(err)
+		}
+		out = append(out, c)
+	}
+	return out, interpret(rows.Err())
+}
+
+// UnappliedDecisions finds decisions no one acted on, through the partial
+// index of decided, unapplied confirmations.
+func (s *Store) UnappliedDecisions(ctx context.Context, before time.Time, limit int) ([]store.Confirmation, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT c.`+strings.ReplaceAll(confirmationCols, ", ", ", c.")+`
+		FROM confirmations c JOIN runs r ON r.id = c.run_id
+		WHERE c.status <> 'pending' AND c.applied_at IS NULL AND c.decided_at < ? AND r.status = 'awaiting_input'
+		ORDER BY c.decided_at LIMIT ?`, ms(before), limit)
+	if err != nil {
+		return nil, fmt.Errorf("unapplied decisions: %w", interpret(err))
 	}
 	defer rows.Close()
 	var out []store.Confirmation

@@ -43,6 +43,11 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"EventBatchIsAtomic", testEventBatchAtomic},
 		{"MissingParentsAreNotFound", testMissingParents},
 		{"RacingLeasesOneWinner", testRacingLeases},
+		{"CancelRequested", testCancelRequested},
+		{"ClaimRun", testClaimRun},
+		{"RacingClaimsOneWinner", testRacingClaims},
+		{"UnappliedDecisions", testUnappliedDecisions},
+		{"StartRunFailureWritesNothing", testStartRunFailureWritesNothing},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -765,5 +770,222 @@ func testStartRun(t *testing.T, s store.Store) {
 	for _, other := range []store.Scope{bob, eve} {
 		_, err := s.StartRun(ctx(t), other, store.RunStart{Run: store.Run{ConversationID: c.ID, Input: "x"}, Message: store.Message{Role: store.RoleUser, Content: "x"}})
 		wantErr(t, err, store.ErrNotFound)
+	}
+}
+
+func testCancelRequested(t *testing.T, s store.Store) {
+	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
+	r := must[store.Run](t)(s.CreateRun(ctx(t), alice, store.Run{ConversationID: c.ID, Input: "x", Status: store.RunRunning,
+		LeaseOwner: "a", LeaseUntil: time.Now().Add(-time.Second)}))
+	if r.CancelRequested {
+		t.Fatal("a new run is cancel-requested")
+	}
+	active := []string{store.RunQueued, store.RunRunning, store.RunAwaitingInput}
+	up := must[store.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{CancelRequested: true, From: active}))
+	if !up.CancelRequested || up.Status != store.RunRunning {
+		t.Fatalf("after the request %+v", up)
+	}
+	// Kept by later updates, seen by every read.
+	must[store.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{Model: new(string)}))
+	if got := must[store.Run](t)(s.GetRunAnyOwner(ctx(t), "acme", r.ID)); !got.CancelRequested {
+		t.Fatalf("GetRunAnyOwner %+v", got)
+	}
+	if got := must[store.Run](t)(s.GetRun(ctx(t), alice, r.ID)); !got.CancelRequested {
+		t.Fatalf("GetRun %+v", got)
+	}
+	expired := must[[]store.Run](t)(s.ExpiredLeases(ctx(t), time.Now(), 10))
+	if len(expired) != 1 || !expired[0].CancelRequested {
+		t.Fatalf("expired leases %+v", expired)
+	}
+	// A finished run cannot be asked to stop.
+	end := time.Now()
+	must[store.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{Status: store.RunCancelled, EndedAt: &end}))
+	_, err := s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{CancelRequested: true, From: active})
+	wantErr(t, err, store.ErrConflict)
+}
+
+// awaiting makes a run of alice's awaiting input with one pending
+// confirmation per tool call id.
+func awaiting(t *testing.T, s store.Store, calls ...string) (store.Run, []store.Confirmation) {
+	t.Helper()
+	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
+	r := must[store.Run](t)(s.CreateRun(ctx(t), alice, store.Run{ConversationID: c.ID, Input: "x", Status: store.RunAwaitingInput}))
+	var out []store.Confirmation
+	for _, call := range calls {
+		out = append(out, must[store.Confirmation](t)(s.CreateConfirmation(ctx(t), store.Confirmation{
+			Tenant: "acme", Owner: "alice", RunID: r.ID, ConversationID: c.ID, ToolCallID: call, ToolName: "send_feishu_message",
+			Args: json.RawMessage(`{}`), ExpiresAt: time.Now().Add(time.Hour),
+		})))
+	}
+	return r, out
+}
+
+func decide(t *testing.T, s store.Store, c store.Confirmation) store.Confirmation {
+	t.Helper()
+	return must[store.Confirmation](t)(s.DecideConfirmation(ctx(t), alice, c.ID, store.Decision{Status: store.ConfirmApproved, At: time.Now()}))
+}
+
+func testClaimRun(t *testing.T, s store.Store) {
+	r, cs := awaiting(t, s, "call_a", "call_b")
+	a, b := cs[0], cs[1]
+	until := time.Now().Add(time.Minute).UTC().Truncate(time.Millisecond)
+
+	// A pending decision continues nothing.
+	_, err := s.ClaimRun(ctx(t), "acme", r.ID, a.ID, "replica-1", until)
+	wantErr(t, err, store.ErrConflict)
+	a = decide(t, s, a)
+	if a.AppliedAt != nil {
+		t.Fatalf("a fresh decision is applied: %+v", a)
+	}
+	// Another tenant's claim finds nothing.
+	_, err = s.ClaimRun(ctx(t), "evil", r.ID, a.ID, "replica-1", until)
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.ClaimRun(ctx(t), "acme", "no-such-run", "", "replica-1", until)
+	wantErr(t, err, store.ErrNotFound)
+
+	got := must[store.Run](t)(s.ClaimRun(ctx(t), "acme", r.ID, a.ID, "replica-1", until))
+	if got.Status != store.RunRunning || got.LeaseOwner != "replica-1" || !got.LeaseUntil.Equal(until) {
+		t.Fatalf("claimed %+v", got)
+	}
+	if stored := must[store.Run](t)(s.GetRun(ctx(t), alice, r.ID)); stored.Status != store.RunRunning || stored.LeaseOwner != "replica-1" {
+		t.Fatalf("stored after the claim %+v", stored)
+	}
+	if applied := must[store.Confirmation](t)(s.GetConfirmation(ctx(t), alice, a.ID)); applied.AppliedAt == nil {
+		t.Fatalf("the claim did not apply the decision: %+v", applied)
+	}
+	// Claimed already.
+	_, err = s.ClaimRun(ctx(t), "acme", r.ID, a.ID, "replica-2", until)
+	wantErr(t, err, store.ErrConflict)
+
+	// The run pauses again for b: a decision already applied never continues it twice.
+	must[store.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{Status: store.RunAwaitingInput}))
+	_, err = s.ClaimRun(ctx(t), "acme", r.ID, a.ID, "replica-2", until)
+	wantErr(t, err, store.ErrConflict)
+	_, err = s.ClaimRun(ctx(t), "acme", r.ID, b.ID, "replica-2", until)
+	wantErr(t, err, store.ErrConflict) // b is still pending
+	// A decision of another run does not continue this one.
+	_, others := awaiting(t, s, "call_x")
+	x := decide(t, s, others[0])
+	_, err = s.ClaimRun(ctx(t), "acme", r.ID, x.ID, "replica-2", until)
+	wantErr(t, err, store.ErrConflict)
+	if c := must[store.Confirmation](t)(s.GetConfirmation(ctx(t), alice, x.ID)); c.AppliedAt != nil {
+		t.Fatal("a refused claim applied a decision")
+	}
+	// Without a decision (a cancel), the claim needs only the status.
+	got = must[store.Run](t)(s.ClaimRun(ctx(t), "acme", r.ID, "", "replica-2", until))
+	if got.Status != store.RunRunning || got.LeaseOwner != "replica-2" {
+		t.Fatalf("claimed without a decision %+v", got)
+	}
+	if c := must[store.Confirmation](t)(s.GetConfirmation(ctx(t), alice, b.ID)); c.AppliedAt != nil || c.Status != store.ConfirmPending {
+		t.Fatalf("b changed: %+v", c)
+	}
+}
+
+func testRacingClaims(t *testing.T, s store.Store) {
+	r, cs := awaiting(t, s, "call_a", "call_b")
+	a, b := decide(t, s, cs[0]), decide(t, s, cs[1])
+	var wg sync.WaitGroup
+	winners := make([]string, 12)
+	for i := range winners {
+		wg.Go(func() {
+			c := []string{a.ID, b.ID, ""}[i%3]
+			owner := fmt.Sprintf("replica-%d", i)
+			if _, err := s.ClaimRun(ctx(t), "acme", r.ID, c, owner, time.Now().Add(time.Minute)); err == nil {
+				winners[i] = owner
+			} else if !errors.Is(err, store.ErrConflict) {
+				t.Errorf("racing claim: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	var won []string
+	for _, w := range winners {
+		if w != "" {
+			won = append(won, w)
+		}
+	}
+	if len(won) != 1 {
+		t.Fatalf("%d claimers won: %v", len(won), won)
+	}
+	if got := must[store.Run](t)(s.GetRun(ctx(t), alice, r.ID)); got.LeaseOwner != won[0] || got.Status != store.RunRunning {
+		t.Fatalf("run %+v, winner %s", got, won[0])
+	}
+	applied := 0
+	for _, id := range []string{a.ID, b.ID} {
+		if must[store.Confirmation](t)(s.GetConfirmation(ctx(t), alice, id)).AppliedAt != nil {
+			applied++
+		}
+	}
+	if applied > 1 {
+		t.Fatalf("%d decisions applied by one claim", applied)
+	}
+}
+
+func testUnappliedDecisions(t *testing.T, s store.Store) {
+	future := time.Now().Add(time.Hour)
+	ids := func(list []store.Confirmation) []string {
+		var out []string
+		for _, c := range list {
+			out = append(out, c.ID)
+		}
+		return out
+	}
+	r, cs := awaiting(t, s, "call_a", "call_b")
+	if l := must[[]store.Confirmation](t)(s.UnappliedDecisions(ctx(t), future, 10)); len(l) != 0 {
+		t.Fatalf("pending confirmations listed: %v", ids(l))
+	}
+	a := decide(t, s, cs[0])
+	if l := must[[]store.Confirmation](t)(s.UnappliedDecisions(ctx(t), a.DecidedAt.Add(-time.Second), 10)); len(l) != 0 {
+		t.Fatalf("a decision newer than the bound listed: %v", ids(l))
+	}
+	l := must[[]store.Confirmation](t)(s.UnappliedDecisions(ctx(t), future, 10))
+	if len(l) != 1 || l[0].ID != a.ID || l[0].RunID != r.ID || l[0].Tenant != "acme" || l[0].Status != store.ConfirmApproved {
+		t.Fatalf("unapplied %+v", l)
+	}
+	// Expired confirmations are decisions too (the run must learn of them).
+	other, ocs := awaiting(t, s, "call_c")
+	must[store.Run](t)(s.UpdateRun(ctx(t), "acme", other.ID, store.RunUpdate{})) // still awaiting
+	later := time.Now().Add(2 * time.Hour) // past every expiry
+	expired := must[[]store.Confirmation](t)(s.ExpireConfirmations(ctx(t), later))
+	if len(expired) != 2 { // b and c
+		t.Fatalf("expired %v", ids(expired))
+	}
+	if l := must[[]store.Confirmation](t)(s.UnappliedDecisions(ctx(t), later.Add(time.Second), 10)); len(l) != 3 || l[0].ID != a.ID {
+		t.Fatalf("with expiries: %v (a %s, c %s)", ids(l), a.ID, ocs[0].ID)
+	}
+	// Applied, or of a run no longer waiting: gone from the list.
+	must[store.Run](t)(s.ClaimRun(ctx(t), "acme", r.ID, a.ID, "replica-1", future))
+	end := time.Now()
+	must[store.Run](t)(s.UpdateRun(ctx(t), "acme", other.ID, store.RunUpdate{Status: store.RunCancelled, EndedAt: &end}))
+	if l := must[[]store.Confirmation](t)(s.UnappliedDecisions(ctx(t), later.Add(time.Second), 10)); len(l) != 0 {
+		t.Fatalf("after the claim: %v", ids(l))
+	}
+	// The limit holds.
+	for range 3 {
+		_, cs := awaiting(t, s, "call_d")
+		decide(t, s, cs[0])
+	}
+	if l := must[[]store.Confirmation](t)(s.UnappliedDecisions(ctx(t), future, 2)); len(l) != 2 {
+		t.Fatalf("limit 2 gave %d", len(l))
+	}
+}
+
+func testStartRunFailureWritesNothing(t *testing.T, s store.Store) {
+	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{ID: "taken"}))
+	// A new conversation whose id is taken: nothing is written.
+	_, err := s.StartRun(ctx(t), alice, store.RunStart{
+		NewConversation: &store.Conversation{ID: c.ID},
+		Run:             store.Run{Input: "x", Status: store.RunRunning},
+		Message:         store.Message{Role: store.RoleUser, Content: "x"},
+	})
+	wantErr(t, err, store.ErrConflict)
+	if runs := must[[]store.Run](t)(s.ListRuns(ctx(t), alice, c.ID)); len(runs) != 0 {
+		t.Fatalf("a failed start left %d runs", len(runs))
+	}
+	// Into a conversation that is not there.
+	_, err = s.StartRun(ctx(t), alice, store.RunStart{Run: store.Run{ConversationID: "missing", Input: "x"}, Message: store.Message{Role: store.RoleUser, Content: "x"}})
+	wantErr(t, err, store.ErrNotFound)
+	if list, _, _ := s.ListConversations(ctx(t), alice, store.Page{Limit: 10}); len(list) != 1 {
+		t.Fatalf("%d conversations after failed starts", len(list))
 	}
 }
