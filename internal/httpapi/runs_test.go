@@ -418,3 +418,17 @@ func TestSSEHeadersAndRetry(t *testing.T) {
 		t.Fatalf("stream starts with %q", buf[:n])
 	}
 }
+
+// On shutdown, open streams say why they end, so clients resume elsewhere.
+func TestShutdownEndsStreamsCleanly(t *testing.T) {
+	t.Parallel()
+	e := setup(t, options{})
+	c := e.call(req{method: "POST", path: "/v1/conversations", token: alice}, 200)
+	rd, resp := e.stream(req{method: "GET", path: "/v1/conversations/" + c["id"].(string) + "/events", token: alice})
+	defer resp.Body.Close()
+	e.api.Close()
+	frames := readNative(t, rd, "")
+	if len(frames) != 1 || frames[0].Event != "error" || frames[0].Data["code"] != "server_shutdown" {
+		t.Fatalf("stream ended with %v", frames)
+	}
+}

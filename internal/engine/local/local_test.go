@@ -1,0 +1,66 @@
+package local
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/agentchat/agentchat/internal/llm"
+	"github.com/agentchat/agentchat/internal/store"
+)
+
+func TestBuildContext(t *testing.T) {
+	t.Parallel()
+	calls := func(ids ...string) json.RawMessage {
+		var tc []llm.ToolCall
+		for _, id := range ids {
+			tc = append(tc, llm.ToolCall{ID: id, Name: "calculator", Arguments: json.RawMessage(`{}`)})
+		}
+		b, _ := json.Marshal(toolCallMeta{ToolCalls: tc})
+		return b
+	}
+	history := []store.Message{
+		{Role: store.RoleUser, Content: "hi", Parts: json.RawMessage(`[{"type":"text","text":"hi"},{"type":"image_url","imageUrl":"https://x/y.png"}]`)},
+		{Role: store.RoleAssistant, Content: "", Metadata: calls("a", "b")},
+		{Role: store.RoleTool, Content: "1", ToolCallID: "a", ToolName: "calculator"},
+		// b was never answered (the run failed): a stand-in answer is added.
+		{Role: store.RoleUser, Content: "again"},
+		{Role: store.RoleAssistant, Content: "partial", Metadata: json.RawMessage(`{"partial":true}`)},
+		{Role: store.RoleAssistant, Content: "", Metadata: json.RawMessage(`{"partial":true}`)}, // an empty partial says nothing
+		{Role: store.RoleAssistant, Content: "", Metadata: calls("c")},
+		// c is awaiting a decision: left open for the resumed run to answer.
+	}
+	got := BuildContext("be brief", history)
+	want := []llm.Message{
+		{Role: llm.RoleSystem, Content: "be brief"},
+		{Role: llm.RoleUser, Content: "hi", Parts: []llm.Part{{Type: "text", Text: "hi"}, {Type: "image_url", ImageURL: "https://x/y.png"}}},
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "a", Name: "calculator", Arguments: json.RawMessage(`{}`)}, {ID: "b", Name: "calculator", Arguments: json.RawMessage(`{}`)}}},
+		{Role: llm.RoleTool, Content: "1", ToolCallID: "a", Name: "calculator"},
+		{Role: llm.RoleTool, Content: "This call did not complete.", ToolCallID: "b", Name: "calculator"},
+		{Role: llm.RoleUser, Content: "again"},
+		{Role: llm.RoleAssistant, Content: "partial"},
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c", Name: "calculator", Arguments: json.RawMessage(`{}`)}}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		gb, _ := json.MarshalIndent(got, "", " ")
+		t.Fatalf("context:\n%s", gb)
+	}
+}
+
+func TestDeriveAnswer(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		text, resultType string
+		points           int
+	}{
+		{"Done.", "execution_report", 0},
+		{"Which city do you mean?", "clarification", 0},
+		{"Summary:\n- first\n* second\nend", "execution_report", 2},
+	}
+	for _, tt := range tests {
+		a := DeriveAnswer(tt.text)
+		if a.ResultType != tt.resultType || len(a.KeyPoints) != tt.points || a.Answer != tt.text || a.Status != "success" || a.SuggestedActions == nil {
+			t.Errorf("%q: %+v", tt.text, a)
+		}
+	}
+}
