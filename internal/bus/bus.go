@@ -49,6 +49,12 @@ type Bus interface {
 	// events the bus retained with seq > after (and the caller drops any it
 	// already has). The subscription ends when ctx ends or Close is called.
 	Subscribe(ctx context.Context, tenant, thread string, after int64) (*Queue, error)
+	// Retained returns the events of a thread the bus still holds with seq >
+	// after, in seq order: a suffix, without holes, of what was published
+	// (the newest last), possibly empty, and always empty for a bus that
+	// retains nothing. A replica taking over a run reads it to learn what the
+	// dead executor published but may not have written to the log.
+	Retained(ctx context.Context, tenant, thread string, after int64) ([]event.Event, error)
 	// PublishControl sends a control message to every replica.
 	PublishControl(ctx context.Context, c Control) error
 	// Controls delivers control messages until ctx ends. Each call gets its own stream.

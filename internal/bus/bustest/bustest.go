@@ -31,6 +31,7 @@ func Run(t *testing.T, newBus func(t *testing.T) bus.Bus) {
 		{"ClosedBusRefuses", testClosedRefuses},
 		{"ControlsEnd", testControlsEnd},
 		{"ThreadsPublishedConcurrently", testConcurrentThreads},
+		{"Retained", testRetained},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,6 +78,40 @@ func publish(t *testing.T, b bus.Bus, evs ...event.Event) {
 		if err := b.Publish(t.Context(), e); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+func testRetained(t *testing.T, newBus func(*testing.T) bus.Bus) {
+	pub := newBus(t)
+	other := newBus(t) // what a replica taking over reads
+	if got, err := other.Retained(t.Context(), "acme", "kept", 0); err != nil || len(got) != 0 {
+		t.Fatalf("empty thread: %v (%v)", got, err)
+	}
+	for i := int64(1); i <= 20; i++ {
+		publish(t, pub, ev("acme", "kept", i))
+	}
+	publish(t, pub, ev("evil", "kept", 21), ev("acme", "other", 22))
+	for _, after := range []int64{0, 5, 19, 20, 30} {
+		got, err := other.Retained(t.Context(), "acme", "kept", after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A suffix without holes of what was published after `after`.
+		for i, e := range got {
+			if e.Tenant != "acme" || e.Thread != "kept" || e.Seq <= after || e.Payload.(event.TextDeltaData).Delta != fmt.Sprintf("t%d", e.Seq) {
+				t.Fatalf("after %d: event %d = %+v", after, i, e)
+			}
+			if i > 0 && e.Seq != got[i-1].Seq+1 {
+				t.Fatalf("after %d: seq %d follows %d", after, e.Seq, got[i-1].Seq)
+			}
+		}
+		if len(got) > 0 && got[len(got)-1].Seq != 20 {
+			t.Fatalf("after %d: ends at %d, not the last published", after, got[len(got)-1].Seq)
+		}
+	}
+	pub.Close()
+	if _, err := pub.Retained(t.Context(), "acme", "kept", 0); !errors.Is(err, bus.ErrClosed) {
+		t.Fatalf("closed bus: %v", err)
 	}
 }
 

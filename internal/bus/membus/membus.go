@@ -82,6 +82,20 @@ func (b *Bus) remove(key topicKey, q *bus.Queue) {
 	}
 }
 
+// Retained returns nothing: the in-process bus holds no events.
+func (b *Bus) Retained(context.Context, string, string, int64) ([]event.Event, error) {
+	if b.isClosed() {
+		return nil, bus.ErrClosed
+	}
+	return nil, nil
+}
+
+func (b *Bus) isClosed() bool {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.closed
+}
+
 // PublishControl delivers c to every Controls stream of this process.
 func (b *Bus) PublishControl(ctx context.Context, c bus.Control) error {
 	b.mu.RLock()

@@ -582,6 +582,20 @@ func (r *reader) needsUnblock() bool {
 	return r.dirty && r.blocked && !r.b.closed
 }
 
+// Retained reads the thread's stream after seq after: every entry the stream
+// still holds (at most MaxLen, approximately), in one XRANGE.
+func (b *Bus) Retained(ctx context.Context, tenant, thread string, after int64) ([]event.Event, error) {
+	if b.isClosed() {
+		return nil, bus.ErrClosed
+	}
+	key := StreamKey(b.opts.Prefix, tenant, thread)
+	evs, err := b.fetch(ctx, key, max(after, 0), "+")
+	if err != nil {
+		return nil, fmt.Errorf("redisbus: read %s: %w", key, err)
+	}
+	return evs, nil
+}
+
 // PublishControl sends c to every replica's Controls streams.
 func (b *Bus) PublishControl(ctx context.Context, c bus.Control) error {
 	if b.isClosed() {

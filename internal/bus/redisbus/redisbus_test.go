@@ -365,3 +365,19 @@ func TestSubscribeAfterClose(t *testing.T) {
 		t.Fatalf("controls after close: %v", err)
 	}
 }
+
+// Retained is exact on Redis: everything the stream holds after a position,
+// even more than a subscription would replay.
+func TestRetainedReadsTheWholeStream(t *testing.T) {
+	t.Parallel()
+	url := testenv.Redis(t)
+	b := open(t, url, redisbus.Options{Prefix: newPrefix(t, url), QueueLimit: 8})
+	publish(t, b, "th", 1, 100)
+	got, err := b.Retained(t.Context(), "acme", "th", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 90 || got[0].Seq != 11 || got[89].Seq != 100 {
+		t.Fatalf("retained %d events, %v…", len(got), got[:min(len(got), 2)])
+	}
+}
