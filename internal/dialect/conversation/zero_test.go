@@ -3,20 +3,11 @@ package conversation_test
 import (
 	"testing"
 
-	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/dialect/conversation"
 	"github.com/agentchat/agentchat/internal/dialect/dialecttest"
 )
 
 func TestZeroPayloads(t *testing.T) {
 	t.Parallel()
-	for _, enc := range encoders() {
-		for _, f := range dialecttest.ParseSSE(t, dialecttest.Encode(enc, dialecttest.ZeroEvents())) {
-			if f.Data != "[DONE]" {
-				dialecttest.Object(t, f.Data)
-			}
-		}
-	}
+	dialecttest.CheckZeroPayloads(t, conversation.NewEncoder())
 }
-
-func encoders() []dialect.Encoder { return []dialect.Encoder{conversation.NewEncoder()} }

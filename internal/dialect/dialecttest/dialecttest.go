@@ -157,3 +157,17 @@ func findNull(v any, path string) (string, bool) {
 	}
 	return "", false
 }
+
+// CheckZeroPayloads encodes every event type with a zero payload and checks
+// that each frame is still a JSON object: an encoder must not choke on an
+// event some engine filled in sparsely.
+func CheckZeroPayloads(t *testing.T, encs ...dialect.Encoder) {
+	t.Helper()
+	for _, enc := range encs {
+		for _, f := range ParseSSE(t, Encode(enc, ZeroEvents())) {
+			if f.Data != "[DONE]" {
+				Object(t, f.Data)
+			}
+		}
+	}
+}

@@ -3,20 +3,11 @@ package native_test
 import (
 	"testing"
 
-	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/dialect/dialecttest"
 	"github.com/agentchat/agentchat/internal/dialect/native"
 )
 
 func TestZeroPayloads(t *testing.T) {
 	t.Parallel()
-	for _, enc := range encoders() {
-		for _, f := range dialecttest.ParseSSE(t, dialecttest.Encode(enc, dialecttest.ZeroEvents())) {
-			if f.Data != "[DONE]" {
-				dialecttest.Object(t, f.Data)
-			}
-		}
-	}
+	dialecttest.CheckZeroPayloads(t, native.NewEncoder())
 }
-
-func encoders() []dialect.Encoder { return []dialect.Encoder{native.NewEncoder()} }
