@@ -188,11 +188,33 @@ func rawJSON(ns sql.NullString) json.RawMessage {
 	return json.RawMessage(ns.String)
 }
 
+type scanner interface{ Scan(...any) error }
+
+// collect reads every row of a query with scan:
+// collect(scanRun)(db.QueryContext(…)).
+func collect[T any](scan func(scanner) (T, error)) func(*sql.Rows, error) ([]T, error) {
+	return func(rows *sql.Rows, err error) ([]T, error) {
+		if err != nil {
+			return nil, interpret(err)
+		}
+		defer rows.Close()
+		var out []T
+		for rows.Next() {
+			v, err := scan(rows)
+			if err != nil {
+				return nil, interpret(err)
+			}
+			out = append(out, v)
+		}
+		return out, interpret(rows.Err())
+	}
+}
+
 // ---- conversations ----
 
 const conversationCols = `id, tenant, owner, title, engine, created_at, updated_at`
 
-func scanConversation(row interface{ Scan(...any) error }) (store.Conversation, error) {
+func scanConversation(row scanner) (store.Conversation, error) {
 	var c store.Conversation
 	var created, updated int64
 	err := row.Scan(&c.ID, &c.Tenant, &c.Owner, &c.Title, &c.Engine, &created, &updated)
@@ -243,21 +265,9 @@ func (s *Store) ListConversations(ctx context.Context, sc store.Scope, p store.P
 	}
 	q += ` ORDER BY updated_at DESC, id DESC LIMIT ?`
 	args = append(args, p.Limit+1)
-	rows, err := s.read.QueryContext(ctx, q, args...)
+	out, err := collect(scanConversation)(s.read.QueryContext(ctx, q, args...))
 	if err != nil {
-		return nil, "", fmt.Errorf("list conversations: %w", interpret(err))
-	}
-	defer rows.Close()
-	var out []store.Conversation
-	for rows.Next() {
-		c, err := scanConversation(rows)
-		if err != nil {
-			return nil, "", interpret(err)
-		}
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", interpret(err)
+		return nil, "", fmt.Errorf("list conversations: %w", err)
 	}
 	next := ""
 	if len(out) > p.Limit {
@@ -326,7 +336,7 @@ func (s *Store) DeleteConversation(ctx context.Context, sc store.Scope, id strin
 
 const messageCols = `id, conversation_id, role, content, parts, metadata, run_id, tool_name, tool_call_id, created_at`
 
-func scanMessage(row interface{ Scan(...any) error }) (store.Message, error) {
+func scanMessage(row scanner) (store.Message, error) {
 	var m store.Message
 	var parts, meta sql.NullString
 	var created int64
@@ -337,30 +347,34 @@ func scanMessage(row interface{ Scan(...any) error }) (store.Message, error) {
 
 // AppendMessage adds a message to one of s's conversations.
 func (s *Store) AppendMessage(ctx context.Context, sc store.Scope, m store.Message) (store.Message, error) {
-	if m.ID == "" {
-		m.ID = store.NewID()
-	}
-	if m.CreatedAt.IsZero() {
-		m.CreatedAt = now()
-	}
-	m.CreatedAt = m.CreatedAt.UTC().Truncate(time.Millisecond)
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE conversations SET updated_at = max(updated_at, ?) WHERE id = ? AND tenant = ? AND owner = ?`,
-			ms(m.CreatedAt), m.ConversationID, sc.Tenant, sc.User)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return store.ErrNotFound
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO messages (`+messageCols+`, tenant) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			m.ID, m.ConversationID, m.Role, m.Content, nullJSON(m.Parts), nullJSON(m.Metadata), m.RunID, m.ToolName, m.ToolCallID, ms(m.CreatedAt), sc.Tenant)
-		return err
-	})
+	err := s.tx(ctx, func(tx *sql.Tx) error { return insertMessage(ctx, tx, sc, &m, now()) })
 	if err != nil {
 		return store.Message{}, fmt.Errorf("append message to %s: %w", m.ConversationID, err)
 	}
 	return m, nil
+}
+
+// insertMessage fills in m's defaults, inserts it and bumps its
+// conversation's updatedAt; ErrNotFound when the conversation is not sc's.
+func insertMessage(ctx context.Context, tx *sql.Tx, sc store.Scope, m *store.Message, at time.Time) error {
+	if m.ID == "" {
+		m.ID = store.NewID()
+	}
+	if m.CreatedAt.IsZero() {
+		m.CreatedAt = at
+	}
+	m.CreatedAt = m.CreatedAt.UTC().Truncate(time.Millisecond)
+	res, err := tx.ExecContext(ctx, `UPDATE conversations SET updated_at = max(updated_at, ?) WHERE id = ? AND tenant = ? AND owner = ?`,
+		ms(m.CreatedAt), m.ConversationID, sc.Tenant, sc.User)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return store.ErrNotFound
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO messages (`+messageCols+`, tenant) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		m.ID, m.ConversationID, m.Role, m.Content, nullJSON(m.Parts), nullJSON(m.Metadata), m.RunID, m.ToolName, m.ToolCallID, ms(m.CreatedAt), sc.Tenant)
+	return err
 }
 
 // ListMessages pages a conversation's messages, oldest first.
@@ -388,21 +402,9 @@ func (s *Store) ListMessages(ctx context.Context, sc store.Scope, conversationID
 	}
 	q += ` ORDER BY created_at, id LIMIT ?`
 	args = append(args, p.Limit+1)
-	rows, err := s.read.QueryContext(ctx, q, args...)
+	out, err := collect(scanMessage)(s.read.QueryContext(ctx, q, args...))
 	if err != nil {
-		return nil, "", fmt.Errorf("list messages: %w", interpret(err))
-	}
-	defer rows.Close()
-	var out []store.Message
-	for rows.Next() {
-		m, err := scanMessage(rows)
-		if err != nil {
-			return nil, "", interpret(err)
-		}
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", interpret(err)
+		return nil, "", fmt.Errorf("list messages: %w", err)
 	}
 	next := ""
 	if len(out) > p.Limit {
@@ -417,7 +419,7 @@ func (s *Store) ListMessages(ctx context.Context, sc store.Scope, conversationID
 
 const runCols = `id, tenant, owner, conversation_id, turn_id, status, input, engine, model, error_code, error_message, usage, state, created_at, started_at, ended_at, lease_owner, lease_until, cancel_requested`
 
-func scanRun(row interface{ Scan(...any) error }) (store.Run, error) {
+func scanRun(row scanner) (store.Run, error) {
 	var r store.Run
 	var ecode, emsg, usage, state sql.NullString
 	var created, started, leaseUntil int64
@@ -444,22 +446,6 @@ func scanRun(row interface{ Scan(...any) error }) (store.Run, error) {
 
 // CreateRun starts a run record; the database refuses a second active run per conversation.
 func (s *Store) CreateRun(ctx context.Context, sc store.Scope, r store.Run) (store.Run, error) {
-	if r.ID == "" {
-		r.ID = store.NewID()
-	}
-	if r.TurnID == "" {
-		r.TurnID = r.ID
-	}
-	if r.Status == "" {
-		r.Status = store.RunQueued
-	}
-	r.Tenant, r.Owner = sc.Tenant, sc.User
-	if r.CreatedAt.IsZero() {
-		r.CreatedAt = now()
-	}
-	if r.StartedAt.IsZero() {
-		r.StartedAt = r.CreatedAt
-	}
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM conversations WHERE id = ? AND tenant = ? AND owner = ?`,
@@ -469,23 +455,44 @@ func (s *Store) CreateRun(ctx context.Context, sc store.Scope, r store.Run) (sto
 		if n == 0 {
 			return store.ErrNotFound
 		}
-		var active string
-		err := tx.QueryRowContext(ctx, `SELECT id FROM runs WHERE conversation_id = ? AND status IN ('queued','running','awaiting_input')`, r.ConversationID).Scan(&active)
-		if err == nil {
-			return &store.BusyError{ActiveRunID: active}
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, ?, ?, ?, NULL, ?, ?, 0)`,
-			r.ID, r.Tenant, r.Owner, r.ConversationID, r.TurnID, r.Status, r.Input, r.Engine, r.Model, nullJSON(r.State),
-			ms(r.CreatedAt), ms(r.StartedAt), r.LeaseOwner, ms(r.LeaseUntil))
-		return err
+		return insertRun(ctx, tx, sc, &r, now())
 	})
 	if err != nil {
 		return store.Run{}, fmt.Errorf("create run: %w", err)
 	}
 	return r, nil
+}
+
+// insertRun fills in r's defaults and inserts it into a conversation the
+// caller has checked is sc's, refusing a second active run.
+func insertRun(ctx context.Context, tx *sql.Tx, sc store.Scope, r *store.Run, at time.Time) error {
+	r.Tenant, r.Owner = sc.Tenant, sc.User
+	if r.ID == "" {
+		r.ID = store.NewID()
+	}
+	if r.TurnID == "" {
+		r.TurnID = r.ID
+	}
+	if r.Status == "" {
+		r.Status = store.RunQueued
+	}
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = at
+	}
+	if r.StartedAt.IsZero() {
+		r.StartedAt = r.CreatedAt
+	}
+	var active string
+	switch err := tx.QueryRowContext(ctx, `SELECT id FROM runs WHERE conversation_id = ? AND status IN ('queued','running','awaiting_input')`, r.ConversationID).Scan(&active); {
+	case err == nil:
+		return &store.BusyError{ActiveRunID: active}
+	case !errors.Is(err, sql.ErrNoRows):
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, ?, ?, ?, NULL, ?, ?, 0)`,
+		r.ID, r.Tenant, r.Owner, r.ConversationID, r.TurnID, r.Status, r.Input, r.Engine, r.Model, nullJSON(r.State),
+		ms(r.CreatedAt), ms(r.StartedAt), r.LeaseOwner, ms(r.LeaseUntil))
+	return err
 }
 
 // StartRun writes a run's start in one transaction: SQLite has one writer, so
@@ -512,32 +519,8 @@ func (s *Store) StartRun(ctx context.Context, sc store.Scope, in store.RunStart)
 			}
 		}
 		r := in.Run
-		r.ConversationID, r.Tenant, r.Owner = out.Conversation.ID, sc.Tenant, sc.User
-		if r.ID == "" {
-			r.ID = store.NewID()
-		}
-		if r.TurnID == "" {
-			r.TurnID = r.ID
-		}
-		if r.Status == "" {
-			r.Status = store.RunQueued
-		}
-		if r.CreatedAt.IsZero() {
-			r.CreatedAt = at
-		}
-		if r.StartedAt.IsZero() {
-			r.StartedAt = r.CreatedAt
-		}
-		var active string
-		switch err := tx.QueryRowContext(ctx, `SELECT id FROM runs WHERE conversation_id = ? AND status IN ('queued','running','awaiting_input')`, r.ConversationID).Scan(&active); {
-		case err == nil:
-			return &store.BusyError{ActiveRunID: active}
-		case !errors.Is(err, sql.ErrNoRows):
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, ?, ?, ?, NULL, ?, ?, 0)`,
-			r.ID, r.Tenant, r.Owner, r.ConversationID, r.TurnID, r.Status, r.Input, r.Engine, r.Model, nullJSON(r.State),
-			ms(r.CreatedAt), ms(r.StartedAt), r.LeaseOwner, ms(r.LeaseUntil)); err != nil {
+		r.ConversationID = out.Conversation.ID
+		if err := insertRun(ctx, tx, sc, &r, at); err != nil {
 			return err
 		}
 		out.Run = r
@@ -548,18 +531,7 @@ func (s *Store) StartRun(ctx context.Context, sc store.Scope, in store.RunStart)
 		out.LastSeq = last.Int64
 		m := in.Message
 		m.ConversationID, m.RunID = r.ConversationID, r.ID
-		if m.ID == "" {
-			m.ID = store.NewID()
-		}
-		if m.CreatedAt.IsZero() {
-			m.CreatedAt = at
-		}
-		m.CreatedAt = m.CreatedAt.UTC().Truncate(time.Millisecond)
-		if _, err := tx.ExecContext(ctx, `UPDATE conversations SET updated_at = max(updated_at, ?) WHERE id = ?`, ms(m.CreatedAt), m.ConversationID); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO messages (`+messageCols+`, tenant) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			m.ID, m.ConversationID, m.Role, m.Content, nullJSON(m.Parts), nullJSON(m.Metadata), m.RunID, m.ToolName, m.ToolCallID, ms(m.CreatedAt), sc.Tenant); err != nil {
+		if err := insertMessage(ctx, tx, sc, &m, at); err != nil {
 			return err
 		}
 		out.Message = m
@@ -671,21 +643,12 @@ func (s *Store) ActiveRun(ctx context.Context, sc store.Scope, conversationID st
 
 // ListRuns lists a conversation's runs, oldest first.
 func (s *Store) ListRuns(ctx context.Context, sc store.Scope, conversationID string) ([]store.Run, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT `+runCols+` FROM runs WHERE conversation_id = ? AND tenant = ? AND owner = ? ORDER BY created_at, id`,
-		conversationID, sc.Tenant, sc.User)
+	out, err := collect(scanRun)(s.read.QueryContext(ctx, `SELECT `+runCols+` FROM runs WHERE conversation_id = ? AND tenant = ? AND owner = ? ORDER BY created_at, id`,
+		conversationID, sc.Tenant, sc.User))
 	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", interpret(err))
+		return nil, fmt.Errorf("list runs: %w", err)
 	}
-	defer rows.Close()
-	var out []store.Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, interpret(err)
-		}
-		out = append(out, r)
-	}
-	return out, interpret(rows.Err())
+	return out, nil
 }
 
 // AcquireLease takes or renews the run's execution lease.
@@ -702,21 +665,12 @@ func (s *Store) AcquireLease(ctx context.Context, tenant, runID, owner string, u
 
 // ExpiredLeases lists active runs whose executor stopped renewing.
 func (s *Store) ExpiredLeases(ctx context.Context, at time.Time, limit int) ([]store.Run, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT `+runCols+` FROM runs WHERE status IN ('queued','running','awaiting_input') AND lease_until < ? ORDER BY lease_until LIMIT ?`,
-		ms(at), limit)
+	out, err := collect(scanRun)(s.read.QueryContext(ctx, `SELECT `+runCols+` FROM runs WHERE status IN ('queued','running','awaiting_input') AND lease_until < ? ORDER BY lease_until LIMIT ?`,
+		ms(at), limit))
 	if err != nil {
-		return nil, fmt.Errorf("expired leases: %w", interpret(err))
+		return nil, fmt.Errorf("expired leases: %w", err)
 	}
-	defer rows.Close()
-	var out []store.Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, interpret(err)
-		}
-		out = append(out, r)
-	}
-	return out, interpret(rows.Err())
+	return out, nil
 }
 
 // ClaimRun continues a run awaiting input, in one transaction (SQLite has one
@@ -825,26 +779,24 @@ func (s *Store) ListEvents(ctx context.Context, sc store.Scope, thread, runID st
 		q += ` LIMIT ?`
 		args = append(args, limit)
 	}
-	rows, err := s.read.QueryContext(ctx, q, args...)
+	out, err := collect(scanEvent)(s.read.QueryContext(ctx, q, args...))
 	if err != nil {
-		return nil, fmt.Errorf("list events of %s: %w", thread, interpret(err))
+		return nil, fmt.Errorf("list events of %s: %w", thread, err)
 	}
-	defer rows.Close()
-	var out []event.Event
-	for rows.Next() {
-		var e event.Event
-		var typ, payload string
-		var at int64
-		if err := rows.Scan(&e.Thread, &e.Seq, &e.Tenant, &e.Run, &typ, &e.Turn, &e.Iteration, &e.Step, &at, &payload); err != nil {
-			return nil, interpret(err)
-		}
-		e.Type, e.Time = event.Type(typ), fromMS(at)
-		if e.Payload, err = event.DecodePayload(e.Type, []byte(payload)); err != nil {
-			return nil, err
-		}
-		out = append(out, e)
+	return out, nil
+}
+
+func scanEvent(row scanner) (event.Event, error) {
+	var e event.Event
+	var typ, payload string
+	var at int64
+	if err := row.Scan(&e.Thread, &e.Seq, &e.Tenant, &e.Run, &typ, &e.Turn, &e.Iteration, &e.Step, &at, &payload); err != nil {
+		return e, err
 	}
-	return out, interpret(rows.Err())
+	e.Type, e.Time = event.Type(typ), fromMS(at)
+	var err error
+	e.Payload, err = event.DecodePayload(e.Type, []byte(payload))
+	return e, err
 }
 
 // LastSeq is the thread's highest stored seq.
@@ -861,7 +813,7 @@ func (s *Store) LastSeq(ctx context.Context, tenant, thread string) (int64, erro
 
 const confirmationCols = `id, tenant, owner, run_id, conversation_id, tool_call_id, tool_name, args, status, decided_args, reason, created_at, expires_at, decided_at, applied_at`
 
-func scanConfirmation(row interface{ Scan(...any) error }) (store.Confirmation, error) {
+func scanConfirmation(row scanner) (store.Confirmation, error) {
 	var c store.Confirmation
 	var args string
 	var decided sql.NullString
@@ -950,42 +902,24 @@ func (s *Store) ListConfirmations(ctx context.Context, sc store.Scope, status st
 		args = append(args, status)
 	}
 	q += ` ORDER BY created_at DESC, id DESC LIMIT 500`
-	rows, err := s.read.QueryContext(ctx, q, args...)
+	out, err := collect(scanConfirmation)(s.read.QueryContext(ctx, q, args...))
 	if err != nil {
-		return nil, fmt.Errorf("list confirmations: %w", interpret(err))
+		return nil, fmt.Errorf("list confirmations: %w", err)
 	}
-	defer rows.Close()
-	var out []store.Confirmation
-	for rows.Next() {
-		c, err := scanConfirmation(rows)
-		if err != nil {
-			return nil, interpret(err)
-		}
-		out = append(out, c)
-	}
-	return out, interpret(rows.Err())
+	return out, nil
 }
 
 // UnappliedDecisions finds decisions no one acted on, through the partial
 // index of decided, unapplied confirmations.
 func (s *Store) UnappliedDecisions(ctx context.Context, before time.Time, limit int) ([]store.Confirmation, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT c.`+strings.ReplaceAll(confirmationCols, ", ", ", c.")+`
+	out, err := collect(scanConfirmation)(s.read.QueryContext(ctx, `SELECT c.`+strings.ReplaceAll(confirmationCols, ", ", ", c.")+`
 		FROM confirmations c JOIN runs r ON r.id = c.run_id
 		WHERE c.status <> 'pending' AND c.applied_at IS NULL AND c.decided_at < ? AND r.status = 'awaiting_input'
-		ORDER BY c.decided_at LIMIT ?`, ms(before), limit)
+		ORDER BY c.decided_at LIMIT ?`, ms(before), limit))
 	if err != nil {
-		return nil, fmt.Errorf("unapplied decisions: %w", interpret(err))
+		return nil, fmt.Errorf("unapplied decisions: %w", err)
 	}
-	defer rows.Close()
-	var out []store.Confirmation
-	for rows.Next() {
-		c, err := scanConfirmation(rows)
-		if err != nil {
-			return nil, interpret(err)
-		}
-		out = append(out, c)
-	}
-	return out, interpret(rows.Err())
+	return out, nil
 }
 
 // ExpireConfirmations marks overdue pending confirmations expired.
