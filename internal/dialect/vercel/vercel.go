@@ -40,6 +40,14 @@
 //   - run.finished → `finish-step` if a step is open, `finish` {finishReason:
 //     stop, error (failed) or other (cancelled)}, then `data: [DONE]`.
 //
+// Options.ExplicitPause is for a response that ends when its run pauses (the
+// chat endpoint): awaiting a person no longer finishes the message by
+// itself; the caller calls Pause once the run has reported everything it
+// does before it waits, so `finish` is the response's last chunk even when
+// a concurrent call ends after the approval request. A resumed run seen in
+// the same stream (a replay) then continues the one message without a second
+// `start`.
+//
 // Options.AISDK5 targets AI SDK 5 clients, whose strict schemas predate
 // tool approvals (6.0) and finish reasons (5.0.92): `tool-approval-request` is
 // left out (the data part still says what waits), `tool-output-denied` becomes
@@ -83,6 +91,8 @@ type Options struct {
 	MessageID string
 	// AISDK5 writes only chunks and fields that AI SDK 5 clients accept.
 	AISDK5 bool
+	// ExplicitPause leaves the `finish` of a paused run to Pause.
+	ExplicitPause bool
 }
 
 // Encoder writes UI message stream frames for one stream. It is not safe for
@@ -337,8 +347,19 @@ func (e *Encoder) awaiting(dst []byte, ev event.Event, p event.ToolAwaitingData)
 		d.ExpiresAt = dialect.Millis(p.ExpiresAt)
 	}
 	dst = e.data(dst, "data-tool.awaiting_input", p.ConfirmationID, d)
-	if e.paused {
+	if e.paused || e.opts.ExplicitPause {
 		return dst // a second call awaiting in the same pause: the message is already finished
+	}
+	e.paused = true
+	return e.finish(dst, FinishToolCalls)
+}
+
+// Pause ends the message of a run that waits for a person (Options.ExplicitPause):
+// `finish-step` if a step is open and `finish` {finishReason:"tool-calls"}.
+// It writes nothing when no message is open.
+func (e *Encoder) Pause(dst []byte) []byte {
+	if !e.started {
+		return dst
 	}
 	e.paused = true
 	return e.finish(dst, FinishToolCalls)

@@ -319,3 +319,52 @@ func TestZeroPayloadsVerify(t *testing.T) {
 		verify(t, dialecttest.Encode(vercel.NewEncoder(v.opts), dialecttest.ZeroEvents()), v.opts.AISDK5)
 	}
 }
+
+func TestExplicitPause(t *testing.T) {
+	t.Parallel()
+	script := dialecttest.Script(dialecttest.Rich)
+	resumed := slices.IndexFunc(script, func(ev event.Event) bool { return ev.Type == event.RunResumed })
+
+	// The response up to the pause: the concurrent call's result comes
+	// before the finish, which Pause writes last.
+	enc := vercel.NewEncoder(vercel.Options{ExplicitPause: true})
+	stream := dialecttest.Encode(enc, script[:resumed])
+	stream = enc.Pause(stream)
+	chunks := verify(t, stream, false)
+	got := types(chunks)
+	want := []string{"tool-input-available", "tool-input-available", "tool-approval-request", "data-tool.awaiting_input",
+		"tool-output-available", "finish-step", "finish"}
+	if !slices.Equal(got[len(got)-len(want):], want) || slices.Index(got, "finish") != len(got)-1 {
+		t.Fatalf("chunks %v\nwant them to end with %v", got, want)
+	}
+	if chunks[len(chunks)-1]["finishReason"] != "tool-calls" {
+		t.Errorf("finish %v", chunks[len(chunks)-1])
+	}
+
+	// A replay of the whole run is one message: one start, one finish.
+	chunks = verify(t, dialecttest.Encode(vercel.NewEncoder(vercel.Options{ExplicitPause: true}), script), false)
+	var starts, finishes int
+	for _, ch := range chunks {
+		switch ch["type"] {
+		case "start":
+			starts++
+		case "finish":
+			finishes++
+		}
+	}
+	if starts != 1 || finishes != 1 || chunks[len(chunks)-1]["finishReason"] != "stop" {
+		t.Errorf("replay has %d starts and %d finishes, last %v", starts, finishes, chunks[len(chunks)-1])
+	}
+
+	// The continuation after a decision opens the same message again.
+	enc = vercel.NewEncoder(vercel.Options{ExplicitPause: true, MessageID: "run-1"})
+	chunks = verify(t, dialecttest.Encode(enc, script[resumed:]), false)
+	if got := types(chunks); chunks[0]["messageId"] != "run-1" || !slices.Equal(got[:3], []string{"start", "tool-input-available", "tool-output-error"}) {
+		t.Errorf("continuation starts %v (%v)", got, chunks[0])
+	}
+
+	// Pause on a stream with no open message writes nothing.
+	if got := vercel.NewEncoder(vercel.Options{ExplicitPause: true}).Pause(nil); len(got) != 0 {
+		t.Errorf("pause without a message: %q", got)
+	}
+}
