@@ -2,7 +2,6 @@ package run
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -23,10 +22,16 @@ type execution struct {
 	mu      sync.Mutex
 	seq     int64 // last seq given out on the thread
 	errored bool  // an error event was emitted
+
+	lease lease // whether this process may still act for the run
 }
 
+// newExecution prepares r for execution here; r.LeaseUntil is the lease this
+// process holds (it set it, by its own clock).
 func (s *Service) newExecution(sc store.Scope, r store.Run, lastSeq int64) *execution {
-	return &execution{s: s, sc: sc, run: r, seq: lastSeq, done: make(chan struct{})}
+	x := &execution{s: s, sc: sc, run: r, seq: lastSeq, done: make(chan struct{})}
+	x.lease.init(s, r)
+	return x
 }
 
 // launch executes body in the background and finishes the run with its outcome.
@@ -47,9 +52,11 @@ func (s *Service) launch(x *execution, body func(ctx context.Context) engine.Out
 			s.mu.Unlock()
 			cancel(nil)
 		}()
-		stopRenew := s.renewLease(ctx, x)
+		// The lease is kept until the outcome is recorded, not just while
+		// the engine runs: recording it may wait for the store.
+		stopRenew := s.renewLease(x)
+		defer stopRenew()
 		o := body(ctx)
-		stopRenew()
 		if stopped := engine.Stopped(ctx); stopped != nil && o.Status != engine.StatusAwaiting {
 			stopped.Usage = o.Usage
 			o = *stopped
@@ -58,48 +65,22 @@ func (s *Service) launch(x *execution, body func(ctx context.Context) engine.Out
 	}()
 }
 
-// renewLease keeps the run's lease while it executes, so other replicas know
-// its executor is alive.
-func (s *Service) renewLease(ctx context.Context, x *execution) (stop func()) {
-	t := time.NewTicker(s.cfg.LeaseTTL / 3)
-	quit := make(chan struct{})
-	go func() {
-		defer t.Stop()
-		for {
-			select {
-			case <-quit:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				ok, err := s.st.AcquireLease(context.WithoutCancel(ctx), x.run.Tenant, x.run.ID, s.cfg.ReplicaID, time.Now().Add(s.cfg.LeaseTTL))
-				if err == nil && !ok {
-					s.log.Error("lost the lease of an executing run; stopping it", "run_id", x.run.ID)
-					x.cancel(errLeaseLost)
-					return
-				}
-			}
-		}
-	}()
-	return func() { close(quit) }
-}
-
-var errLeaseLost = errors.New("lease lost to another replica")
-
 // Emit gives ev the next seq of the thread, enqueues it to the log and
 // publishes it. Holding the lock across both keeps bus order equal to seq order.
+// Once the execution is fenced (its lease could not be kept) it emits nothing:
+// the seqs after its last are another replica's to give.
 func (x *execution) Emit(ctx context.Context, ev event.Event) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if x.fenced() {
+		return
+	}
 	x.stamp(&ev)
 	if ev.Type == event.Error {
 		x.errored = true
 	}
-	x.s.evlog.Enqueue(ev)
-	if err := x.s.bus.Publish(context.WithoutCancel(ctx), ev); err != nil {
-		// Subscribers fill the gap from the log.
-		x.s.log.Warn("publish event", "run_id", ev.Run, "seq", ev.Seq, "err", err)
-	}
+	x.s.evlog.Enqueue(ev, x)
+	x.s.pub.publish(context.WithoutCancel(ctx), ev)
 }
 
 func (x *execution) stamp(ev *event.Event) {
@@ -144,11 +125,13 @@ func (x *execution) finish(o engine.Outcome) {
 		for _, ev := range o.Announce {
 			x.Emit(ctx, ev)
 		}
-		if err := s.evlog.Flush(ctx); err != nil {
-			s.log.Error("flush before pause", "run_id", x.run.ID, "err", err)
+		if !x.store("flush before pause", s.evlog.Flush) {
+			return
 		}
-		if _, err := s.st.UpdateRun(ctx, x.run.Tenant, x.run.ID, store.RunUpdate{Status: store.RunAwaitingInput, State: o.State, Usage: &o.Usage}); err != nil {
-			s.log.Error("pause run", "run_id", x.run.ID, "err", err)
+		if !x.store("pause run", func(ctx context.Context) error {
+			_, err := s.st.UpdateRun(ctx, x.run.Tenant, x.run.ID, store.RunUpdate{Status: store.RunAwaitingInput, State: o.State, Usage: &o.Usage})
+			return err
+		}) {
 			return
 		}
 		s.resumeDecided(ctx, x.run, o.Awaiting)
@@ -163,21 +146,24 @@ func (x *execution) finish(o engine.Outcome) {
 		x.Emit(ctx, event.New(event.ErrorData{ErrorInfo: *o.Error}))
 		x.mu.Lock()
 	}
+	if x.fenced() {
+		x.mu.Unlock()
+		return // another replica ends the run
+	}
 	end := event.New(event.RunFinishedData{Status: o.Status, Error: o.Error, Usage: o.Usage, Answer: o.Answer, PendingToolCalls: o.Pending})
 	x.stamp(&end)
-	s.evlog.Enqueue(end)
-	if err := s.evlog.Flush(ctx); err != nil {
-		s.log.Error("flush run end", "run_id", x.run.ID, "err", err)
-	}
+	s.evlog.Enqueue(end, x)
 	now := end.Time
-	if _, err := s.st.UpdateRun(ctx, x.run.Tenant, x.run.ID, store.RunUpdate{
-		Status: o.Status, Error: o.Error, Usage: &o.Usage, EndedAt: &now, State: []byte("null"),
-	}); err != nil {
-		s.log.Error("record run end", "run_id", x.run.ID, "err", err)
+	if !x.store("write run end", s.evlog.Flush) || !x.store("record run end", func(ctx context.Context) error {
+		_, err := s.st.UpdateRun(ctx, x.run.Tenant, x.run.ID, store.RunUpdate{
+			Status: o.Status, Error: o.Error, Usage: &o.Usage, EndedAt: &now, State: []byte("null"),
+		})
+		return err
+	}) {
+		x.mu.Unlock()
+		return
 	}
-	if err := s.bus.Publish(ctx, end); err != nil {
-		s.log.Warn("publish run end", "run_id", x.run.ID, "err", err)
-	}
+	s.pub.publishEnd(end)
 	x.mu.Unlock()
 	s.log.Info("run ended", "run_id", x.run.ID, "conversation_id", x.run.ConversationID, "status", o.Status,
 		"input_tokens", o.Usage.InputTokens, "output_tokens", o.Usage.OutputTokens)

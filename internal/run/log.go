@@ -16,19 +16,45 @@ import (
 // A batch lingers a few milliseconds to gather the events of many streams,
 // since a commit's cost hardly depends on how many rows it carries; Flush
 // cuts the linger short for whoever needs the log complete now.
+//
+// While the store is unavailable the writer holds its events and retries for
+// as long as the process lives (Close bounds that at shutdown), saying so once
+// per outage. Memory stays bounded: past maxPending held events, Enqueue
+// waits, which slows the runs producing them rather than the process dying.
+// Events of an execution that stopped acting for its run (it lost its lease:
+// another replica ends the run and writes those seqs) are dropped unwritten.
 type eventLog struct {
-	st  store.Store
-	log *slog.Logger
+	st    store.Store
+	log   *slog.Logger
+	limit int // events held before Enqueue waits
 
 	mu       sync.Mutex
-	pending  []event.Event
+	pending  []logEntry
 	enqueued uint64 // events ever enqueued
 	written  uint64 // events ever written (or given up on)
 	wake     chan struct{}
 	hurry    chan struct{} // a Flush is waiting: commit without lingering
-	flushed  *sync.Cond
+	flushed  *sync.Cond    // written moved, room was made, an outage began, or an owner was fenced
+	outage   time.Time     // when the store became unavailable; zero while it answers
 	closed   bool
+	giveUp   chan struct{} // closed when Close's deadline passes: stop retrying
+	giveOnce sync.Once
 	done     chan struct{}
+}
+
+// logEntry is an event and the execution that emitted it (nil for events
+// written whatever happens).
+type logEntry struct {
+	ev    event.Event
+	owner fencer
+}
+
+// fencer is an event's producer that may stop acting for its run.
+type fencer interface {
+	// fenced reports whether it stopped, stopping it if its time is up.
+	fenced() bool
+	// stopped reports whether it stopped, without side effects (safe under l.mu).
+	stopped() bool
 }
 
 const (
@@ -36,28 +62,66 @@ const (
 	// linger bounds how long an event waits for companions before its
 	// batch is committed. It delays only the log, never a client.
 	linger = 10 * time.Millisecond
+	// maxPending bounds the events held while the store is unavailable (a
+	// few hundred bytes each): minutes of a busy replica's token streams.
+	maxPending = 200_000
+	// maxBackoff bounds the pause between retries of an unavailable store.
+	maxBackoff = 2 * time.Second
 )
 
 func newEventLog(st store.Store, log *slog.Logger) *eventLog {
-	l := &eventLog{st: st, log: log, wake: make(chan struct{}, 1), hurry: make(chan struct{}, 1), done: make(chan struct{})}
+	l := &eventLog{st: st, log: log, limit: maxPending, wake: make(chan struct{}, 1), hurry: make(chan struct{}, 1),
+		giveUp: make(chan struct{}), done: make(chan struct{})}
 	l.flushed = sync.NewCond(&l.mu)
 	go l.loop()
 	return l
 }
 
-// Enqueue schedules ev for writing. Events of a thread must be enqueued in seq order.
-func (l *eventLog) Enqueue(ev event.Event) {
+// Enqueue schedules ev for writing. Events of a thread must be enqueued in seq
+// order. owner, if not nil, is the execution that emitted ev: once it is
+// fenced, ev is dropped instead of written. When maxPending events are held
+// (the store is down), Enqueue waits for room, or for owner to be fenced.
+func (l *eventLog) Enqueue(ev event.Event, owner fencer) {
 	l.mu.Lock()
-	l.pending = append(l.pending, ev)
+	for len(l.pending) >= l.limit && !l.closed {
+		if owner != nil {
+			l.mu.Unlock()
+			f := owner.fenced() // may fence, which pokes l: not under l.mu
+			l.mu.Lock()
+			if f || owner.stopped() {
+				l.mu.Unlock()
+				return
+			}
+			if len(l.pending) < l.limit || l.closed {
+				break
+			}
+		}
+		l.flushed.Wait()
+	}
+	l.pending = append(l.pending, logEntry{ev, owner})
 	l.enqueued++
 	l.mu.Unlock()
+	signal(l.wake)
+}
+
+// poke wakes whoever waits in Enqueue or Flush to look again (an owner was fenced).
+func (l *eventLog) poke() {
+	l.mu.Lock()
+	l.flushed.Broadcast()
+	l.mu.Unlock()
+	signal(l.hurry)
+}
+
+func signal(c chan struct{}) {
 	select {
-	case l.wake <- struct{}{}:
+	case c <- struct{}{}:
 	default:
 	}
 }
 
-// Flush waits until every event enqueued before the call is written.
+// Flush waits until every event enqueued before the call is written. While
+// the store is unavailable it fails at once with store.ErrUnavailable (the
+// events stay queued), so that a request answers 503 rather than hanging.
 func (l *eventLog) Flush(ctx context.Context) error {
 	l.mu.Lock()
 	target := l.enqueued
@@ -65,20 +129,21 @@ func (l *eventLog) Flush(ctx context.Context) error {
 		l.mu.Unlock()
 		return nil
 	}
-	select {
-	case l.hurry <- struct{}{}:
-	default:
-	}
+	signal(l.hurry)
 	stop := context.AfterFunc(ctx, func() {
 		l.mu.Lock()
 		l.flushed.Broadcast()
 		l.mu.Unlock()
 	})
 	defer stop()
-	for l.written < target && ctx.Err() == nil {
+	for l.written < target && ctx.Err() == nil && l.outage.IsZero() {
 		l.flushed.Wait()
 	}
+	down := l.written < target && !l.outage.IsZero()
 	l.mu.Unlock()
+	if down {
+		return store.ErrUnavailable
+	}
 	return ctx.Err()
 }
 
@@ -115,6 +180,7 @@ func (l *eventLog) loop() {
 		if len(l.pending) == 0 {
 			l.pending = nil
 		}
+		l.flushed.Broadcast() // room for a waiting Enqueue
 		l.mu.Unlock()
 
 		l.write(batch)
@@ -127,43 +193,111 @@ func (l *eventLog) loop() {
 }
 
 // write commits a batch, retrying while the store is unavailable. A batch the
-// store refuses (a duplicate seq after a takeover) is written one by one so
-// one bad event does not lose its neighbours.
-func (l *eventLog) write(batch []event.Event) {
+// store refuses (a duplicate seq: a retry of a commit whose answer was lost,
+// or seqs a takeover wrote) is written one by one so one refused event does
+// not lose its neighbours.
+func (l *eventLog) write(batch []logEntry) {
 	ctx := context.Background()
 	backoff := 50 * time.Millisecond
-	for attempt := 0; ; attempt++ {
-		err := l.st.AppendEvents(ctx, batch)
-		if err == nil {
+	evs := make([]event.Event, 0, len(batch))
+	for {
+		// Looked at before every attempt: an owner may have been fenced
+		// while the store was away.
+		evs = evs[:0]
+		for _, e := range batch {
+			if e.owner == nil || !e.owner.fenced() {
+				evs = append(evs, e.ev)
+			}
+		}
+		if len(evs) == 0 {
 			return
 		}
-		if errors.Is(err, store.ErrUnavailable) && attempt < 8 {
-			time.Sleep(backoff) // the store is down: nothing to synchronise with but time
-			backoff *= 2
+		err := l.st.AppendEvents(ctx, evs)
+		if err == nil {
+			l.available()
+			return
+		}
+		if errors.Is(err, store.ErrUnavailable) {
+			l.unavailable(err)
+			select {
+			case <-time.After(backoff): // the store is down: nothing to synchronise with but time
+			case <-l.giveUp:
+				l.mu.Lock()
+				held := len(evs) + len(l.pending)
+				l.mu.Unlock()
+				l.log.Error("event log: shutting down with the store still unavailable; events not written to the timeline",
+					"events", held, "err", err)
+				l.drop()
+				return
+			}
+			backoff = min(2*backoff, maxBackoff)
 			continue
 		}
+		l.available()
 		if len(batch) > 1 {
-			for _, ev := range batch {
-				l.write([]event.Event{ev})
+			for _, e := range batch {
+				l.write([]logEntry{e})
 			}
 			return
 		}
+		ev := batch[0].ev
+		if errors.Is(err, store.ErrConflict) {
+			l.log.Warn("event log: seq already in the timeline; kept the stored event",
+				"conversation_id", ev.Thread, "run_id", ev.Run, "seq", ev.Seq)
+			return
+		}
 		l.log.Error("event log write failed; event dropped from the timeline",
-			"conversation_id", batch[0].Thread, "run_id", batch[0].Run, "seq", batch[0].Seq, "err", err)
+			"conversation_id", ev.Thread, "run_id", ev.Run, "seq", ev.Seq, "err", err)
 		return
 	}
 }
 
-// Close writes what is pending and stops the writer.
-func (l *eventLog) Close() {
+// unavailable notes an outage, logging its start once.
+func (l *eventLog) unavailable(err error) {
+	l.mu.Lock()
+	first := l.outage.IsZero()
+	if first {
+		l.outage = time.Now()
+		l.flushed.Broadcast() // Flush callers answer "unavailable" now
+	}
+	held := len(l.pending)
+	l.mu.Unlock()
+	if first {
+		l.log.Error("event log: store unavailable; holding events and retrying until it answers",
+			"held", held, "err", err)
+	}
+}
+
+// available ends an outage, logging its end once.
+func (l *eventLog) available() {
+	l.mu.Lock()
+	since := l.outage
+	l.outage = time.Time{}
+	l.mu.Unlock()
+	if !since.IsZero() {
+		l.log.Info("event log: store available again; held events written", "outage", time.Since(since).Round(time.Millisecond))
+	}
+}
+
+// drop discards everything pending (shutdown with the store still away).
+func (l *eventLog) drop() {
+	l.mu.Lock()
+	l.written += uint64(len(l.pending))
+	l.pending = nil
+	l.flushed.Broadcast()
+	l.mu.Unlock()
+}
+
+// Close writes what is pending and stops the writer. If the store is
+// unavailable when ctx ends, what is still held is dropped (and logged).
+func (l *eventLog) Close(ctx context.Context) {
 	l.mu.Lock()
 	l.closed = true
+	l.flushed.Broadcast()
 	l.mu.Unlock()
-	for _, c := range []chan struct{}{l.wake, l.hurry} {
-		select {
-		case c <- struct{}{}:
-		default:
-		}
-	}
+	signal(l.wake)
+	signal(l.hurry)
+	stop := context.AfterFunc(ctx, func() { l.giveOnce.Do(func() { close(l.giveUp) }) })
+	defer stop()
 	<-l.done
 }

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -60,7 +61,8 @@ type Config struct {
 	// replica ends the run. Default 15s.
 	LeaseTTL time.Duration
 	// SweepInterval is the period of the housekeeping loop (expired
-	// confirmations, abandoned runs, retention). Default 1s.
+	// confirmations, abandoned runs, unapplied decisions, retention).
+	// Default 1s, or LeaseTTL/4 when that is shorter.
 	SweepInterval time.Duration
 }
 
@@ -72,6 +74,7 @@ type Service struct {
 	eng   engine.Engine
 	log   *slog.Logger
 	evlog *eventLog
+	pub   *publisher
 
 	ctx    context.Context // the service's life; runs derive from it
 	cancel context.CancelCauseFunc
@@ -104,7 +107,7 @@ func New(cfg Config) *Service {
 		cfg.LeaseTTL = 15 * time.Second
 	}
 	if cfg.SweepInterval == 0 {
-		cfg.SweepInterval = time.Second
+		cfg.SweepInterval = min(time.Second, cfg.LeaseTTL/4)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -115,6 +118,7 @@ func New(cfg Config) *Service {
 		evlog: newEventLog(cfg.Store, cfg.Logger), ctx: ctx, cancel: cancel,
 		executing: map[string]*execution{}, perTenant: map[string]int{},
 	}
+	s.pub = &publisher{bus: cfg.Bus, s: s}
 	s.wg.Add(2)
 	go s.controlLoop()
 	go s.sweepLoop()
@@ -132,10 +136,22 @@ type StartRequest struct {
 	Input        string
 	// Parts is the multi-part form of the input (text and image URLs), JSON.
 	Parts json.RawMessage
+	// UserMessageID names the stored user message (a client-chosen id); empty means a new id.
+	UserMessageID string
 	// ClientRunID is the run id a client chose (AG-UI), echoed on its stream.
 	ClientRunID string
 	Engine      string
 	Options     engine.Options
+	// ToolResults, when Input is empty, continue a conversation whose last run
+	// left frontend tool calls: these role=tool messages are stored in place
+	// of a user message, and the run starts from them.
+	ToolResults []store.Message
+	// Regenerates, when set, names a run of the conversation whose answer this
+	// run replaces (the AI SDK's regenerate-message): the answers from that
+	// run on stay stored as previous versions, the new user message records
+	// the run it regenerates in its metadata ({"regenerates": id}), and the
+	// context of later runs leaves the replaced ones out.
+	Regenerates string
 }
 
 // Started is a run that has begun.
@@ -153,7 +169,7 @@ type Started struct {
 // without reading the log. The run does not depend on ctx.
 func (s *Service) Start(ctx context.Context, sc store.Scope, req StartRequest, follow bool) (Started, error) {
 	input := strings.TrimSpace(req.Input)
-	if input == "" {
+	if input == "" && len(req.Parts) == 0 && len(req.ToolResults) == 0 {
 		return Started{}, fmt.Errorf("%w: input is empty", ErrInvalidInput)
 	}
 	if !utf8.ValidString(req.Input) || strings.ContainsRune(req.Input, 0) {
@@ -175,7 +191,14 @@ func (s *Service) Start(ctx context.Context, sc store.Scope, req StartRequest, f
 	in := store.RunStart{
 		Run: store.Run{ConversationID: req.ConversationID, Status: store.RunRunning, Input: req.Input, Engine: req.Engine,
 			LeaseOwner: s.cfg.ReplicaID, LeaseUntil: time.Now().Add(s.cfg.LeaseTTL)},
-		Message: store.Message{Role: store.RoleUser, Content: req.Input, Parts: req.Parts},
+		Message: store.Message{ID: req.UserMessageID, Role: store.RoleUser, Content: req.Input, Parts: req.Parts},
+	}
+	if req.Regenerates != "" {
+		in.Message.Metadata, _ = json.Marshal(regeneration{Regenerates: req.Regenerates})
+	}
+	extra := req.ToolResults
+	if input == "" && len(req.Parts) == 0 {
+		in.Message, extra = req.ToolResults[0], req.ToolResults[1:]
 	}
 	if req.ConversationID == "" {
 		title := req.Title
@@ -192,6 +215,16 @@ func (s *Service) Start(ctx context.Context, sc store.Scope, req StartRequest, f
 	}
 	out := Started{Run: started.Run, Conversation: started.Conversation, Created: in.NewConversation != nil}
 	r, conv, last, userMsg := started.Run, started.Conversation, started.LastSeq, started.Message
+	for _, m := range extra {
+		m.ConversationID, m.RunID = conv.ID, r.ID
+		if _, err := s.st.AppendMessage(ctx, sc, m); err != nil {
+			s.abandon(r, err)
+			return Started{}, err
+		}
+	}
+	if userMsg.Role != store.RoleUser {
+		userMsg = store.Message{}
+	}
 	x := s.newExecution(sc, r, last)
 	if follow {
 		q, err := s.bus.Subscribe(ctx, sc.Tenant, conv.ID, last)
@@ -269,10 +302,43 @@ func (s *Service) history(ctx context.Context, sc store.Scope, conv string) ([]s
 		}
 		all = append(all, page...)
 		if next == "" {
-			return all, nil
+			return current(all), nil
 		}
 		cursor = next
 	}
+}
+
+// regeneration is the metadata of a user message that regenerates an answer.
+type regeneration struct {
+	Regenerates string `json:"regenerates"`
+}
+
+// current drops the runs that later runs regenerated: a user message
+// regenerating run R supersedes everything from R's first message on.
+func current(msgs []store.Message) []store.Message {
+	out := msgs[:0:0]
+	for _, m := range msgs {
+		if m.Role == store.RoleUser && len(m.Metadata) > 0 {
+			var g regeneration
+			if json.Unmarshal(m.Metadata, &g) == nil && g.Regenerates != "" {
+				if i := slices.IndexFunc(out, func(o store.Message) bool { return o.RunID == g.Regenerates }); i >= 0 {
+					out = out[:i]
+				}
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// LastSeq is the thread's last event seq, read once this process's events
+// are in the log, so a client that loads stored state and then follows the
+// thread from there misses nothing written here.
+func (s *Service) LastSeq(ctx context.Context, sc store.Scope, thread string) (int64, error) {
+	if err := s.evlog.Flush(ctx); err != nil {
+		return 0, err
+	}
+	return s.st.LastSeq(ctx, sc.Tenant, thread)
 }
 
 // Get returns one of the principal's runs.
@@ -293,45 +359,49 @@ func (s *Service) Timeline(ctx context.Context, sc store.Scope, runID string) (s
 	return r, evs, err
 }
 
-// Cancel stops a run. Cancelling a finished run changes nothing. It waits a
-// little for the run to end so the answer usually shows its final status.
+// Cancel stops a run, on whichever replica executes it. Cancelling a
+// finished run changes nothing. It waits a little for the run to end so the
+// answer usually shows its final status.
 func (s *Service) Cancel(ctx context.Context, sc store.Scope, runID string) (store.Run, error) {
 	r, err := s.st.GetRun(ctx, sc, runID)
 	if err != nil || !store.Active(r.Status) {
 		return r, err
 	}
 	if r.Status == store.RunAwaitingInput {
-		if x := s.claim(ctx, r); x != nil {
-			s.launch(x, func(context.Context) engine.Outcome { return engine.Outcome{Status: engine.StatusCancelled} })
+		if x := s.claimRun(ctx, r.Tenant, r.ID, ""); x != nil {
+			if s.admit(r.Tenant) {
+				s.launch(x, func(context.Context) engine.Outcome { return engine.Outcome{Status: engine.StatusCancelled} })
+			} else {
+				// Over the limit: ask for the cancel instead; the sweep ends
+				// the run when the lease just taken lapses.
+				_ = s.requestCancel(ctx, x.run)
+			}
 		}
-	} else if err := s.bus.PublishControl(ctx, bus.Control{Kind: bus.ControlCancel, Tenant: sc.Tenant, RunID: runID}); err != nil {
+	} else if err := s.requestCancel(ctx, r); err != nil {
 		return r, err
 	}
-	s.mu.Lock()
-	x := s.executing[runID]
-	s.mu.Unlock()
-	if x != nil {
-		select {
-		case <-x.done:
-		case <-ctx.Done():
-		case <-time.After(5 * time.Second):
-		}
-	}
-	return s.st.GetRun(ctx, sc, runID)
+	return s.awaitEnd(ctx, sc, runID, 5*time.Second)
 }
 
 // Decide records a person's decision on a confirmation and continues its run.
 // Exactly one decision wins; repeating it returns the same confirmation.
 func (s *Service) Decide(ctx context.Context, sc store.Scope, id string, d store.Decision) (store.Confirmation, error) {
+	return s.DecideFor(ctx, sc, id, d, "")
+}
+
+// DecideFor is Decide for a client that names the continuation (an AG-UI
+// resume): clientRunID goes on the run.resumed event when this decision is
+// the one that resumes the run.
+func (s *Service) DecideFor(ctx context.Context, sc store.Scope, id string, d store.Decision, clientRunID string) (store.Confirmation, error) {
 	d.At = time.Now()
 	c, err := s.st.DecideConfirmation(ctx, sc, id, d)
 	if errors.Is(err, store.ErrExpired) && c.ID != "" {
-		s.resume(c) // the run learns of the expiry now rather than at the next sweep
+		s.resume(c, clientRunID) // the run learns of the expiry now rather than at the next sweep
 	}
 	if err != nil {
 		return c, err
 	}
-	s.resume(c)
+	s.resume(c, clientRunID)
 	return c, nil
 }
 
@@ -342,7 +412,7 @@ func (s *Service) Confirmations(ctx context.Context, sc store.Scope, status stri
 
 // resume continues the run of a decided confirmation, if it is waiting and no
 // one else has claimed it.
-func (s *Service) resume(c store.Confirmation) {
+func (s *Service) resume(c store.Confirmation, clientRunID string) {
 	ctx := s.ctx
 	r, err := s.st.GetRunAnyOwner(ctx, c.Tenant, c.RunID)
 	if err != nil || r.Status != store.RunAwaitingInput {
@@ -351,7 +421,7 @@ func (s *Service) resume(c store.Confirmation) {
 	if !s.admit(r.Tenant) {
 		return // the sweep retries decided confirmations of waiting runs
 	}
-	x := s.claim(ctx, r)
+	x := s.claimRun(ctx, r.Tenant, r.ID, c.ID)
 	if x == nil {
 		s.release(r.Tenant)
 		return
@@ -366,28 +436,8 @@ func (s *Service) resume(c store.Confirmation) {
 		if err != nil {
 			return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: "store_failed", Message: "The conversation history could not be read."}}
 		}
-		return s.eng.Execute(ctx, engine.Task{Scope: sc, Run: x.run, Conversation: conv, History: history, Resume: &engine.Resume{Confirmation: c}}, x)
+		return s.eng.Execute(ctx, engine.Task{Scope: sc, Run: x.run, Conversation: conv, History: history, Resume: &engine.Resume{Confirmation: c, ClientRunID: clientRunID}}, x)
 	})
-}
-
-// claim takes a waiting run for execution here: exactly one claimer wins.
-func (s *Service) claim(ctx context.Context, r store.Run) *execution {
-	if err := s.evlog.Flush(ctx); err != nil {
-		return nil
-	}
-	r, err := s.st.UpdateRun(ctx, r.Tenant, r.ID, store.RunUpdate{Status: store.RunRunning, From: []string{store.RunAwaitingInput}})
-	if err != nil {
-		return nil
-	}
-	if ok, err := s.st.AcquireLease(ctx, r.Tenant, r.ID, s.cfg.ReplicaID, time.Now().Add(s.cfg.LeaseTTL)); err != nil || !ok {
-		s.log.Warn("claimed run but not its lease", "run_id", r.ID, "err", err)
-	}
-	last, err := s.st.LastSeq(ctx, r.Tenant, r.ConversationID)
-	if err != nil {
-		s.log.Error("read last seq", "run_id", r.ID, "err", err)
-		return nil
-	}
-	return s.newExecution(store.Scope{Tenant: r.Tenant, User: r.Owner}, r, last)
 }
 
 // Shutdown stops starting runs, gives executing ones until ctx ends to
@@ -407,7 +457,7 @@ func (s *Service) Shutdown(ctx context.Context) {
 	}
 	s.cancel(engine.ErrShutdown)
 	s.wg.Wait()
-	s.evlog.Close()
+	s.evlog.Close(ctx)
 }
 
 func (s *Service) waitExecutions() {
@@ -448,7 +498,8 @@ func (s *Service) controlLoop() {
 }
 
 // sweepLoop does the housekeeping every replica shares: it expires
-// confirmations, ends runs whose executor vanished, and applies retention.
+// confirmations, ends runs whose executor vanished, continues runs whose
+// decision no replica applied, and applies retention.
 func (s *Service) sweepLoop() {
 	defer s.wg.Done()
 	t := time.NewTicker(s.cfg.SweepInterval)
@@ -479,8 +530,9 @@ func (s *Service) sweep(now time.Time) {
 		s.log.Warn("expire confirmations", "err", err)
 	}
 	for _, c := range expired {
-		s.resume(c)
+		s.resume(c, "")
 	}
+	s.resumeUnapplied(now)
 	orphans, err := s.st.ExpiredLeases(s.ctx, now, 100)
 	if err != nil {
 		s.log.Warn("expired leases", "err", err)
@@ -490,28 +542,6 @@ func (s *Service) sweep(now time.Time) {
 		if r.Status == store.RunAwaitingInput {
 			continue // waiting runs need no executor
 		}
-		s.takeOver(r)
+		s.endOrphan(r)
 	}
-}
-
-// takeOver ends a run whose executor stopped renewing its lease.
-func (s *Service) takeOver(r store.Run) {
-	ok, err := s.st.AcquireLease(s.ctx, r.Tenant, r.ID, s.cfg.ReplicaID, time.Now().Add(s.cfg.LeaseTTL))
-	if err != nil || !ok {
-		return
-	}
-	last, err := s.st.LastSeq(s.ctx, r.Tenant, r.ConversationID)
-	if err != nil {
-		return
-	}
-	s.log.Warn("ending a run whose executor stopped", "run_id", r.ID, "previous_owner", r.LeaseOwner)
-	if !s.admit(r.Tenant) {
-		return
-	}
-	x := s.newExecution(store.Scope{Tenant: r.Tenant, User: r.Owner}, r, last)
-	s.launch(x, func(context.Context) engine.Outcome {
-		return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{
-			Code: "executor_lost", Message: "The server running this request stopped before it finished. Please try again.",
-		}}
-	})
 }

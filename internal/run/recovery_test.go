@@ -1,0 +1,514 @@
+package run_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentchat/agentchat/internal/bus"
+	"github.com/agentchat/agentchat/internal/bus/membus"
+	"github.com/agentchat/agentchat/internal/engine"
+	"github.com/agentchat/agentchat/internal/event"
+	"github.com/agentchat/agentchat/internal/run"
+	"github.com/agentchat/agentchat/internal/store"
+	"github.com/agentchat/agentchat/internal/store/sqlitestore"
+)
+
+// These tests play several replicas in one process: services sharing one
+// store and one bus, each with its own replica id, against faults injected
+// into the store (unavailable) and the bus (retained history, lost control
+// messages).
+
+var alice = store.Scope{Tenant: "acme", User: "alice"}
+
+const leaseTTL = 800 * time.Millisecond
+
+func openStore(t *testing.T) store.Store {
+	t.Helper()
+	st, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "agentchat.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// engineFunc is an engine made of one function.
+type engineFunc func(ctx context.Context, t engine.Task, h engine.Host) engine.Outcome
+
+func (f engineFunc) Execute(ctx context.Context, t engine.Task, h engine.Host) engine.Outcome {
+	return f(ctx, t, h)
+}
+
+// streaming emits a text delta every 10ms until cancelled or n are out.
+func streaming(n int) engineFunc {
+	return func(ctx context.Context, t engine.Task, h engine.Host) engine.Outcome {
+		for i := range n {
+			select {
+			case <-ctx.Done():
+				return engine.Outcome{Status: engine.StatusSucceeded}
+			case <-time.After(10 * time.Millisecond):
+			}
+			h.Emit(ctx, event.New(event.TextDeltaData{MessageID: "m", Delta: fmt.Sprintf("t%d ", i)}))
+		}
+		return engine.Outcome{Status: engine.StatusSucceeded}
+	}
+}
+
+func replica(t *testing.T, name string, st store.Store, b bus.Bus, eng engine.Engine) *run.Service {
+	t.Helper()
+	s := run.New(run.Config{Store: st, Bus: b, Engine: eng, ReplicaID: name, LeaseTTL: leaseTTL, SweepInterval: 20 * time.Millisecond})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		s.Shutdown(ctx)
+	})
+	return s
+}
+
+// retainingBus is an in-process bus that also keeps what was published, as
+// Redis does, and can lose control messages, as Pub/Sub may.
+type retainingBus struct {
+	*membus.Bus
+	mu           sync.Mutex
+	kept         map[string][]event.Event // by thread
+	dropControls atomic.Bool
+}
+
+func newRetainingBus(t *testing.T) *retainingBus {
+	b := &retainingBus{Bus: membus.New(0), kept: map[string][]event.Event{}}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+func (b *retainingBus) Publish(ctx context.Context, ev event.Event) error {
+	b.mu.Lock()
+	kept := b.kept[ev.Thread]
+	if n := len(kept); n > 0 && kept[n-1].Seq >= ev.Seq {
+		b.mu.Unlock()
+		return nil // Redis keeps the first copy of a seq
+	}
+	b.kept[ev.Thread] = append(kept, ev)
+	b.mu.Unlock()
+	return b.Bus.Publish(ctx, ev)
+}
+
+func (b *retainingBus) Retained(_ context.Context, _, thread string, after int64) ([]event.Event, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []event.Event
+	for _, ev := range b.kept[thread] {
+		if ev.Seq > after {
+			out = append(out, ev)
+		}
+	}
+	return out, nil
+}
+
+func (b *retainingBus) PublishControl(ctx context.Context, c bus.Control) error {
+	if b.dropControls.Load() {
+		return nil
+	}
+	return b.Bus.PublishControl(ctx, c)
+}
+
+func (b *retainingBus) published(thread string) []event.Event {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]event.Event(nil), b.kept[thread]...)
+}
+
+// waitRun polls the run until done says so.
+func waitRun(t *testing.T, st store.Store, id string, within time.Duration, done func(store.Run) bool) store.Run {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		r, err := st.GetRun(context.Background(), alice, id)
+		if err == nil && done(r) {
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s: %+v (%v) after %s", id, r, err, within)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func ended(r store.Run) bool { return !store.Active(r.Status) }
+
+// checkLog fails unless the thread's log is seqs 1..n without holes, each
+// the same as what the bus published under that seq.
+func checkLog(t *testing.T, st store.Store, b *retainingBus, thread string) []event.Event {
+	t.Helper()
+	evs, err := st.ListEvents(context.Background(), alice, thread, "", 0, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := map[int64]event.Event{}
+	for _, ev := range b.published(thread) {
+		pub[ev.Seq] = ev
+	}
+	for i, ev := range evs {
+		if ev.Seq != int64(i+1) {
+			t.Fatalf("log seq %d at position %d", ev.Seq, i)
+		}
+		if p, ok := pub[ev.Seq]; ok {
+			a, _ := json.Marshal(p.Payload)
+			c, _ := json.Marshal(ev.Payload)
+			if p.Type != ev.Type || string(a) != string(c) {
+				t.Fatalf("seq %d: published %s %s, logged %s %s", ev.Seq, p.Type, a, ev.Type, c)
+			}
+		}
+	}
+	if len(pub) > len(evs) {
+		t.Fatalf("the bus published %d events, the log holds %d", len(pub), len(evs))
+	}
+	return evs
+}
+
+// abandoned makes a run that a dead replica was executing: running, its
+// lease lapsed, events 1..logged in the log and 1..published on the bus.
+func abandoned(t *testing.T, st store.Store, b *retainingBus, logged, published int, endPublished bool) store.Run {
+	t.Helper()
+	ctx := context.Background()
+	c, err := st.CreateConversation(ctx, alice, store.Conversation{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := st.CreateRun(ctx, alice, store.Run{ConversationID: c.ID, Input: "x", Status: store.RunRunning,
+		LeaseOwner: "dead", LeaseUntil: time.Now().Add(-time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []event.Event
+	for i := 1; i <= published; i++ {
+		ev := event.New(event.TextDeltaData{MessageID: "m", Delta: fmt.Sprintf("t%d", i)})
+		if endPublished && i == published {
+			ev = event.New(event.RunFinishedData{Status: event.StatusSucceeded})
+		}
+		ev.Tenant, ev.Thread, ev.Run, ev.Seq, ev.Time, ev.Turn = "acme", c.ID, r.ID, int64(i), time.Now().UTC().Truncate(time.Millisecond), r.TurnID
+		evs = append(evs, ev)
+		if err := b.Publish(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.AppendEvents(ctx, evs[:logged]); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// The dead executor published 8 events and wrote 5: the replica taking over
+// copies 6..8 into the log and ends the run after them, so no seq a client
+// saw is reused and the log holds everything published.
+func TestTakeoverContinuesAfterWhatWasPublished(t *testing.T) {
+	t.Parallel()
+	st, b := openStore(t), newRetainingBus(t)
+	r := abandoned(t, st, b, 5, 8, false)
+	replica(t, "b", st, b, streaming(0))
+	got := waitRun(t, st, r.ID, 5*time.Second, ended)
+	if got.Status != store.RunFailed || got.Error == nil || got.Error.Code != "executor_lost" || got.EndedAt == nil {
+		t.Fatalf("run %+v", got)
+	}
+	evs := checkLog(t, st, b, r.ConversationID)
+	if len(evs) != 10 || evs[8].Type != event.Error || !evs[9].Terminal() {
+		t.Fatalf("log %v", evs)
+	}
+	if pub := b.published(r.ConversationID); len(pub) != 10 {
+		t.Fatalf("bus has %d events", len(pub))
+	}
+}
+
+// The dead executor published its run's end but died before recording it:
+// the takeover records that end rather than inventing another.
+func TestTakeoverRecordsAnEndAlreadyPublished(t *testing.T) {
+	t.Parallel()
+	st, b := openStore(t), newRetainingBus(t)
+	r := abandoned(t, st, b, 3, 6, true)
+	replica(t, "b", st, b, streaming(0))
+	got := waitRun(t, st, r.ID, 5*time.Second, ended)
+	if got.Status != store.RunSucceeded {
+		t.Fatalf("run %+v", got)
+	}
+	if evs := checkLog(t, st, b, r.ConversationID); len(evs) != 6 {
+		t.Fatalf("log has %d events", len(evs))
+	}
+}
+
+// A cancel requested while its run ran elsewhere ends it cancelled, even
+// when the executor is gone.
+func TestTakeoverHonoursACancelRequest(t *testing.T) {
+	t.Parallel()
+	st, b := openStore(t), newRetainingBus(t)
+	r := abandoned(t, st, b, 2, 2, false)
+	if _, err := st.UpdateRun(context.Background(), "acme", r.ID, store.RunUpdate{CancelRequested: true}); err != nil {
+		t.Fatal(err)
+	}
+	replica(t, "b", st, b, streaming(0))
+	if got := waitRun(t, st, r.ID, 5*time.Second, ended); got.Status != store.RunCancelled {
+		t.Fatalf("run %+v", got)
+	}
+	if evs := checkLog(t, st, b, r.ConversationID); len(evs) != 3 || !evs[2].Terminal() {
+		t.Fatalf("log %v", evs)
+	}
+}
+
+// A cancel whose message is lost still reaches the executor, through the
+// stored request it reads when renewing its lease.
+func TestCancelWithoutTheMessage(t *testing.T) {
+	t.Parallel()
+	st, b := openStore(t), newRetainingBus(t)
+	a := replica(t, "a", st, b, streaming(10_000))
+	other := replica(t, "b", st, b, streaming(0))
+	started, err := a.Start(context.Background(), alice, run.StartRequest{Input: "go"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.dropControls.Store(true)
+	begin := time.Now()
+	if _, err := other.Cancel(context.Background(), alice, started.Run.ID); err != nil {
+		t.Fatal(err)
+	}
+	got := waitRun(t, st, started.Run.ID, 3*leaseTTL, ended)
+	if got.Status != store.RunCancelled {
+		t.Fatalf("run %+v", got)
+	}
+	if took := time.Since(begin); took > leaseTTL {
+		t.Fatalf("the cancel took %s, more than a lease", took)
+	}
+	checkLog(t, st, b, started.Run.ConversationID)
+}
+
+// unavailable is a store that can be cut off, as a replica cut off from
+// PostgreSQL: every call fails with store.ErrUnavailable.
+type unavailable struct {
+	store.Store
+	down atomic.Bool
+}
+
+var errDown = fmt.Errorf("%w: connection refused", store.ErrUnavailable)
+
+func (u *unavailable) AppendEvents(ctx context.Context, evs []event.Event) error {
+	if u.down.Load() {
+		return errDown
+	}
+	return u.Store.AppendEvents(ctx, evs)
+}
+
+func (u *unavailable) AcquireLease(ctx context.Context, tenant, runID, owner string, until time.Time) (bool, error) {
+	if u.down.Load() {
+		return false, errDown
+	}
+	return u.Store.AcquireLease(ctx, tenant, runID, owner, until)
+}
+
+func (u *unavailable) UpdateRun(ctx context.Context, tenant, id string, up store.RunUpdate) (store.Run, error) {
+	if u.down.Load() {
+		return store.Run{}, errDown
+	}
+	return u.Store.UpdateRun(ctx, tenant, id, up)
+}
+
+func (u *unavailable) GetRunAnyOwner(ctx context.Context, tenant, id string) (store.Run, error) {
+	if u.down.Load() {
+		return store.Run{}, errDown
+	}
+	return u.Store.GetRunAnyOwner(ctx, tenant, id)
+}
+
+func (u *unavailable) ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]store.Run, error) {
+	if u.down.Load() {
+		return nil, errDown
+	}
+	return u.Store.ExpiredLeases(ctx, now, limit)
+}
+
+// A replica cut off from the store stops acting for its run before its lease
+// ends; another replica ends the run after what was published; when the
+// store comes back, the cut-off replica's held events do not overwrite or
+// follow that end.
+func TestCutOffExecutorIsFenced(t *testing.T) {
+	t.Parallel()
+	shared, b := openStore(t), newRetainingBus(t)
+	cut := &unavailable{Store: shared}
+	a := replica(t, "a", cut, b, streaming(10_000))
+	replica(t, "b", shared, b, streaming(0))
+	started, err := a.Start(context.Background(), alice, run.StartRequest{Input: "go"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // some events out
+	cut.down.Store(true)
+	got := waitRun(t, shared, started.Run.ID, 4*leaseTTL, ended)
+	if got.Status != store.RunFailed || got.Error == nil || got.Error.Code != "executor_lost" {
+		t.Fatalf("run %+v", got)
+	}
+	endSeq := int64(0)
+	for _, ev := range b.published(started.Run.ConversationID) {
+		if ev.Terminal() {
+			endSeq = ev.Seq
+		}
+	}
+	cut.down.Store(false)
+	time.Sleep(leaseTTL) // a's writer retries and finds the store again
+	evs := checkLog(t, shared, b, started.Run.ConversationID)
+	if last := evs[len(evs)-1]; !last.Terminal() || last.Seq != endSeq {
+		t.Fatalf("the log ends with %d %s, the run's end is %d", last.Seq, last.Type, endSeq)
+	}
+	if pub := b.published(started.Run.ConversationID); pub[len(pub)-1].Seq != endSeq {
+		t.Fatalf("the bus got seq %d after the end %d", pub[len(pub)-1].Seq, endSeq)
+	}
+}
+
+// A store outage shorter than the lease costs nothing: the executor holds its
+// events, retries, and finishes normally.
+func TestShortStoreOutage(t *testing.T) {
+	t.Parallel()
+	shared, b := openStore(t), newRetainingBus(t)
+	cut := &unavailable{Store: shared}
+	a := replica(t, "a", cut, b, streaming(40))
+	replica(t, "b", shared, b, streaming(0))
+	started, err := a.Start(context.Background(), alice, run.StartRequest{Input: "go"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	cut.down.Store(true)
+	time.Sleep(leaseTTL / 3)
+	cut.down.Store(false)
+	got := waitRun(t, shared, started.Run.ID, 5*time.Second, ended)
+	if got.Status != store.RunSucceeded {
+		t.Fatalf("run %+v", got)
+	}
+	evs := checkLog(t, shared, b, started.Run.ConversationID)
+	deltas := 0
+	for _, ev := range evs {
+		if ev.Type == event.TextDelta {
+			deltas++
+		}
+	}
+	if deltas != 40 || !evs[len(evs)-1].Terminal() {
+		t.Fatalf("%d deltas, last %s", deltas, evs[len(evs)-1].Type)
+	}
+}
+
+// awaitingEngine pauses on its first execution and succeeds on a resume.
+var awaitingEngine = engineFunc(func(ctx context.Context, t engine.Task, h engine.Host) engine.Outcome {
+	if t.Resume != nil {
+		h.Emit(ctx, event.New(event.RunResumedData{ConfirmationID: t.Resume.Confirmation.ID, Decision: "approve"}))
+		return engine.Outcome{Status: engine.StatusSucceeded}
+	}
+	if _, err := h.RequestConfirmation(ctx, store.Confirmation{ToolCallID: "call_1", ToolName: "send", Args: json.RawMessage(`{}`)}); err != nil {
+		return engine.Outcome{Status: engine.StatusFailed}
+	}
+	return engine.Outcome{Status: engine.StatusAwaiting, State: json.RawMessage(`{}`), Awaiting: []string{"call_1"}}
+})
+
+// A decision recorded but never acted on (the deciding replica died between
+// the two) is applied by the sweep, once.
+func TestUnappliedDecisionIsApplied(t *testing.T) {
+	t.Parallel()
+	st, b := openStore(t), newRetainingBus(t)
+	a := replica(t, "a", st, b, awaitingEngine)
+	started, err := a.Start(context.Background(), alice, run.StartRequest{Input: "go"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRun(t, st, started.Run.ID, 5*time.Second, func(r store.Run) bool { return r.Status == store.RunAwaitingInput })
+	list, err := st.ListConfirmations(context.Background(), alice, store.ConfirmPending)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("confirmations %v (%v)", list, err)
+	}
+	// Decided in the store only, as by a replica that died at once.
+	if _, err := st.DecideConfirmation(context.Background(), alice, list[0].ID, store.Decision{Status: store.ConfirmApproved, At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	replica(t, "b", st, b, awaitingEngine)
+	got := waitRun(t, st, started.Run.ID, 10*time.Second, ended)
+	if got.Status != store.RunSucceeded {
+		t.Fatalf("run %+v", got)
+	}
+	evs := checkLog(t, st, b, started.Run.ConversationID)
+	resumed := 0
+	for _, ev := range evs {
+		if ev.Type == event.RunResumed {
+			resumed++
+		}
+	}
+	if resumed != 1 {
+		t.Fatalf("resumed %d times", resumed)
+	}
+	c, err := st.GetConfirmation(context.Background(), alice, list[0].ID)
+	if err != nil || c.AppliedAt == nil {
+		t.Fatalf("confirmation %+v (%v)", c, err)
+	}
+}
+
+// A stream whose subscription starts far after its position (a Redis
+// subscription replays at most half a queue of history) fills the gap from
+// the log: exactly the missing events, in order, once.
+func TestStreamFillsAGapFromTheLog(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := openStore(t)
+	b := membus.New(0)
+	t.Cleanup(func() { b.Close() })
+	s := replica(t, "a", st, b, streaming(0))
+	for _, after := range []int64{0, 5, 10} {
+		c, err := st.CreateConversation(ctx, alice, store.Conversation{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mk := func(from, to int64) []event.Event {
+			var out []event.Event
+			for i := from; i <= to; i++ {
+				ev := event.New(event.TextDeltaData{MessageID: "m", Delta: fmt.Sprintf("t%d", i)})
+				ev.Tenant, ev.Thread, ev.Run, ev.Seq, ev.Time = "acme", c.ID, "r", i, time.Now().UTC()
+				out = append(out, ev)
+			}
+			return out
+		}
+		if err := st.AppendEvents(ctx, mk(1, 10)); err != nil {
+			t.Fatal(err)
+		}
+		stream, err := s.Follow(ctx, alice, c.ID, "", after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Written by another replica after the stream read the log, and
+		// reaching the stream only from seq 590 on.
+		if err := st.AppendEvents(ctx, mk(11, 600)); err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range mk(590, 600) {
+			if err := b.Publish(ctx, ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var got []event.Event
+		deadline := time.After(5 * time.Second)
+		for int64(len(got)) < 600-after {
+			if !stream.Pending() {
+				select {
+				case <-stream.Ready():
+				case <-deadline:
+					t.Fatalf("after %d: got %d events", after, len(got))
+				}
+			}
+			if got, err = stream.Next(ctx, got); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stream.Close()
+		for i, ev := range got {
+			if want := after + 1 + int64(i); ev.Seq != want {
+				t.Fatalf("after %d: seq %d where %d was due", after, ev.Seq, want)
+			}
+		}
+	}
+}
