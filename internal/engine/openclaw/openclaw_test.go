@@ -1,0 +1,119 @@
+package openclaw_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/agentchat/agentchat/internal/engine"
+	"github.com/agentchat/agentchat/internal/engine/openclaw"
+	"github.com/agentchat/agentchat/internal/event"
+	"github.com/agentchat/agentchat/internal/llm/llmtest"
+	"github.com/agentchat/agentchat/internal/store"
+)
+
+// host records what a run does.
+type host struct {
+	mu     sync.Mutex
+	events []event.Event
+	msgs   []store.Message
+}
+
+func (h *host) Emit(_ context.Context, ev event.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.events = append(h.events, ev)
+}
+
+func (h *host) AppendMessage(_ context.Context, m store.Message) (store.Message, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	m.ID = store.NewID()
+	h.msgs = append(h.msgs, m)
+	return m, nil
+}
+
+func (h *host) RequestConfirmation(_ context.Context, c store.Confirmation) (store.Confirmation, error) {
+	c.ID = store.NewID()
+	return c, nil
+}
+
+func task(tenant string) engine.Task {
+	return engine.Task{
+		Scope: store.Scope{Tenant: tenant, User: "u"}, Run: store.Run{ID: "run-2"}, Conversation: store.Conversation{ID: "conv-1"},
+		History: []store.Message{
+			{Role: store.RoleUser, Content: "earlier", RunID: "run-1"},
+			{Role: store.RoleAssistant, Content: "earlier answer", RunID: "run-1"},
+			{Role: store.RoleUser, Content: "now", RunID: "run-2"},
+		},
+	}
+}
+
+func TestNewChecksConfig(t *testing.T) {
+	t.Parallel()
+	for name, cfg := range map[string]openclaw.Config{
+		"credentials in the URL": {Gateways: map[string]openclaw.Gateway{"g": {URL: "http://user:secret@127.0.0.1:1"}}},
+		"not http":               {Gateways: map[string]openclaw.Gateway{"g": {URL: "ftp://127.0.0.1"}}},
+		"unknown tenant gateway": {Gateways: map[string]openclaw.Gateway{"g": {URL: "http://127.0.0.1:1"}}, Tenants: map[string]string{"acme": "h"}},
+		"unknown default":        {Gateways: map[string]openclaw.Gateway{"g": {URL: "http://127.0.0.1:1"}}, Default: "h"},
+	} {
+		if _, err := openclaw.New(cfg); err == nil {
+			t.Errorf("%s: accepted", name)
+		} else if strings.Contains(err.Error(), "secret") {
+			t.Errorf("%s: the error repeats the URL's secret: %v", name, err)
+		}
+	}
+}
+
+func TestSessionAndHistory(t *testing.T) {
+	t.Parallel()
+	gw := llmtest.NewOpenAIServer(t, llmtest.Options{Replies: []llmtest.Reply{llmtest.TextReply("hi")}})
+	for _, full := range []bool{false, true} {
+		e, err := openclaw.New(openclaw.Config{Gateways: map[string]openclaw.Gateway{"g": {URL: gw.URL, SendHistory: full}}, Default: "g"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := &host{}
+		if o := e.Execute(context.Background(), task("acme"), h); o.Status != engine.StatusSucceeded {
+			t.Fatalf("outcome %+v", o)
+		}
+		r := gw.Requests()[len(gw.Requests())-1]
+		if r.Header.Get("X-Openclaw-Session-Key") != openclaw.SessionKey("acme", "conv-1") || openclaw.SessionKey("acme", "conv-1") != "agentchat:acme:conv-1" {
+			t.Fatalf("session %q", r.Header.Get("X-Openclaw-Session-Key"))
+		}
+		want := 1
+		if full {
+			want = 3
+		}
+		if msgs := r.Body["messages"].([]any); len(msgs) != want {
+			t.Fatalf("sendHistory=%v sent %v", full, msgs)
+		}
+	}
+}
+
+// A gateway redirecting elsewhere does not take its token along.
+func TestNoRedirects(t *testing.T) {
+	t.Parallel()
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { elsewhere.Add(1) }))
+	t.Cleanup(other.Close)
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(gw.Close)
+	e, err := openclaw.New(openclaw.Config{Gateways: map[string]openclaw.Gateway{"g": {URL: gw.URL, Token: "root-token"}}, Default: "g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := e.Execute(context.Background(), task("acme"), &host{})
+	if o.Status != engine.StatusFailed || elsewhere.Load() != 0 {
+		t.Fatalf("outcome %+v, redirected requests %d", o, elsewhere.Load())
+	}
+	if strings.Contains(o.Error.Message, "root-token") {
+		t.Fatalf("error %v", o.Error)
+	}
+}
