@@ -99,6 +99,10 @@ type Config struct {
 	// MCPConfig is a JSON file listing MCP servers ({"mcpServers":{…}}).
 	MCPConfig string
 
+	// HistoryTimeZone is the IANA time zone whose midnights cut
+	// GET /api/v1/agent/history into days. Default UTC.
+	HistoryTimeZone string
+
 	// DebugAddr, when set, serves Go's pprof profiles there (keep it private).
 	DebugAddr string
 
@@ -185,6 +189,7 @@ func fields() []field {
 	add("feishu-secret", "AGENTCHAT_FEISHU_SECRET", "Feishu webhook signing secret", true, str(func(c *Config) *string { return &c.FeishuSecret }))
 	add("webhook-url", "AGENTCHAT_WEBHOOK_URL", "target of the send_webhook tool", true, str(func(c *Config) *string { return &c.WebhookURL }))
 	add("mcp-config", "AGENTCHAT_MCP_CONFIG", "JSON file listing MCP servers ({\"mcpServers\":{…}})", false, str(func(c *Config) *string { return &c.MCPConfig }))
+	add("history-time-zone", "AGENTCHAT_HISTORY_TIME_ZONE", "IANA time zone that cuts the AG-UI history into days, e.g. Asia/Shanghai (default UTC)", false, str(func(c *Config) *string { return &c.HistoryTimeZone }))
 	add("debug-addr", "AGENTCHAT_DEBUG_ADDR", "address for pprof profiles, e.g. 127.0.0.1:6060 (default off; keep it private)", false, str(func(c *Config) *string { return &c.DebugAddr }))
 	add("log-level", "AGENTCHAT_LOG_LEVEL", "debug, info, warn or error (default info)", false, str(func(c *Config) *string { return &c.LogLevel }))
 	add("log-format", "AGENTCHAT_LOG_FORMAT", "text or json (default text)", false, str(func(c *Config) *string { return &c.LogFormat }))
@@ -239,6 +244,7 @@ func (c *Config) applyDefaults() {
 	def(&c.LogLevel, "info")
 	def(&c.LogFormat, "text")
 	def(&c.BusPrefix, "agentchat")
+	def(&c.HistoryTimeZone, "UTC")
 	if c.LeaseTTL == 0 {
 		c.LeaseTTL = 15 * time.Second
 	}
@@ -300,6 +306,9 @@ func (c Config) Validate() error {
 	if c.MaxIterations < 1 {
 		bad("max-iterations", "must be at least 1")
 	}
+	if _, err := time.LoadLocation(c.HistoryTimeZone); err != nil {
+		bad("history-time-zone", "not a known IANA time zone: %q", c.HistoryTimeZone)
+	}
 	switch c.LLM {
 	case "scripted", "openai", "anthropic":
 	default:
@@ -346,6 +355,15 @@ func (c Config) StoreKind() (string, error) {
 		return "postgres", nil
 	}
 	return "", errors.New("must be empty, sqlite:<path> or a postgres:// URL")
+}
+
+// HistoryLocation is the time zone of HistoryTimeZone (UTC if it cannot be loaded).
+func (c Config) HistoryLocation() *time.Location {
+	loc, err := time.LoadLocation(c.HistoryTimeZone)
+	if err != nil {
+		return time.UTC
+	}
+	return loc
 }
 
 // SQLitePath is the SQLite file the store uses.

@@ -59,14 +59,15 @@ func TestSecretFromFile(t *testing.T) {
 func TestValidateNamesTheField(t *testing.T) {
 	t.Parallel()
 	tests := map[string]map[string]string{
-		"ping-interval": {"AGENTCHAT_PING_INTERVAL": "fast"},
-		"tokens":        {"AGENTCHAT_TOKENS": "only-a-token"},
-		"llm":           {"AGENTCHAT_LLM": "gpt"},
-		"store":         {"AGENTCHAT_STORE": "mysql://x"},
-		"bus":           {"AGENTCHAT_BUS": "kafka://x"},
-		"jwt-secret":    {"AGENTCHAT_JWT_SECRET": "short"},
-		"lease-ttl":     {"AGENTCHAT_LEASE_TTL": "10ms"},
-		"bus-prefix":    {"AGENTCHAT_BUS_PREFIX": "a {b}"},
+		"ping-interval":     {"AGENTCHAT_PING_INTERVAL": "fast"},
+		"tokens":            {"AGENTCHAT_TOKENS": "only-a-token"},
+		"llm":               {"AGENTCHAT_LLM": "gpt"},
+		"store":             {"AGENTCHAT_STORE": "mysql://x"},
+		"bus":               {"AGENTCHAT_BUS": "kafka://x"},
+		"jwt-secret":        {"AGENTCHAT_JWT_SECRET": "short"},
+		"lease-ttl":         {"AGENTCHAT_LEASE_TTL": "10ms"},
+		"bus-prefix":        {"AGENTCHAT_BUS_PREFIX": "a {b}"},
+		"history-time-zone": {"AGENTCHAT_HISTORY_TIME_ZONE": "Mars/Olympus"},
 	}
 	for field, vars := range tests {
 		_, err := Load("serve", nil, env(vars), io.Discard)

@@ -28,6 +28,8 @@ type Config struct {
 	TenantHeader string        // default X-Tenant-ID
 	MaxBodyBytes int64         // default 1 MiB
 	PingInterval time.Duration // default 15s
+	// HistoryLocation is the time zone that cuts the history's days. Default UTC.
+	HistoryLocation *time.Location
 }
 
 // Server holds the handlers. Create it with New.
@@ -40,6 +42,7 @@ type Server struct {
 	tenantHeader string
 	maxBody      int64
 	ping         time.Duration
+	historyLoc   *time.Location
 	mux          *http.ServeMux
 
 	// closing is closed when the server begins to shut down, so streams end cleanly.
@@ -51,7 +54,7 @@ type Server struct {
 func New(cfg Config) *Server {
 	s := &Server{
 		st: cfg.Store, runs: cfg.Runs, auth: cfg.Auth, tools: cfg.Tools, log: cfg.Logger,
-		tenantHeader: cfg.TenantHeader, maxBody: cfg.MaxBodyBytes, ping: cfg.PingInterval,
+		tenantHeader: cfg.TenantHeader, maxBody: cfg.MaxBodyBytes, ping: cfg.PingInterval, historyLoc: cfg.HistoryLocation,
 		mux: http.NewServeMux(), closing: make(chan struct{}),
 	}
 	if s.log == nil {
@@ -65,6 +68,9 @@ func New(cfg Config) *Server {
 	}
 	if s.ping == 0 {
 		s.ping = 15 * time.Second
+	}
+	if s.historyLoc == nil {
+		s.historyLoc = time.UTC
 	}
 	s.routes()
 	return s
@@ -98,6 +104,11 @@ func (s *Server) routes() {
 	api("POST /v1/agent/confirmations/{id}", s.decide)
 	api("GET /v1/agent/confirmations", s.listConfirmations)
 	api("GET /v1/tools", s.listTools)
+
+	// AG-UI (seeds 001 and 004): agui.go, history.go.
+	api("POST /api/v1/agent/runs", s.aguiRun)
+	stream("GET /api/v1/agent/runs/{threadId}/events", s.aguiEvents)
+	api("GET /api/v1/agent/history", s.aguiHistory)
 }
 
 // wrap renders a handler's error.

@@ -84,6 +84,17 @@ type Service struct {
 	executing map[string]*execution // run id → execution in this process
 	perTenant map[string]int
 	stopping  bool
+
+	// continuations maps a confirmation id to the run id its deciding client
+	// chose (DecideFor), for whichever resume of this process continues the
+	// run: another may claim it first (resumeDecided, when the decision
+	// arrives while the run is still pausing).
+	continuations sync.Map // string → continuation
+}
+
+type continuation struct {
+	clientRunID, status string
+	at                  time.Time
 }
 
 // New starts the service's background loops.
@@ -136,8 +147,6 @@ type StartRequest struct {
 	Input        string
 	// Parts is the multi-part form of the input (text and image URLs), JSON.
 	Parts json.RawMessage
-	// UserMessageID names the stored user message (a client-chosen id); empty means a new id.
-	UserMessageID string
 	// ClientRunID is the run id a client chose (AG-UI), echoed on its stream.
 	ClientRunID string
 	Engine      string
@@ -191,7 +200,7 @@ func (s *Service) Start(ctx context.Context, sc store.Scope, req StartRequest, f
 	in := store.RunStart{
 		Run: store.Run{ConversationID: req.ConversationID, Status: store.RunRunning, Input: req.Input, Engine: req.Engine,
 			LeaseOwner: s.cfg.ReplicaID, LeaseUntil: time.Now().Add(s.cfg.LeaseTTL)},
-		Message: store.Message{ID: req.UserMessageID, Role: store.RoleUser, Content: req.Input, Parts: req.Parts},
+		Message: store.Message{Role: store.RoleUser, Content: req.Input, Parts: req.Parts},
 	}
 	if req.Regenerates != "" {
 		in.Message.Metadata, _ = json.Marshal(regeneration{Regenerates: req.Regenerates})
@@ -394,7 +403,22 @@ func (s *Service) Decide(ctx context.Context, sc store.Scope, id string, d store
 // the one that resumes the run.
 func (s *Service) DecideFor(ctx context.Context, sc store.Scope, id string, d store.Decision, clientRunID string) (store.Confirmation, error) {
 	d.At = time.Now()
+	if clientRunID != "" {
+		// Stored before the decision is, so every resume that can see the
+		// decision finds it; the resume that continues the run takes it.
+		// Entries no resume takes (the run was cancelled) age out.
+		s.continuations.Range(func(k, v any) bool {
+			if d.At.Sub(v.(continuation).at) > time.Hour {
+				s.continuations.Delete(k)
+			}
+			return true
+		})
+		s.continuations.Store(id, continuation{clientRunID, d.Status, d.At})
+	}
 	c, err := s.st.DecideConfirmation(ctx, sc, id, d)
+	if err != nil && !errors.Is(err, store.ErrExpired) {
+		s.continuations.Delete(id)
+	}
 	if errors.Is(err, store.ErrExpired) && c.ID != "" {
 		s.resume(c, clientRunID) // the run learns of the expiry now rather than at the next sweep
 	}
@@ -425,6 +449,9 @@ func (s *Service) resume(c store.Confirmation, clientRunID string) {
 	if x == nil {
 		s.release(r.Tenant)
 		return
+	}
+	if v, ok := s.continuations.LoadAndDelete(c.ID); ok && v.(continuation).status == c.Status {
+		clientRunID = v.(continuation).clientRunID
 	}
 	sc := store.Scope{Tenant: r.Tenant, User: r.Owner}
 	s.launch(x, func(ctx context.Context) engine.Outcome {

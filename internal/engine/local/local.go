@@ -67,6 +67,9 @@ type paused struct {
 	Iteration int         `json:"iteration"`
 	Awaiting  []string    `json:"awaiting"` // tool call ids still to be decided
 	Usage     event.Usage `json:"usage"`
+	// Frontend are calls of the same turn the client must answer; once the
+	// decisions are in, the run ends with them pending.
+	Frontend []string `json:"frontend,omitempty"`
 }
 
 // toolCallMeta is how an assistant message records the calls it made.
@@ -113,7 +116,7 @@ func (a *Agent) Execute(ctx context.Context, t engine.Task, h engine.Host) engin
 		if c.Status != store.ConfirmApproved {
 			decision = "reject"
 		}
-		h.Emit(ctx, event.Event{Iteration: iteration, Payload: event.RunResumedData{ConfirmationID: c.ID, Decision: decision}})
+		h.Emit(ctx, event.Event{Iteration: iteration, Payload: event.RunResumedData{ConfirmationID: c.ID, Decision: decision, ClientRunID: t.Resume.ClientRunID}})
 		msg, expired := r.decided(ctx, iteration, c)
 		t.History = append(t.History, msg)
 		st.Awaiting = slices.DeleteFunc(st.Awaiting, func(id string) bool { return id == c.ToolCallID })
@@ -124,8 +127,11 @@ func (a *Agent) Execute(ctx context.Context, t engine.Task, h engine.Host) engin
 			st.Usage = r.usage
 			return r.pause(st)
 		}
+		if len(st.Frontend) > 0 {
+			return engine.Outcome{Status: engine.StatusSucceeded, Usage: r.usage, Pending: st.Frontend}
+		}
 	}
-	msgs := BuildContext(a.system, t.History)
+	msgs := BuildContext(r.systemPrompt(), t.History)
 	for iteration < a.maxIter {
 		if o := engine.Stopped(ctx); o != nil {
 			o.Usage = r.usage
@@ -139,15 +145,19 @@ func (a *Agent) Execute(ctx context.Context, t engine.Task, h engine.Host) engin
 		if len(out.calls) == 0 {
 			return engine.Outcome{Status: engine.StatusSucceeded, Usage: r.usage, Answer: out.answer}
 		}
-		results, awaiting, announce := r.runTools(ctx, iteration, out.calls)
+		calls, frontend := r.frontendCalls(ctx, iteration, out.calls)
+		results, awaiting, announce := r.runTools(ctx, iteration, calls)
 		if o := engine.Stopped(ctx); o != nil {
 			o.Usage = r.usage
 			return *o
 		}
 		if len(awaiting) > 0 {
-			o := r.pause(paused{Iteration: iteration, Awaiting: awaiting, Usage: r.usage})
+			o := r.pause(paused{Iteration: iteration, Awaiting: awaiting, Usage: r.usage, Frontend: frontend})
 			o.Announce = announce
 			return o
+		}
+		if len(frontend) > 0 {
+			return engine.Outcome{Status: engine.StatusSucceeded, Usage: r.usage, Pending: frontend}
 		}
 		msgs = append(msgs, out.assistant)
 		msgs = append(msgs, results...)
@@ -176,7 +186,8 @@ type turnOut struct {
 func (r *runner) iterate(ctx context.Context, it int, msgs []llm.Message) (turnOut, *engine.Outcome) {
 	emit := func(p event.Payload) { r.h.Emit(ctx, event.Event{Iteration: it, Step: "worker", Payload: p}) }
 	emit(event.IterationData{Model: r.a.model.Name()})
-	req := llm.Request{Messages: msgs, Tools: r.toolSpecs()}
+	req := llm.Request{Messages: msgs, Tools: r.toolSpecs(), JSONObject: r.t.Options.Structured}
+	var shown answerText // what a structured answer shows of its JSON
 	msgID := store.NewID()
 	var acc llm.Accumulator
 	stream, err := r.a.model.Stream(ctx, req)
@@ -187,7 +198,9 @@ func (r *runner) iterate(ctx context.Context, it int, msgs []llm.Message) (turnO
 			acc.Add(c)
 			switch {
 			case c.Text != "":
-				emit(event.TextDeltaData{MessageID: msgID, Delta: c.Text})
+				if d := r.visible(&shown, c.Text); d != "" {
+					emit(event.TextDeltaData{MessageID: msgID, Delta: d})
+				}
 			case c.Reasoning != "":
 				emit(event.ReasoningDeltaData{MessageID: msgID, Delta: c.Reasoning})
 			case c.ToolCall != nil:
@@ -273,7 +286,13 @@ func modelError(err error) event.ErrorInfo {
 // completeMessage stores and announces a final (or partial) assistant message.
 func (r *runner) completeMessage(ctx context.Context, it int, id, text string, partial bool) *event.Answer {
 	var answer *event.Answer
-	if !partial {
+	switch {
+	case r.t.Options.Structured && partial:
+		text = visibleText(text)
+	case r.t.Options.Structured:
+		answer = ParseAnswer(text)
+		text = answer.Answer
+	case !partial:
 		answer = DeriveAnswer(text)
 	}
 	meta, _ := json.Marshal(toolCallMeta{Partial: partial, Answer: answer})
@@ -310,6 +329,9 @@ func (r *runner) toolSpecs() []llm.ToolSpec {
 		}
 	}
 	for _, f := range r.t.Options.FrontendTools {
+		if _, backend := r.spec(f.Name); backend {
+			continue // the registry's tool of that name wins
+		}
 		specs = append(specs, llm.ToolSpec{Name: f.Name, Description: f.Description, Parameters: f.Parameters})
 	}
 	return specs
