@@ -212,8 +212,14 @@ func (p *publisher) publish(ctx context.Context, ev event.Event) {
 	p.try(ctx, ev)
 }
 
+// publishTimeout bounds one publish: a client's own retries against a bus
+// that is down would otherwise hold the run for seconds per event.
+const publishTimeout = time.Second
+
 func (p *publisher) try(ctx context.Context, ev event.Event) bool {
+	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
 	err := p.bus.Publish(ctx, ev)
+	cancel()
 	switch {
 	case err == nil:
 		if p.down.CompareAndSwap(true, false) {

@@ -1,0 +1,786 @@
+// Package clustertest runs agentchat as a cluster of real processes for
+// fault tests: several `agentchat serve` replicas over one PostgreSQL and one
+// Redis, started from the built binary on free 127.0.0.1 ports, with the
+// faults a deployment meets injected from outside — a replica killed with
+// SIGKILL, a Redis server crashed and restarted empty, the database cut off
+// by a TCP proxy in front of it.
+//
+// Each Cluster has its own PostgreSQL schema and Redis key prefix, so tests
+// run in parallel against shared servers. Everything a Cluster starts (server
+// processes, proxies, a private redis-server) is stopped when its test ends,
+// and the test's schema and keys are dropped; a failed test logs the tail of
+// each replica's log.
+//
+// The services come from AGENTCHAT_TEST_POSTGRES and AGENTCHAT_TEST_REDIS (see
+// package testenv): without them a test is skipped, except under CI.
+package clustertest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/agentchat/agentchat/internal/ssetest"
+	"github.com/agentchat/agentchat/internal/testenv"
+)
+
+// Token is the bearer token of the cluster's one user (tenant acme, user alice).
+const Token = "clustertest-token-0123456789"
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildBin  string
+	buildErr  error
+)
+
+// Binary builds cmd/agentchat once per test process and returns its path.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "agentchat-clustertest-")
+		if buildErr != nil {
+			return
+		}
+		buildBin = filepath.Join(buildDir, "agentchat")
+		cmd := exec.Command("go", "build", "-o", buildBin, "github.com/agentchat/agentchat/cmd/agentchat")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return buildBin
+}
+
+// Cleanup removes the binary Binary built; call it from TestMain.
+func Cleanup() {
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+}
+
+// Cluster is one deployment: a schema, a key prefix, and the replicas started in it.
+type Cluster struct {
+	t        testing.TB
+	bin      string
+	dir      string
+	Postgres string // the store URL replicas use (with this cluster's schema)
+	Redis    string // the bus URL
+	Prefix   string // the bus key prefix
+	// Env is added to every replica's environment (KEY=value), after the
+	// cluster's own settings, so it may override them.
+	Env []string
+
+	base   string // the test database's URL, without the schema
+	schema string
+
+	mu       sync.Mutex
+	replicas []*Replica
+}
+
+// Options shape a Cluster.
+type Options struct {
+	// Redis overrides the bus URL (a private server from StartRedis).
+	Redis string
+	// Env is added to every replica's environment.
+	Env []string
+}
+
+// New makes a cluster on the test servers: a fresh schema and key prefix,
+// dropped when the test ends.
+func New(t testing.TB, o Options) *Cluster {
+	t.Helper()
+	pg := testenv.Postgres(t)
+	rd := o.Redis
+	if rd == "" {
+		rd = testenv.Redis(t)
+	}
+	bin := Binary(t)
+	id := randomID()
+	schema := "clustertest_" + id
+	c := &Cluster{t: t, bin: bin, dir: t.TempDir(), Postgres: withParam(t, pg, "schema", schema), Redis: rd, Prefix: "clustertest_" + id, Env: o.Env,
+		base: pg, schema: schema}
+	t.Cleanup(func() {
+		c.stopAll()
+		dropSchema(t, pg, schema)
+		deleteKeys(t, rd, c.Prefix)
+	})
+	return c
+}
+
+func randomID() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func withParam(t testing.TB, raw, key, value string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set(key, value)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// WithHost returns a URL with its host:port replaced (to go through a Proxy).
+func WithHost(t testing.TB, raw, hostport string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = hostport
+	return u.String()
+}
+
+// Exec runs one statement in the cluster's schema, behind the servers' backs
+// (to stage a state a crash would leave).
+func (c *Cluster) Exec(sql string, args ...any) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, c.base)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `SET search_path = `+pgx.Identifier{c.schema}.Sanitize()); err != nil {
+		c.t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, sql, args...); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func dropSchema(t testing.TB, dbURL, schema string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Errorf("drop schema %s: %v", schema, err)
+		return
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
+		t.Errorf("drop schema %s: %v", schema, err)
+	}
+}
+
+func deleteKeys(t testing.TB, redisURL, prefix string) {
+	opts, err := redis.ParseURL(redisURL)
+	if err != nil {
+		return
+	}
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	keys, err := rdb.Keys(ctx, prefix+":*").Result()
+	if err == nil && len(keys) > 0 {
+		err = rdb.Del(ctx, keys...).Err()
+	}
+	if err != nil && !isConnRefused(err) {
+		t.Logf("delete test keys: %v", err)
+	}
+}
+
+func isConnRefused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
+
+// Replica is one `agentchat serve` process.
+type Replica struct {
+	Name string
+	URL  string // http://127.0.0.1:port
+	t    testing.TB
+	cmd  *exec.Cmd
+	log  string // path of its stderr
+	done chan struct{}
+	err  error // Wait's result, once done is closed
+}
+
+// Start starts a replica named name with extra environment (KEY=value,
+// after the cluster's) and waits until it listens.
+func (c *Cluster) Start(name string, env ...string) *Replica {
+	c.t.Helper()
+	dir := filepath.Join(c.dir, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		c.t.Fatal(err)
+	}
+	r := &Replica{Name: name, t: c.t, log: filepath.Join(dir, "stderr.log"), done: make(chan struct{})}
+	logFile, err := os.Create(r.log)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	cmd := exec.Command(c.bin, "serve")
+	cmd.Env = append([]string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + dir,
+		"AGENTCHAT_ADDR=127.0.0.1:0",
+		"AGENTCHAT_DATA_DIR=" + dir,
+		"AGENTCHAT_STORE=" + c.Postgres,
+		"AGENTCHAT_BUS=" + c.Redis,
+		"AGENTCHAT_BUS_PREFIX=" + c.Prefix,
+		"AGENTCHAT_TOKENS=" + Token + ":acme:alice",
+		"AGENTCHAT_LEASE_TTL=2s",
+		"AGENTCHAT_PING_INTERVAL=500ms",
+		"AGENTCHAT_SHUTDOWN_TIMEOUT=2s",
+		"AGENTCHAT_LOG_LEVEL=debug",
+	}, c.Env...)
+	cmd.Env = append(cmd.Env, env...)
+	cmd.Stderr = logFile
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	r.cmd = cmd
+	c.mu.Lock()
+	c.replicas = append(c.replicas, r)
+	c.mu.Unlock()
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if rest, ok := strings.CutPrefix(sc.Text(), "agentchat is listening on "); ok {
+				addr <- strings.Fields(rest)[0]
+			}
+		}
+		io.Copy(io.Discard, stdout)
+	}()
+	go func() {
+		r.err = cmd.Wait()
+		logFile.Close()
+		close(r.done)
+	}()
+	select {
+	case a := <-addr:
+		r.URL = a
+	case <-r.done:
+		c.t.Fatalf("replica %s exited at start: %v\n%s", name, r.err, r.tail(40))
+	case <-time.After(30 * time.Second):
+		c.t.Fatalf("replica %s did not start listening\n%s", name, r.tail(40))
+	}
+	c.t.Cleanup(func() {
+		if c.t.Failed() {
+			c.t.Logf("---- replica %s log (tail) ----\n%s", name, r.tail(60))
+		}
+	})
+	return r
+}
+
+// Kill ends the replica with SIGKILL, as a crash would, and waits for it.
+func (r *Replica) Kill() {
+	_ = r.cmd.Process.Signal(syscall.SIGKILL)
+	<-r.done
+}
+
+// Stop asks the replica to shut down (SIGTERM) and waits up to 10s, then kills it.
+func (r *Replica) Stop() {
+	_ = r.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-r.done:
+	case <-time.After(10 * time.Second):
+		r.Kill()
+	}
+}
+
+// Alive reports whether the process is still running.
+func (r *Replica) Alive() bool {
+	select {
+	case <-r.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Log returns the replica's log so far.
+func (r *Replica) Log() string {
+	b, _ := os.ReadFile(r.log)
+	return string(b)
+}
+
+func (r *Replica) tail(n int) string {
+	lines := strings.Split(strings.TrimRight(r.Log(), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (c *Cluster) stopAll() {
+	c.mu.Lock()
+	rs := c.replicas
+	c.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, r := range rs {
+		if r.Alive() {
+			wg.Go(r.Kill) // the test is over: no need to be graceful
+		}
+	}
+	wg.Wait()
+}
+
+// Do sends a JSON request to a replica and returns the response with its
+// body read.
+func (c *Cluster) Do(r *Replica, method, path string, body any) (*http.Response, []byte) {
+	c.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, r.URL+path, rd)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+Token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s %s on %s: %v", method, path, r.Name, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		c.t.Fatalf("%s %s on %s: read: %v", method, path, r.Name, err)
+	}
+	return resp, b
+}
+
+// Frame is one native stream frame, with the seq its id carries.
+type Frame struct {
+	Seq   int64
+	Event string
+	Data  json.RawMessage // the envelope's data
+}
+
+func (f Frame) String() string { return fmt.Sprintf("%d %s %s", f.Seq, f.Event, f.Data) }
+
+// Field reads a top-level string field of the frame's data.
+func (f Frame) Field(name string) string {
+	var m map[string]any
+	_ = json.Unmarshal(f.Data, &m)
+	s, _ := m[name].(string)
+	return s
+}
+
+// Stream is an open native SSE stream.
+type Stream struct {
+	resp   *http.Response
+	rd     *ssetest.Reader
+	cancel context.CancelFunc
+	// Header is the response header (X-Run-ID, X-Conversation-ID on a chat).
+	Header http.Header
+}
+
+// Chat starts a run on r with POST /v1/agent/chat and returns its stream.
+func (c *Cluster) Chat(r *Replica, body map[string]any) *Stream {
+	c.t.Helper()
+	return c.open(r, http.MethodPost, "/v1/agent/chat", body, -1)
+}
+
+// Attach opens a run's stream on r after Last-Event-ID after (-1: none).
+func (c *Cluster) Attach(r *Replica, runID string, after int64) *Stream {
+	c.t.Helper()
+	return c.open(r, http.MethodGet, "/v1/agent/runs/"+runID+"/events", nil, after)
+}
+
+// TryAttach is Attach for a replica that may refuse: it returns a nil stream
+// with the status and body of the refusal (status 0: no answer at all).
+func (c *Cluster) TryAttach(r *Replica, runID string, after int64) (*Stream, int, string) {
+	return c.tryOpen(r, http.MethodGet, "/v1/agent/runs/"+runID+"/events", nil, after)
+}
+
+func (c *Cluster) open(r *Replica, method, path string, body any, after int64) *Stream {
+	c.t.Helper()
+	s, status, msg := c.tryOpen(r, method, path, body, after)
+	if s == nil {
+		c.t.Fatalf("%s %s on %s: %d %s", method, path, r.Name, status, msg)
+	}
+	return s
+}
+
+// tryOpen opens a stream, or reports the status and body of a refusal (status 0: no answer).
+func (c *Cluster) tryOpen(r *Replica, method, path string, body any, after int64) (*Stream, int, string) {
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, method, r.URL+path, rd)
+	if err != nil {
+		cancel()
+		return nil, 0, err.Error()
+	}
+	req.Header.Set("Authorization", "Bearer "+Token)
+	req.Header.Set("Accept", "text/event-stream")
+	if after >= 0 {
+		req.Header.Set("Last-Event-ID", strconv.FormatInt(after, 10))
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		return nil, 0, err.Error()
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		cancel()
+		return nil, resp.StatusCode, string(b)
+	}
+	s := &Stream{resp: resp, rd: ssetest.NewReader(resp.Body), cancel: cancel, Header: resp.Header}
+	c.t.Cleanup(s.Close)
+	return s, resp.StatusCode, ""
+}
+
+// Next returns the next replayable frame (pings and other frames without an
+// id are skipped, except error frames, which are returned with Seq 0); io.EOF
+// when the stream ends.
+func (s *Stream) Next() (Frame, error) {
+	for {
+		f, err := s.rd.Next()
+		if err != nil {
+			return Frame{}, err
+		}
+		if f.Event == "ping" || f.Comment != "" || (f.ID == "" && f.Event != "error") {
+			continue
+		}
+		var env struct {
+			Data json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal([]byte(f.Data), &env); err != nil {
+			return Frame{}, fmt.Errorf("frame %q: %v", f.Data, err)
+		}
+		seq, _ := strconv.ParseInt(f.ID, 10, 64)
+		return Frame{Seq: seq, Event: f.Event, Data: env.Data}, nil
+	}
+}
+
+// Close ends the stream.
+func (s *Stream) Close() {
+	s.cancel()
+	s.resp.Body.Close()
+}
+
+// ReadUntil reads frames until stop says so or the stream ends (io.EOF is
+// not an error) or within passes.
+func (s *Stream) ReadUntil(within time.Duration, stop func(Frame) bool) ([]Frame, error) {
+	var out []Frame
+	timer := time.AfterFunc(within, s.Close)
+	defer timer.Stop()
+	for {
+		f, err := s.Next()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			if !timer.Stop() {
+				return out, fmt.Errorf("no end within %s (%d frames)", within, len(out))
+			}
+			return out, err
+		}
+		out = append(out, f)
+		if stop != nil && stop(f) {
+			return out, nil
+		}
+	}
+}
+
+// IsEnd reports a run's end frame.
+func IsEnd(f Frame) bool { return f.Event == "agent.end" }
+
+// Timeline returns a run's stored timeline, as frames.
+func (c *Cluster) Timeline(r *Replica, runID string) []Frame {
+	c.t.Helper()
+	resp, body := c.Do(r, http.MethodGet, "/v1/agent/runs/"+runID+"/timeline", nil)
+	if resp.StatusCode != http.StatusOK {
+		c.t.Fatalf("timeline on %s: %d %s", r.Name, resp.StatusCode, body)
+	}
+	var tl struct {
+		Events []struct {
+			Seq     int64           `json:"seq"`
+			Event   string          `json:"event"`
+			Payload json.RawMessage `json:"payload"`
+		} `json:"events"`
+	}
+	if err := json.Unmarshal(body, &tl); err != nil {
+		c.t.Fatal(err)
+	}
+	out := make([]Frame, 0, len(tl.Events))
+	for _, e := range tl.Events {
+		out = append(out, Frame{Seq: e.Seq, Event: e.Event, Data: e.Payload})
+	}
+	return out
+}
+
+// Equal compares frame lists by seq, event and data (as JSON values).
+func Equal(a, b []Frame) (bool, string) {
+	for i := 0; i < len(a) || i < len(b); i++ {
+		if i >= len(a) || i >= len(b) {
+			return false, fmt.Sprintf("lengths %d and %d; first extra: %v", len(a), len(b), extra(a, b, i))
+		}
+		if a[i].Seq != b[i].Seq || a[i].Event != b[i].Event || !jsonEqual(a[i].Data, b[i].Data) {
+			return false, fmt.Sprintf("frame %d: %v ≠ %v", i, a[i], b[i])
+		}
+	}
+	return true, ""
+}
+
+func extra(a, b []Frame, i int) Frame {
+	if i < len(a) {
+		return a[i]
+	}
+	return b[i]
+}
+
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return bytes.Equal(a, b)
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return bytes.Equal(xa, ya)
+}
+
+// Proxy is a TCP proxy in front of a server (PostgreSQL) that a test can cut:
+// every connection through it is closed and new ones are refused at once,
+// as when the database goes away, until Restore.
+type Proxy struct {
+	Addr   string
+	target string
+	ln     net.Listener
+
+	mu    sync.Mutex
+	cut   bool
+	conns map[net.Conn]struct{}
+	wg    sync.WaitGroup
+}
+
+// NewProxy listens on a free 127.0.0.1 port and forwards to target (host:port).
+func NewProxy(t testing.TB, target string) *Proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{Addr: ln.Addr().String(), target: target, ln: ln, conns: map[net.Conn]struct{}{}}
+	p.wg.Add(1)
+	go p.accept()
+	t.Cleanup(p.close)
+	return p
+}
+
+// PostgresProxy is a Proxy to the host of the test database, and the cluster's
+// store URL rewritten to go through it.
+func (c *Cluster) PostgresProxy() (*Proxy, string) {
+	c.t.Helper()
+	u, err := url.Parse(c.Postgres)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	host := u.Host
+	if u.Port() == "" {
+		host = net.JoinHostPort(u.Hostname(), "5432")
+	}
+	p := NewProxy(c.t, host)
+	return p, WithHost(c.t, c.Postgres, p.Addr)
+}
+
+func (p *Proxy) accept() {
+	defer p.wg.Done()
+	for {
+		in, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.cut {
+			p.mu.Unlock()
+			in.Close()
+			continue
+		}
+		out, err := net.DialTimeout("tcp", p.target, 5*time.Second)
+		if err != nil {
+			p.mu.Unlock()
+			in.Close()
+			continue
+		}
+		p.conns[in], p.conns[out] = struct{}{}, struct{}{}
+		p.mu.Unlock()
+		p.wg.Add(2)
+		go p.pipe(in, out)
+		go p.pipe(out, in)
+	}
+}
+
+func (p *Proxy) pipe(dst, src net.Conn) {
+	defer p.wg.Done()
+	io.Copy(dst, src)
+	dst.Close()
+	src.Close()
+	p.mu.Lock()
+	delete(p.conns, dst)
+	delete(p.conns, src)
+	p.mu.Unlock()
+}
+
+// Cut closes every connection and refuses new ones until Restore.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = true
+	for c := range p.conns {
+		if tc, ok := c.(*net.TCPConn); ok {
+			tc.SetLinger(0) // a reset, as from a dead server
+		}
+		c.Close()
+	}
+}
+
+// Restore lets connections through again.
+func (p *Proxy) Restore() {
+	p.mu.Lock()
+	p.cut = false
+	p.mu.Unlock()
+}
+
+func (p *Proxy) close() {
+	p.ln.Close()
+	p.Cut()
+	p.wg.Wait()
+}
+
+// RedisServer is a private redis-server a test may crash and restart.
+type RedisServer struct {
+	Port int
+	URL  string
+	t    testing.TB
+	dir  string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// StartRedis starts redis-server on a free port, with nothing persisted: a
+// restart comes back empty. A machine without redis-server skips the test
+// (fails it under CI).
+func StartRedis(t testing.TB) *RedisServer {
+	t.Helper()
+	// The cluster needs the shared services too: skip (or fail) before
+	// starting anything.
+	testenv.Postgres(t)
+	testenv.Redis(t)
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("redis-server is not installed, and CI must run this test")
+		}
+		t.Skip("skipping: redis-server is not installed")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	r := &RedisServer{Port: port, URL: fmt.Sprintf("redis://127.0.0.1:%d/0", port), t: t, dir: t.TempDir()}
+	r.Start()
+	t.Cleanup(r.Kill)
+	return r
+}
+
+// Start starts the server (again) on its port and waits until it answers.
+func (r *RedisServer) Start() {
+	r.t.Helper()
+	cmd := exec.Command("redis-server", "--bind", "127.0.0.1", "--port", strconv.Itoa(r.Port),
+		"--save", "", "--appendonly", "no", "--dir", r.dir, "--daemonize", "no")
+	if err := cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	r.mu.Lock()
+	r.cmd, r.done = cmd, done
+	r.mu.Unlock()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", r.Port), time.Second)
+		if err == nil {
+			fmt.Fprint(c, "PING\r\n")
+			c.SetReadDeadline(time.Now().Add(time.Second))
+			buf := make([]byte, 7)
+			n, _ := io.ReadFull(c, buf)
+			c.Close()
+			if string(buf[:n]) == "+PONG\r\n" {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("redis-server on port %d did not answer", r.Port)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Kill crashes the server (SIGKILL): with nothing persisted, its data is gone.
+func (r *RedisServer) Kill() {
+	r.mu.Lock()
+	cmd, done := r.cmd, r.done
+	r.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	<-done
+}
+
+// Eventually polls cond every 20ms until it holds or within passes.
+func Eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

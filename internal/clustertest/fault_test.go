@@ -1,0 +1,511 @@
+package clustertest_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentchat/agentchat/internal/clustertest"
+	"github.com/agentchat/agentchat/internal/llm/llmtest"
+)
+
+// The fault tests of issue 7: two or three replicas over one PostgreSQL and
+// one Redis, and a client that alternates between them, through a replica
+// crash, a Redis crash, the database going away, and reconnections from
+// every position. Each test bounds its waits; the suite takes well under two
+// minutes.
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	clustertest.Cleanup()
+	os.Exit(code)
+}
+
+// leaseTTL is the replicas' AGENTCHAT_LEASE_TTL (set by clustertest).
+const leaseTTL = 2 * time.Second
+
+// upstream serves a fake OpenAI-compatible model answering tokens words,
+// paced, and returns the environment pointing replicas at it.
+func upstream(t *testing.T, tokens int, pace time.Duration) []string {
+	t.Helper()
+	srv := httptest.NewServer(llmtest.OpenAIHandler(llmtest.Options{Tokens: tokens, Delay: pace, DiscardRequests: true}))
+	t.Cleanup(srv.Close)
+	return []string{"AGENTCHAT_LLM=openai", "OPENAI_BASE_URL=" + srv.URL + "/v1", "OPENAI_API_KEY=test-key"}
+}
+
+// started reads a chat's stream until its agent.start and returns the run id.
+func started(t *testing.T, s *clustertest.Stream) string {
+	t.Helper()
+	frames, err := s.ReadUntil(10*time.Second, func(f clustertest.Frame) bool { return f.Event == "agent.start" })
+	if err != nil || len(frames) == 0 || frames[len(frames)-1].Event != "agent.start" {
+		t.Fatalf("no agent.start: %v %v", frames, err)
+	}
+	id := s.Header.Get("X-Run-ID")
+	if id == "" {
+		t.Fatal("no X-Run-ID")
+	}
+	return id
+}
+
+func countEvent(frames []clustertest.Frame, name string) int {
+	n := 0
+	for _, f := range frames {
+		if f.Event == name {
+			n++
+		}
+	}
+	return n
+}
+
+// follow reads a run to its end as a resilient client does: when a stream
+// stops before the end, it reconnects with the last id it saw, to the next
+// replica in turn. It returns every frame it got, in order.
+func follow(t *testing.T, c *clustertest.Cluster, replicas []*clustertest.Replica, runID string, within time.Duration) []clustertest.Frame {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	var all []clustertest.Frame
+	last := int64(-1)
+	for i := 0; ; i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s: no end within %s; got %d frames", runID, within, len(all))
+		}
+		r := replicas[i%len(replicas)]
+		if !r.Alive() {
+			continue
+		}
+		s, status, msg := c.TryAttach(r, runID, last)
+		if s == nil {
+			t.Logf("attach to %s: %d %s; retrying", r.Name, status, msg)
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		frames, _ := s.ReadUntil(time.Until(deadline), clustertest.IsEnd)
+		s.Close()
+		for _, f := range frames {
+			if f.Seq == 0 { // a stream error frame: reconnect
+				continue
+			}
+			all = append(all, f)
+			last = f.Seq
+		}
+		if len(all) > 0 && clustertest.IsEnd(all[len(all)-1]) {
+			return all
+		}
+		t.Logf("the stream on %s stopped before the end; resuming after %d", r.Name, last)
+	}
+}
+
+// checkAgainstTimeline fails unless frames are exactly the run's stored
+// timeline: every event once, in seq order, with the same content.
+func checkAgainstTimeline(t *testing.T, c *clustertest.Cluster, r *clustertest.Replica, runID string, frames []clustertest.Frame) []clustertest.Frame {
+	t.Helper()
+	tl := c.Timeline(r, runID)
+	if ok, diff := clustertest.Equal(frames, tl); !ok {
+		t.Fatalf("the stream differs from the timeline: %s", diff)
+	}
+	for i := 1; i < len(tl); i++ {
+		if tl[i].Seq < tl[i-1].Seq {
+			t.Fatalf("timeline out of order at %d", i)
+		}
+	}
+	return tl
+}
+
+func endStatus(t *testing.T, f clustertest.Frame) (status, code string) {
+	t.Helper()
+	var end struct {
+		Status string `json:"status"`
+		Error  *struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(f.Data, &end); err != nil {
+		t.Fatal(err)
+	}
+	if end.Error != nil {
+		code = end.Error.Code
+	}
+	return end.Status, code
+}
+
+// kill -9 of the replica executing a run: a client attached to another
+// replica gets a failed end within the lease time, and the conversation can
+// go on through the survivor.
+func TestKillExecutingReplica(t *testing.T) {
+	t.Parallel()
+	c := clustertest.New(t, clustertest.Options{Env: upstream(t, 600, 15*time.Millisecond)})
+	a, b := c.Start("a"), c.Start("b")
+
+	chat := c.Chat(a, map[string]any{"input": "tell me a long story"})
+	runID := started(t, chat)
+	conv := chat.Header.Get("X-Conversation-ID")
+	watch := c.Attach(b, runID, -1)
+	seen, err := watch.ReadUntil(10*time.Second, func(f clustertest.Frame) bool { return f.Event == "agent.delta" && f.Seq > 30 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Kill()
+	killed := time.Now()
+	rest, err := watch.ReadUntil(leaseTTL+5*time.Second, clustertest.IsEnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(killed)
+	frames := append(seen, rest...)
+	end := frames[len(frames)-1]
+	if !clustertest.IsEnd(end) {
+		t.Fatalf("the stream stopped without an end: last %v", end)
+	}
+	if status, code := endStatus(t, end); status != "failed" || code != "executor_lost" {
+		t.Fatalf("end %v", end)
+	}
+	// The lease lapses after at most leaseTTL; a sweep (every 500ms) ends the run.
+	if took > leaseTTL+1500*time.Millisecond {
+		t.Fatalf("the failed end came %s after the kill", took)
+	}
+	t.Logf("failed end %s after kill -9 (lease %s)", took.Round(time.Millisecond), leaseTTL)
+	checkAgainstTimeline(t, c, b, runID, frames)
+
+	// The conversation is free again, through the survivor.
+	next := c.Chat(b, map[string]any{"conversationId": conv, "input": "again"})
+	if frames, err := next.ReadUntil(10*time.Second, func(f clustertest.Frame) bool { return f.Event == "agent.delta" }); err != nil || len(frames) == 0 {
+		t.Fatalf("next run: %v %v", frames, err)
+	}
+}
+
+// A run started on A is watched and cancelled through B.
+func TestCancelThroughAnotherReplica(t *testing.T) {
+	t.Parallel()
+	c := clustertest.New(t, clustertest.Options{Env: upstream(t, 600, 15*time.Millisecond)})
+	a, b := c.Start("a"), c.Start("b")
+	chat := c.Chat(a, map[string]any{"input": "go on and on"})
+	runID := started(t, chat)
+	if _, err := chat.ReadUntil(10*time.Second, func(f clustertest.Frame) bool { return f.Event == "agent.delta" }); err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	resp, body := c.Do(b, http.MethodPost, "/v1/agent/runs/"+runID+"/cancel", nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"status":"cancelled"`) {
+		t.Fatalf("cancel on b: %d %s", resp.StatusCode, body)
+	}
+	frames, err := chat.ReadUntil(5*time.Second, clustertest.IsEnd)
+	if err != nil || !clustertest.IsEnd(frames[len(frames)-1]) {
+		t.Fatalf("a's stream: %v", err)
+	}
+	if status, _ := endStatus(t, frames[len(frames)-1]); status != "cancelled" {
+		t.Fatalf("end %v", frames[len(frames)-1])
+	}
+	t.Logf("cancelled through b in %s", time.Since(begin).Round(time.Millisecond))
+}
+
+// feishu is a fake Feishu webhook counting the messages it gets.
+type feishu struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (f *feishu) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	f.mu.Lock()
+	f.msgs = append(f.msgs, string(b))
+	f.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, `{"code":0,"msg":"success","data":{}}`)
+}
+
+func (f *feishu) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.msgs)
+}
+
+func confirmingCluster(t *testing.T) (*clustertest.Cluster, *feishu) {
+	fs := &feishu{}
+	srv := httptest.NewServer(fs)
+	t.Cleanup(srv.Close)
+	c := clustertest.New(t, clustertest.Options{Env: []string{
+		"AGENTCHAT_LLM=scripted", "AGENTCHAT_SCRIPTED_TOKEN_DELAY=2ms", "AGENTCHAT_FEISHU_WEBHOOK_URL=" + srv.URL,
+	}})
+	return c, fs
+}
+
+// awaiting reads a chat until its run waits for a person, and returns the
+// run and confirmation ids.
+func awaiting(t *testing.T, s *clustertest.Stream) (runID, confirmationID string) {
+	t.Helper()
+	runID = started(t, s)
+	frames, err := s.ReadUntil(10*time.Second, func(f clustertest.Frame) bool { return f.Event == "tool.awaiting_input" })
+	if err != nil || len(frames) == 0 || frames[len(frames)-1].Event != "tool.awaiting_input" {
+		t.Fatalf("no tool.awaiting_input: %v %v", frames, err)
+	}
+	return runID, frames[len(frames)-1].Field("confirmationId")
+}
+
+// A confirmation posted to B for a run started (and still streamed) on A:
+// the run continues and finishes, the tool runs once.
+func TestConfirmationOnAnotherReplica(t *testing.T) {
+	t.Parallel()
+	c, fs := confirmingCluster(t)
+	a, b := c.Start("a"), c.Start("b")
+	chat := c.Chat(a, map[string]any{"input": `send a feishu message saying "hello from a"`})
+	runID, confirmation := awaiting(t, chat)
+	resp, body := c.Do(b, http.MethodPost, "/v1/agent/confirmations/"+confirmation, map[string]any{"decision": "approve"})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("decide on b: %d %s", resp.StatusCode, body)
+	}
+	frames, err := chat.ReadUntil(15*time.Second, clustertest.IsEnd)
+	if err != nil || len(frames) == 0 || !clustertest.IsEnd(frames[len(frames)-1]) {
+		t.Fatalf("a's stream after the decision: %v %v", frames, err)
+	}
+	if status, _ := endStatus(t, frames[len(frames)-1]); status != "succeeded" {
+		t.Fatalf("end %v", frames[len(frames)-1])
+	}
+	if n := fs.count(); n != 1 || !strings.Contains(fs.msgs[0], "hello from a") {
+		t.Fatalf("feishu got %d messages: %v", n, fs.msgs)
+	}
+	// Watched from B from the start, the run is the same.
+	full := follow(t, c, []*clustertest.Replica{b}, runID, 10*time.Second)
+	checkAgainstTimeline(t, c, a, runID, full)
+}
+
+// A decision written to the database whose replica died before continuing
+// the run (simulated by killing the replica that started the run and writing
+// the decision behind the servers' backs): a surviving replica finds it and
+// continues the run.
+func TestDecisionNobodyApplied(t *testing.T) {
+	t.Parallel()
+	c, fs := confirmingCluster(t)
+	a, b := c.Start("a"), c.Start("b")
+	chat := c.Chat(a, map[string]any{"input": `send a feishu message saying "late"`})
+	runID, confirmation := awaiting(t, chat)
+	// The pause is durable once the run is recorded as waiting (a replica
+	// dying before that fails the run instead: it has no state to resume).
+	clustertest.Eventually(t, 5*time.Second, "run awaiting input", func() bool {
+		_, body := c.Do(b, http.MethodGet, "/v1/agent/runs/"+runID, nil)
+		return strings.Contains(string(body), `"status":"awaiting_input"`)
+	})
+	a.Kill()
+	c.Exec(`UPDATE confirmations SET status = 'approved', decided_at = now() WHERE id = $1`, confirmation)
+	frames := follow(t, c, []*clustertest.Replica{b}, runID, 15*time.Second)
+	if status, _ := endStatus(t, frames[len(frames)-1]); status != "succeeded" {
+		t.Fatalf("end %v", frames[len(frames)-1])
+	}
+	if fs.count() != 1 {
+		t.Fatalf("feishu got %d messages", fs.count())
+	}
+	checkAgainstTimeline(t, c, b, runID, frames)
+}
+
+// Redis crashes and comes back empty mid-run: streams on both replicas
+// resume without losing or repeating an event (gaps filled from the store),
+// and the run completes.
+func TestRedisRestartMidRun(t *testing.T) {
+	t.Parallel()
+	rd := clustertest.StartRedis(t)
+	c := clustertest.New(t, clustertest.Options{Redis: rd.URL, Env: upstream(t, 400, 10*time.Millisecond)})
+	a, b := c.Start("a"), c.Start("b")
+	chat := c.Chat(a, map[string]any{"input": "keep talking"})
+	runID := started(t, chat)
+	chat.Close()
+
+	var wg sync.WaitGroup
+	results := make([][]clustertest.Frame, 2)
+	for i, order := range [][]*clustertest.Replica{{a, b}, {b, a}} {
+		wg.Go(func() { results[i] = follow(t, c, order, runID, 30*time.Second) })
+	}
+	time.Sleep(800 * time.Millisecond)
+	rd.Kill()
+	time.Sleep(2500 * time.Millisecond) // longer than a publish may take: events go unpublished
+	rd.Start()
+	wg.Wait()
+
+	for i, frames := range results {
+		if status, _ := endStatus(t, frames[len(frames)-1]); status != "succeeded" {
+			t.Fatalf("follower %d: end %v", i, frames[len(frames)-1])
+		}
+		tl := checkAgainstTimeline(t, c, b, runID, frames)
+		if n := countEvent(tl, "agent.delta"); n != 400 {
+			t.Fatalf("%d deltas in the timeline, want 400", n)
+		}
+	}
+	// The crash did hit the run: its executor could not publish for a while.
+	if !strings.Contains(a.Log(), "bus unavailable") || !strings.Contains(a.Log(), "bus available again") {
+		t.Fatalf("the executor never saw Redis go away:\n%s", a.Log())
+	}
+}
+
+// PostgreSQL goes away: requests answer 503 store_unavailable with a clear
+// message, nothing is half-written, no process dies, /readyz says not ready;
+// when it returns, work resumes. A replica cut off mid-run stops acting for
+// its run, and the replica that still reaches the database ends it.
+func TestPostgresUnavailable(t *testing.T) {
+	t.Parallel()
+	c := clustertest.New(t, clustertest.Options{Env: upstream(t, 300, 10*time.Millisecond)})
+	proxyA, urlA := c.PostgresProxy()
+	proxyB, urlB := c.PostgresProxy()
+	a := c.Start("a", "AGENTCHAT_STORE="+urlA)
+	b := c.Start("b", "AGENTCHAT_STORE="+urlB)
+
+	// 1. The database is gone for everyone.
+	proxyA.Cut()
+	proxyB.Cut()
+	for _, r := range []*clustertest.Replica{a, b} {
+		for _, req := range []struct {
+			method, path string
+			body         any
+		}{
+			{http.MethodPost, "/v1/agent/chat", map[string]any{"input": "hello"}},
+			{http.MethodGet, "/v1/conversations", nil},
+			{http.MethodPost, "/v1/conversations", map[string]any{"title": "t"}},
+		} {
+			resp, raw := c.Do(r, req.method, req.path, req.body)
+			var e struct {
+				Error struct{ Code, Message string } `json:"error"`
+			}
+			json.Unmarshal(raw, &e)
+			if resp.StatusCode != http.StatusServiceUnavailable || e.Error.Code != "store_unavailable" || e.Error.Message == "" {
+				t.Fatalf("%s %s on %s with the database down: %d %s", req.method, req.path, r.Name, resp.StatusCode, raw)
+			}
+		}
+		if resp, raw := c.Do(r, http.MethodGet, "/readyz", nil); resp.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("readyz on %s: %d %s", r.Name, resp.StatusCode, raw)
+		}
+		if resp, _ := c.Do(r, http.MethodGet, "/healthz", nil); resp.StatusCode != http.StatusOK || !r.Alive() {
+			t.Fatalf("%s is not alive", r.Name)
+		}
+	}
+	// 2. It returns: ready again, and the refused requests left nothing behind.
+	proxyA.Restore()
+	proxyB.Restore()
+	for _, r := range []*clustertest.Replica{a, b} {
+		clustertest.Eventually(t, 10*time.Second, r.Name+" ready", func() bool {
+			resp, _ := c.Do(r, http.MethodGet, "/readyz", nil)
+			return resp.StatusCode == http.StatusOK
+		})
+	}
+	if _, raw := c.Do(b, http.MethodGet, "/v1/conversations", nil); strings.Contains(string(raw), `"id"`) {
+		t.Fatalf("refused requests left conversations: %s", raw)
+	}
+	chat := c.Chat(a, map[string]any{"input": "after the outage"})
+	frames, err := chat.ReadUntil(20*time.Second, clustertest.IsEnd)
+	if err != nil || len(frames) == 0 {
+		t.Fatal(err)
+	}
+	if status, _ := endStatus(t, frames[len(frames)-1]); status != "succeeded" {
+		t.Fatalf("run after the outage: %v", frames[len(frames)-1])
+	}
+
+	// 3. A short blip on the executing replica (well inside the lease) costs nothing.
+	chat = c.Chat(a, map[string]any{"input": "through a blip"})
+	runID := started(t, chat)
+	chat.Close()
+	time.Sleep(300 * time.Millisecond)
+	proxyA.Cut()
+	time.Sleep(400 * time.Millisecond)
+	proxyA.Restore()
+	frames = follow(t, c, []*clustertest.Replica{b, a}, runID, 30*time.Second)
+	if status, _ := endStatus(t, frames[len(frames)-1]); status != "succeeded" {
+		t.Fatalf("run through a blip: %v", frames[len(frames)-1])
+	}
+	if n := countEvent(checkAgainstTimeline(t, c, b, runID, frames), "agent.delta"); n != 300 {
+		t.Fatalf("%d deltas after a blip, want 300", n)
+	}
+
+	// 4. The executing replica loses the database for longer than its lease:
+	// it stops, B ends the run after what A published, and nothing A held
+	// back lands after that end when its database returns.
+	chat = c.Chat(a, map[string]any{"input": "cut off"})
+	runID = started(t, chat)
+	chat.Close()
+	time.Sleep(300 * time.Millisecond)
+	proxyA.Cut()
+	frames = follow(t, c, []*clustertest.Replica{b}, runID, leaseTTL+10*time.Second)
+	if status, code := endStatus(t, frames[len(frames)-1]); status != "failed" || code != "executor_lost" {
+		t.Fatalf("cut-off run: %v", frames[len(frames)-1])
+	}
+	proxyA.Restore()
+	clustertest.Eventually(t, 10*time.Second, "a ready", func() bool {
+		resp, _ := c.Do(a, http.MethodGet, "/readyz", nil)
+		return resp.StatusCode == http.StatusOK
+	})
+	time.Sleep(500 * time.Millisecond) // a's log writer has retried by now
+	checkAgainstTimeline(t, c, a, runID, frames)
+	if !strings.Contains(a.Log(), "stopped executing a run") || !strings.Contains(b.Log(), "ending a run whose executor stopped") {
+		t.Fatal("a did not fence itself, or b did not take the run over")
+	}
+	if !a.Alive() || !b.Alive() {
+		t.Fatal("a replica died")
+	}
+}
+
+// Reconnecting with every possible Last-Event-ID through a different
+// replica gives exactly the missing events; so does hopping between replicas
+// while the run is live.
+func TestResumeFromEveryPosition(t *testing.T) {
+	t.Parallel()
+	c := clustertest.New(t, clustertest.Options{Env: upstream(t, 40, 10*time.Millisecond)})
+	a, b, third := c.Start("a"), c.Start("b"), c.Start("c")
+
+	chat := c.Chat(a, map[string]any{"input": "short answer"})
+	all, err := chat.ReadUntil(20*time.Second, clustertest.IsEnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runID := chat.Header.Get("X-Run-ID")
+	checkAgainstTimeline(t, c, b, runID, all)
+	lastSeq := all[len(all)-1].Seq
+	for after := int64(0); after <= lastSeq; after++ {
+		r := []*clustertest.Replica{b, third}[after%2]
+		s := c.Attach(r, runID, after)
+		got, err := s.ReadUntil(5*time.Second, clustertest.IsEnd)
+		s.Close()
+		if err != nil {
+			t.Fatalf("after %d on %s: %v", after, r.Name, err)
+		}
+		var want []clustertest.Frame
+		for _, f := range all {
+			if f.Seq > after {
+				want = append(want, f)
+			}
+		}
+		if after == lastSeq {
+			want = nil // nothing is missing; the stream just ends
+		}
+		if ok, diff := clustertest.Equal(got, want); !ok {
+			t.Fatalf("after %d on %s: %s", after, r.Name, diff)
+		}
+	}
+
+	// Live: a client drops its connection every few events and resumes on the
+	// next replica.
+	chat = c.Chat(a, map[string]any{"conversationId": chat.Header.Get("X-Conversation-ID"), "input": "again, longer"})
+	runID = started(t, chat)
+	chat.Close()
+	replicas := []*clustertest.Replica{b, third, a}
+	var frames []clustertest.Frame
+	last := int64(-1)
+	for i := 0; len(frames) == 0 || !clustertest.IsEnd(frames[len(frames)-1]); i++ {
+		if i > 500 {
+			t.Fatalf("no end after %d reconnections", i)
+		}
+		s := c.Attach(replicas[i%3], runID, last)
+		n := 0
+		got, err := s.ReadUntil(10*time.Second, func(f clustertest.Frame) bool { n++; return n == 3 || clustertest.IsEnd(f) })
+		s.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range got {
+			frames = append(frames, f)
+			last = f.Seq
+		}
+	}
+	checkAgainstTimeline(t, c, a, runID, frames)
+	t.Logf("resumed %d times across 3 replicas", len(frames)/3)
+}
