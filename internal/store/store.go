@@ -267,7 +267,9 @@ type Store interface {
 	// is active and its lease is free, expired or already owner's. It reports
 	// whether the lease was taken.
 	AcquireLease(ctx context.Context, tenant, runID, owner string, until time.Time) (bool, error)
-	// ExpiredLeases lists active runs whose lease ended before now.
+	// ExpiredLeases lists queued or running runs whose lease ended before
+	// now, oldest lease first. Runs awaiting input need no executor and are
+	// not listed (however many there are, they never hide abandoned runs).
 	ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]Run, error)
 	// ClaimRun continues a run awaiting input: it becomes running, leased to
 	// owner until until, in one atomic step, so exactly one of racing

@@ -677,8 +677,9 @@ func (s *Store) AcquireLease(ctx context.Context, tenant, runID, owner string, u
 
 // ExpiredLeases lists active runs whose executor stopped renewing.
 func (s *Store) ExpiredLeases(ctx context.Context, at time.Time, limit int) ([]store.Run, error) {
+	// The partial index runs_by_lease (all active runs) serves this subset.
 	rows, err := s.pool.Query(ctx, `SELECT `+runCols+` FROM runs
-		WHERE status IN `+activeStatuses+` AND lease_until < $1 ORDER BY lease_until LIMIT $2`, ms(at), limit)
+		WHERE status IN ('queued', 'running') AND lease_until < $1 ORDER BY lease_until LIMIT $2`, ms(at), limit)
 	if err != nil {
 		return nil, fmt.Errorf("expired leases: %w", interpretError(err))
 	}

@@ -665,7 +665,7 @@ func (s *Store) AcquireLease(ctx context.Context, tenant, runID, owner string, u
 
 // ExpiredLeases lists active runs whose executor stopped renewing.
 func (s *Store) ExpiredLeases(ctx context.Context, at time.Time, limit int) ([]store.Run, error) {
-	out, err := collect(scanRun)(s.read.QueryContext(ctx, `SELECT `+runCols+` FROM runs WHERE status IN ('queued','running','awaiting_input') AND lease_until < ? ORDER BY lease_until LIMIT ?`,
+	out, err := collect(scanRun)(s.read.QueryContext(ctx, `SELECT `+runCols+` FROM runs WHERE status IN ('queued','running') AND lease_until < ? ORDER BY lease_until LIMIT ?`,
 		ms(at), limit))
 	if err != nil {
 		return nil, fmt.Errorf("expired leases: %w", err)

@@ -346,6 +346,12 @@ func testRunLease(t *testing.T, s store.Store) {
 	if len(exp) != 1 || exp[0].ID != r.ID || exp[0].LeaseOwner != "replica-a" {
 		t.Fatalf("expired leases %+v", exp)
 	}
+	// A run awaiting input has no executor to lose.
+	c2 := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
+	must[store.Run](t)(s.CreateRun(ctx(t), alice, store.Run{ConversationID: c2.ID, Input: "hi", Status: store.RunAwaitingInput, LeaseOwner: "replica-a", LeaseUntil: soon}))
+	if exp := must[[]store.Run](t)(s.ExpiredLeases(ctx(t), soon.Add(3*time.Minute), 10)); len(exp) != 1 || exp[0].ID != r.ID {
+		t.Fatalf("expired leases with a waiting run %+v", exp)
+	}
 	past := time.Now().Add(-time.Second)
 	must[bool](t)(s.AcquireLease(ctx(t), "acme", r.ID, "replica-a", past))
 	if ok := must[bool](t)(s.AcquireLease(ctx(t), "acme", r.ID, "replica-b", soon)); !ok {
