@@ -20,8 +20,6 @@ import (
 	"github.com/agentchat/agentchat/internal/bus"
 	"github.com/agentchat/agentchat/internal/bus/membus"
 	"github.com/agentchat/agentchat/internal/config"
-	"github.com/agentchat/agentchat/internal/engine"
-	"github.com/agentchat/agentchat/internal/engine/local"
 	"github.com/agentchat/agentchat/internal/httpapi"
 	"github.com/agentchat/agentchat/internal/llm"
 	"github.com/agentchat/agentchat/internal/llm/anthropic"
@@ -201,12 +199,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	defer closeTools()
+	router, err := newRouter(cfg, model, tools, log)
+	if err != nil {
+		return err
+	}
 
 	runs := run.New(run.Config{
-		Store: st, Bus: b, Logger: log,
-		Engine: &engine.Router{Default: "local", Engines: map[string]engine.Engine{
-			"local": local.New(local.Config{Model: model, Tools: tools, MaxIterations: cfg.MaxIterations, SystemPrompt: cfg.SystemPrompt, Logger: log}),
-		}},
+		Store: st, Bus: b, Logger: log, Engine: router,
 		ConfirmTTL: cfg.ConfirmTTL, RunRetention: cfg.RunRetention, MaxInputChars: cfg.MaxInputChars, MaxRunsPerTenant: cfg.MaxRunsPerTenant,
 		LeaseTTL: cfg.LeaseTTL, ReplicaID: replicaID(),
 	})

@@ -103,6 +103,20 @@ type Config struct {
 	// GET /api/v1/agent/history into days. Default UTC.
 	HistoryTimeZone string
 
+	// Engine is the default engine: local or openclaw. Default local.
+	Engine string
+	// EngineFallback is the engine that takes a new run whose OpenClaw
+	// gateway fails before its first token: local, or empty for none.
+	EngineFallback string
+	// EngineConfig is a JSON file of per-tenant gateways and routing rules (see Engines).
+	EngineConfig string
+	// OpenClawGatewayURL is the default OpenClaw Gateway's root (OPENCLAW_GATEWAY_URL).
+	OpenClawGatewayURL string
+	// OpenClawGatewayToken is its bearer token (OPENCLAW_GATEWAY_TOKEN).
+	OpenClawGatewayToken string
+	// OpenClawAgentID is the OpenClaw agent that answers (OPENCLAW_AGENT_ID). Default main.
+	OpenClawAgentID string
+
 	// DebugAddr, when set, serves Go's pprof profiles there (keep it private).
 	DebugAddr string
 
@@ -190,6 +204,12 @@ func fields() []field {
 	add("webhook-url", "AGENTCHAT_WEBHOOK_URL", "target of the send_webhook tool", true, str(func(c *Config) *string { return &c.WebhookURL }))
 	add("mcp-config", "AGENTCHAT_MCP_CONFIG", "JSON file listing MCP servers ({\"mcpServers\":{…}})", false, str(func(c *Config) *string { return &c.MCPConfig }))
 	add("history-time-zone", "AGENTCHAT_HISTORY_TIME_ZONE", "IANA time zone that cuts the AG-UI history into days, e.g. Asia/Shanghai (default UTC)", false, str(func(c *Config) *string { return &c.HistoryTimeZone }))
+	add("engine", "AGENTCHAT_ENGINE", "default engine: local or openclaw (default local)", false, str(func(c *Config) *string { return &c.Engine }))
+	add("engine-fallback", "AGENTCHAT_ENGINE_FALLBACK", "engine that takes a run whose OpenClaw gateway fails before its first token: local (default none)", false, str(func(c *Config) *string { return &c.EngineFallback }))
+	add("engine-config", "AGENTCHAT_ENGINE_CONFIG", "JSON file of per-tenant OpenClaw gateways and engine rules", false, str(func(c *Config) *string { return &c.EngineConfig }))
+	add("openclaw-gateway-url", "OPENCLAW_GATEWAY_URL", "OpenClaw Gateway root, e.g. http://127.0.0.1:18789 (its /v1/chat/completions is called)", false, str(func(c *Config) *string { return &c.OpenClawGatewayURL }))
+	add("openclaw-gateway-token", "OPENCLAW_GATEWAY_TOKEN", "OpenClaw Gateway bearer token", true, str(func(c *Config) *string { return &c.OpenClawGatewayToken }))
+	add("openclaw-agent-id", "OPENCLAW_AGENT_ID", "OpenClaw agent that answers (default main)", false, str(func(c *Config) *string { return &c.OpenClawAgentID }))
 	add("debug-addr", "AGENTCHAT_DEBUG_ADDR", "address for pprof profiles, e.g. 127.0.0.1:6060 (default off; keep it private)", false, str(func(c *Config) *string { return &c.DebugAddr }))
 	add("log-level", "AGENTCHAT_LOG_LEVEL", "debug, info, warn or error (default info)", false, str(func(c *Config) *string { return &c.LogLevel }))
 	add("log-format", "AGENTCHAT_LOG_FORMAT", "text or json (default text)", false, str(func(c *Config) *string { return &c.LogFormat }))

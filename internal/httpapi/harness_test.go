@@ -46,6 +46,10 @@ type options struct {
 	extraTools    []tool.Tool
 	// tools, when set, adds to the registry (e.g. MCP servers) before the stack starts.
 	tools func(*tool.Registry)
+	// engines, when set, adds engines beside "local" (which it is given);
+	// router then adjusts the router (its default, tenant rules).
+	engines func(reg *tool.Registry, local engine.Engine) map[string]engine.Engine
+	router  func(*engine.Router)
 }
 
 type env struct {
@@ -89,11 +93,19 @@ func setup(t *testing.T, o options) *env {
 		o.tools(reg)
 	}
 	b := membus.New(0)
+	router := &engine.Router{Default: "local", Engines: map[string]engine.Engine{
+		"local": local.New(local.Config{Model: o.model, Tools: reg, MaxIterations: o.maxIterations}),
+	}}
+	if o.engines != nil {
+		for name, eng := range o.engines(reg, router.Engines["local"]) {
+			router.Engines[name] = eng
+		}
+	}
+	if o.router != nil {
+		o.router(router)
+	}
 	runs := run.New(run.Config{
-		Store: st, Bus: b, ConfirmTTL: o.confirmTTL, SweepInterval: 20 * time.Millisecond,
-		Engine: &engine.Router{Default: "local", Engines: map[string]engine.Engine{
-			"local": local.New(local.Config{Model: o.model, Tools: reg, MaxIterations: o.maxIterations}),
-		}},
+		Store: st, Bus: b, ConfirmTTL: o.confirmTTL, SweepInterval: 20 * time.Millisecond, Engine: router,
 	})
 	tokens, _ := config.ParseTokens("alice-token:acme:alice,bob-token:acme:bob,eve-token:evil:eve")
 	api := httpapi.New(httpapi.Config{Store: st, Runs: runs, Tools: reg, Auth: httpapi.NewAuthenticator(tokens, jwtSecret), PingInterval: o.ping, MaxBodyBytes: 64 << 10})

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentchat/agentchat/internal/dialect"
+	"github.com/agentchat/agentchat/internal/dialect/conversation"
 	"github.com/agentchat/agentchat/internal/dialect/native"
 	"github.com/agentchat/agentchat/internal/run"
 	"github.com/agentchat/agentchat/internal/store"
@@ -44,30 +45,44 @@ type chatRequest struct {
 	ConversationID string `json:"conversationId"`
 	Input          string `json:"input"`
 	Title          string `json:"title"`
+	// Engine asks for an engine (local, openclaw); empty lets the router choose.
+	Engine string `json:"engine"`
 }
 
-// chat starts a run and streams it (seed 000 CHAT-030).
+// chat starts a run and streams it (seed 000 CHAT-030) in the format asked
+// for: native (default), vercel-ai (the AI SDK UI message stream, whose
+// request body is the AI SDK transport's; see vercel.go) or conversation
+// (seed 002's observable stream).
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
+	var enc dialect.Encoder
+	switch f := r.URL.Query().Get("format"); f {
+	case "", "native":
+		enc = native.NewEncoder()
+	case "vercel-ai":
+		return s.vercelChat(w, r)
+	case "conversation":
+		enc = conversation.NewEncoder()
+	default:
+		return apiErr(http.StatusBadRequest, "unsupported_format", "format %q is not supported; use native, vercel-ai or conversation", f)
+	}
 	var body chatRequest
 	if err := decodeJSON(r, &body, false); err != nil {
 		return err
 	}
-	switch f := r.URL.Query().Get("format"); f {
-	case "", "native":
-	default:
-		return apiErr(http.StatusBadRequest, "unsupported_format", "format %q is not supported; use native", f)
-	}
 	if strings.TrimSpace(body.Input) == "" {
 		return apiErr(http.StatusUnprocessableEntity, "invalid_input", "field \"input\" is required")
 	}
+	if body.Engine != "" && !enginePattern.MatchString(body.Engine) {
+		return apiErr(http.StatusUnprocessableEntity, "invalid_field", "field \"engine\" must name an engine, like local or openclaw")
+	}
 	sc := scopeOf(r.Context())
-	started, err := s.runs.Start(r.Context(), sc, run.StartRequest{ConversationID: body.ConversationID, Input: body.Input, Title: body.Title}, true)
+	started, err := s.runs.Start(r.Context(), sc, run.StartRequest{ConversationID: body.ConversationID, Input: body.Input, Title: body.Title, Engine: body.Engine}, true)
 	if err != nil {
 		return conversationErr(err)
 	}
 	w.Header().Set("X-Run-ID", started.Run.ID)
 	w.Header().Set("X-Conversation-ID", started.Conversation.ID)
-	s.serveStream(w, r, started.Stream, native.NewEncoder(), streamOptions{})
+	s.serveStream(w, r, started.Stream, enc, streamOptions{})
 	return nil
 }
 

@@ -96,6 +96,7 @@ func (s *Server) routes() {
 	stream("GET /v1/conversations/{id}/events", s.conversationEvents)
 
 	api("POST /v1/agent/chat", s.chat)
+	stream("GET /v1/agent/chat/{chatId}/stream", s.vercelResume) // AI SDK resume: vercel.go
 	api("GET /v1/agent/runs/{runId}", s.getRun)
 	stream("GET /v1/agent/runs/{runId}/events", s.runEvents)
 	api("POST /v1/agent/runs/{runId}/cancel", s.cancelRun)

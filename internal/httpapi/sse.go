@@ -24,6 +24,12 @@ type streamOptions struct {
 	endAfter func(event.Event) bool
 	// preamble is written before the first event (e.g. the conversation id).
 	preamble []byte
+	// idleEnd, when set, is asked whenever the stream has caught up (nothing
+	// is queued): returning true ends the response after writing tail. A
+	// dialect whose exchange ends when the run pauses (the AI SDK stream at a
+	// confirmation) ends this way, once the run has said all it says before
+	// it waits.
+	idleEnd func() (tail []byte, end bool)
 }
 
 // serveStream writes a stream's events through enc until the stream is done,
@@ -99,6 +105,18 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *run.Str
 		}
 		if end || st.Done() {
 			return
+		}
+		if opt.idleEnd != nil && err == nil && !st.Pending() {
+			select {
+			case <-st.Ready():
+				wait = false // more is queued: not idle
+			default:
+				if tail, stop := opt.idleEnd(); stop {
+					out = append(out, tail...)
+					write()
+					return
+				}
+			}
 		}
 		if err != nil {
 			if ctx.Err() != nil {

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/agentchat/agentchat/internal/config"
+	"github.com/agentchat/agentchat/internal/engine"
+	"github.com/agentchat/agentchat/internal/engine/local"
+	"github.com/agentchat/agentchat/internal/engine/openclaw"
+	"github.com/agentchat/agentchat/internal/llm"
+	"github.com/agentchat/agentchat/internal/tool"
+)
+
+// newRouter builds the engine router the configuration describes: the
+// local agent loop always, the openclaw engine when a gateway is configured,
+// the default engine and the per-tenant rules.
+func newRouter(cfg config.Config, model llm.Model, tools *tool.Registry, log *slog.Logger) (*engine.Router, error) {
+	ec, err := cfg.Engines()
+	if err != nil {
+		return nil, err
+	}
+	loc := local.New(local.Config{Model: model, Tools: tools, MaxIterations: cfg.MaxIterations, SystemPrompt: cfg.SystemPrompt, Logger: log})
+	engines := map[string]engine.Engine{config.EngineLocal: loc}
+	if ec.UsesOpenClaw() {
+		gateways := map[string]openclaw.Gateway{}
+		for name, g := range ec.Gateways {
+			gateways[name] = openclaw.Gateway{URL: g.URL, Token: g.Token, AgentID: g.AgentID,
+				SendHistory: g.SendHistory, NoTools: g.NoTools, SystemPrompt: g.SystemPrompt}
+		}
+		var fallback engine.Engine
+		if ec.Fallback == config.EngineLocal {
+			fallback = loc
+		}
+		oc, err := openclaw.New(openclaw.Config{
+			Gateways: gateways, Tenants: ec.TenantGateways(), Default: ec.DefaultGateway, Tools: tools,
+			MaxIterations: cfg.MaxIterations, Fallback: fallback, Timeout: cfg.LLMTimeout, Logger: log,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("engine: %w", err)
+		}
+		engines[config.EngineOpenClaw] = oc
+		log.Info("openclaw engine ready", "gateways", len(gateways), "default_gateway", ec.DefaultGateway, "fallback", ec.Fallback)
+	}
+	return &engine.Router{Engines: engines, Default: ec.Default, TenantDefaults: ec.TenantDefaults()}, nil
+}
