@@ -1,0 +1,353 @@
+// AG-UI conformance: agentchat against the real @ag-ui/client 1.0.0.
+//
+// The suite starts the agentchat binary (built by .ci/run into .bin/) on a
+// free 127.0.0.1 port with a temporary data directory and the offline
+// scripted model, and checks, with the client's own functions:
+//   (a) HttpAgent.runAgent() against the single endpoint POST /api/v1/agent/runs;
+//   (b) a seed-001 client: 202, then GET /api/v1/agent/runs/{threadId}/events
+//       read through runHttpRequest + transformHttpEventStream + verifyEvents;
+//   (c) reconnecting with Last-Event-ID (and ?after=) from every id: the
+//       continuation, with what came before, passes verifyEvents;
+//   (d) an interrupt and resume round trip through HttpAgent;
+//   (e) the day history, and history + events merged without duplicates.
+// Every event is also parsed with @ag-ui/core's schemas. Any warning or
+// error the client logs fails the test, as does any dropped event. Every
+// wait is bounded.
+
+import { test, before, after, beforeEach, afterEach } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+import { HttpAgent, runHttpRequest, transformHttpEventStream, verifyEvents } from "@ag-ui/client";
+import { EventSchemas } from "@ag-ui/core/schemas";
+import { from, lastValueFrom, tap, takeWhile, toArray } from "rxjs";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const BIN = path.join(here, ".bin", "agentchat");
+const TOKEN = "conformance-token-0123456789";
+const BOUND_MS = 15_000; // the longest any one request may take
+
+let server; // { base, child, dir, log }
+
+// ---------- the server under test ----------
+
+async function startServer() {
+  if (!existsSync(BIN)) {
+    throw new Error(`${BIN} is missing: build it with "go build -o test/conformance/.bin/agentchat ./cmd/agentchat" (.ci/run does)`);
+  }
+  const dir = mkdtempSync(path.join(tmpdir(), "agentchat-agui-"));
+  const env = {
+    PATH: process.env.PATH ?? "",
+    HOME: dir,
+    AGENTCHAT_ADDR: "127.0.0.1:0",
+    AGENTCHAT_DATA_DIR: dir,
+    AGENTCHAT_TOKENS: `${TOKEN}:conformance:tester`,
+    AGENTCHAT_LLM: "scripted",
+    AGENTCHAT_SCRIPTED_TOKEN_DELAY: "1ms",
+    AGENTCHAT_TOOL_CONFIRM: "get_current_time=always",
+    AGENTCHAT_PING_INTERVAL: "100ms",
+    AGENTCHAT_HISTORY_TIME_ZONE: "Asia/Shanghai",
+    AGENTCHAT_LOG_LEVEL: "warn",
+  };
+  const child = spawn(BIN, ["serve"], { env, stdio: ["ignore", "pipe", "pipe"] });
+  let log = "";
+  child.stderr.on("data", (b) => (log += b));
+  const base = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`agentchat did not start within ${BOUND_MS} ms:\n${log}`)), BOUND_MS);
+    let out = "";
+    child.stdout.on("data", (b) => {
+      out += b;
+      const m = out.match(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`agentchat exited with ${code}:\n${log}`));
+    });
+  });
+  for (let i = 0; ; i++) {
+    const ok = await fetch(`${base}/healthz`).then((r) => r.ok, () => false);
+    if (ok) break;
+    if (i === 50) throw new Error(`${base}/healthz never answered:\n${log}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { base, child, dir, log: () => log };
+}
+
+async function stopServer(s) {
+  if (!s) return;
+  const exited = new Promise((r) => s.child.once("exit", r));
+  s.child.kill("SIGTERM");
+  const timer = setTimeout(() => s.child.kill("SIGKILL"), 5_000);
+  await exited;
+  clearTimeout(timer);
+  rmSync(s.dir, { recursive: true, force: true });
+}
+
+before(async () => {
+  server = await startServer();
+});
+after(async () => {
+  await stopServer(server);
+});
+
+// ---------- warnings fail the test ----------
+
+let complaints = [];
+const originals = { warn: console.warn, error: console.error };
+beforeEach(() => {
+  complaints = [];
+  console.warn = (...a) => complaints.push(["warn", ...a].join(" "));
+  console.error = (...a) => complaints.push(["error", ...a].join(" "));
+});
+afterEach(() => {
+  console.warn = originals.warn;
+  console.error = originals.error;
+  assert.deepEqual(complaints, [], "the AG-UI client logged warnings or errors");
+});
+
+// ---------- helpers ----------
+
+const auth = { Authorization: `Bearer ${TOKEN}` };
+
+function schemaCheck(ev) {
+  const r = EventSchemas.safeParse(ev);
+  assert.ok(r.success, `schema error on ${ev.type}: ${r.error?.message}\n${JSON.stringify(ev)}`);
+}
+
+function isEnd(ev) {
+  return ev.type === "RUN_FINISHED" || ev.type === "RUN_ERROR";
+}
+
+/**
+ * Reads an AG-UI SSE GET stream with the client's own transport functions,
+ * until `stop(event, id)` says so. It returns the events (verified by
+ * verifyEvents unless verify is false) and the SSE id of each: the ids come
+ * from the same bytes the client parses, and there must be one per event.
+ */
+async function readEvents(url, { headers = {}, stop, verify = true } = {}) {
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(new Error(`no end within ${BOUND_MS} ms: ${url}`)), BOUND_MS);
+  const ids = [];
+  let text = "";
+  const decoder = new TextDecoder();
+  const http$ = runHttpRequest(() => fetch(url, { headers: { ...auth, Accept: "text/event-stream", ...headers }, signal: abort.signal })).pipe(
+    tap((e) => {
+      if (e.type !== "data" || !e.data) return;
+      text += decoder.decode(e.data, { stream: true });
+      const blocks = text.split("\n\n");
+      text = blocks.pop();
+      for (const block of blocks) {
+        const lines = block.split("\n");
+        if (!lines.some((l) => l.startsWith("data:"))) continue; // comments, retry hints
+        const id = lines.find((l) => l.startsWith("id:"));
+        ids.push(id ? id.slice(3).trim() : "");
+      }
+    }),
+  );
+  // The id of an event is parsed (above) from the chunk the client parses
+  // the event from, so it is known when the event arrives.
+  let n = 0;
+  let events$ = transformHttpEventStream(http$).pipe(
+    tap(schemaCheck),
+    takeWhile((ev) => !stop(ev, ids[n++]), true),
+  );
+  if (verify) events$ = events$.pipe(verifyEvents());
+  try {
+    const events = await lastValueFrom(events$.pipe(toArray()));
+    assert.ok(ids.length >= events.length, `${events.length} events but ${ids.length} data frames`);
+    return { events, ids: ids.slice(0, events.length) };
+  } finally {
+    clearTimeout(timer);
+    abort.abort();
+  }
+}
+
+/** Runs a list of events through the client's verifier. */
+async function verifyAll(events) {
+  return lastValueFrom(from(events).pipe(verifyEvents(), toArray()));
+}
+
+async function postRun(input) {
+  const res = await fetch(`${server.base}/api/v1/agent/runs`, {
+    method: "POST",
+    headers: { ...auth, "Content-Type": "application/json" },
+    body: JSON.stringify(input),
+    signal: AbortSignal.timeout(BOUND_MS),
+  });
+  const body = await res.json();
+  assert.equal(res.status, 202, JSON.stringify(body));
+  return body;
+}
+
+async function getJSON(pathAndQuery) {
+  const res = await fetch(`${server.base}${pathAndQuery}`, { headers: auth, signal: AbortSignal.timeout(BOUND_MS) });
+  const body = await res.json();
+  assert.equal(res.status, 200, JSON.stringify(body));
+  return body;
+}
+
+function agent(threadId) {
+  return new HttpAgent({ url: `${server.base}/api/v1/agent/runs`, headers: auth, threadId });
+}
+
+/** runAgent, collecting every event the client applied. */
+async function run(a, params) {
+  const events = [];
+  const result = await a.runAgent(params, { onEvent: ({ event }) => void events.push(event) });
+  return { ...result, events };
+}
+
+function types(events) {
+  return events.map((e) => e.type);
+}
+
+// ---------- (a) the single endpoint ----------
+
+test("HttpAgent chats through the single endpoint", async () => {
+  const a = agent("conf-a");
+  a.addMessage({ id: "conf-a-u1", role: "user", content: "Hello from the AG-UI client" });
+  const { events, result, newMessages } = await run(a, { runId: "conf-a-r1" });
+  assert.equal(events[0].type, "RUN_STARTED");
+  assert.equal(events[0].threadId, "conf-a");
+  assert.equal(events[0].runId, "conf-a-r1");
+  assert.equal(events.at(-1).type, "RUN_FINISHED");
+  const steps = events.filter((e) => e.type === "STEP_STARTED").map((e) => e.stepName);
+  assert.deepEqual(steps, ["router", "worker"]);
+  const reply = newMessages.find((m) => m.role === "assistant");
+  assert.ok(reply && reply.content.includes("Hello from the AG-UI client"), JSON.stringify(newMessages));
+  assert.equal(result.answer, reply.content, "RUN_FINISHED.result carries the structured answer");
+  assert.ok(result.ui_schema && Array.isArray(result.ui_schema.blocks));
+
+  // A second turn on the same agent continues the thread.
+  a.addMessage({ id: "conf-a-u2", role: "user", content: "And a second message" });
+  const second = await run(a, { runId: "conf-a-r2" });
+  assert.equal(second.events[0].runId, "conf-a-r2");
+  assert.ok(second.newMessages.some((m) => m.role === "assistant" && m.content.includes("And a second message")));
+});
+
+// ---------- (d) interrupt and resume ----------
+
+test("HttpAgent approves a confirmation through resume", async () => {
+  const a = agent("conf-d");
+  a.addMessage({ id: "conf-d-u1", role: "user", content: "What time is it in Tokyo?" });
+  const first = await run(a, { runId: "conf-d-r1" });
+  const end = first.events.at(-1);
+  assert.equal(end.type, "RUN_FINISHED");
+  assert.equal(end.outcome?.type, "interrupt", JSON.stringify(end));
+  assert.equal(a.pendingInterrupts.length, 1);
+  const interrupt = a.pendingInterrupts[0];
+  assert.equal(interrupt.reason, "confirmation");
+  const call = first.events.find((e) => e.type === "TOOL_CALL_START");
+  assert.equal(call.toolCallName, "get_current_time");
+  assert.equal(interrupt.toolCallId, call.toolCallId);
+  assert.ok(interrupt.responseSchema && interrupt.expiresAt && interrupt.message);
+
+  // The client refuses a run that leaves the interrupt unanswered.
+  await assert.rejects(a.runAgent({ runId: "conf-d-bad" }), /pending interrupt/);
+  complaints = complaints.filter((c) => !c.includes("pending interrupt")); // that refusal is the client's own log
+
+  const second = await run(a, {
+    runId: "conf-d-r2",
+    resume: [{ interruptId: interrupt.id, status: "resolved", payload: { approved: true } }],
+  });
+  assert.equal(second.events[0].type, "RUN_STARTED");
+  assert.equal(second.events[0].runId, "conf-d-r2");
+  const result = second.events.find((e) => e.type === "TOOL_CALL_RESULT");
+  assert.equal(result.toolCallId, call.toolCallId);
+  assert.match(result.content, /Asia\/Tokyo/);
+  assert.equal(second.events.at(-1).type, "RUN_FINISHED");
+  assert.equal(second.events.at(-1).outcome, undefined);
+  assert.equal(a.pendingInterrupts.length, 0);
+  const reply = second.newMessages.find((m) => m.role === "assistant" && m.content);
+  assert.match(reply.content, /current time in Asia\/Tokyo/i);
+
+  // The seed stream of the thread shows both AG-UI runs under the same ids.
+  const { events } = await readEvents(`${server.base}/api/v1/agent/runs/conf-d/events`, { stop: (ev) => ev.type === "RUN_FINISHED" && ev.runId === "conf-d-r2" });
+  assert.deepEqual(events.filter((e) => e.type === "RUN_STARTED").map((e) => e.runId), ["conf-d-r1", "conf-d-r2"]);
+});
+
+// ---------- (b), (c) and (e): a seed-001 client ----------
+
+test("seed 001: 202, thread events, Last-Event-ID from every id, day history", async () => {
+  const accepted = await postRun({
+    threadId: "conf-b", runId: "conf-b-r1", tools: [], context: [], state: {}, forwardedProps: {},
+    messages: [{ id: "conf-b-u1", role: "user", content: "Think first, then calculate (3+4)*5" }],
+  });
+  assert.deepEqual(Object.keys(accepted).sort(), ["created", "runId", "taskId", "threadId"]);
+  assert.equal(accepted.threadId, "conf-b");
+  assert.equal(accepted.runId, "conf-b-r1");
+  assert.equal(accepted.created, true);
+
+  const url = `${server.base}/api/v1/agent/runs/conf-b/events`;
+  const full = await readEvents(url, { stop: isEnd });
+  assert.equal(full.events[0].type, "RUN_STARTED");
+  assert.equal(full.events.at(-1).type, "RUN_FINISHED");
+  for (const [i, id] of full.ids.entries()) assert.match(id, /^\d+$/, `event ${i} (${full.events[i].type}) has no id`);
+  for (const t of ["REASONING_MESSAGE_CONTENT", "TOOL_CALL_ARGS", "TOOL_CALL_RESULT", "TEXT_MESSAGE_END", "STEP_FINISHED"]) {
+    assert.ok(types(full.events).includes(t), `no ${t} in ${types(full.events)}`);
+  }
+  // Seed 004's fields ride along.
+  const toolResult = full.events.find((e) => e.type === "TOOL_CALL_RESULT");
+  assert.equal(toolResult.tool_name, "calculator");
+  assert.equal(toolResult.tool_call_id, toolResult.toolCallId);
+  assert.equal(toolResult.status, "success");
+  const answer = full.events.filter((e) => e.type === "TEXT_MESSAGE_END").at(-1);
+  assert.ok(answer.ui_schema && answer.result_type && Array.isArray(answer.key_points), JSON.stringify(answer));
+
+  // (c) Reconnect after every id: the rest is exactly what followed, and
+  // together with what came before it passes the verifier.
+  const lastID = full.ids.at(-1);
+  const distinct = [...new Set(full.ids)];
+  for (const [i, id] of distinct.slice(0, -1).entries()) {
+    const headers = i % 2 === 0 ? { "Last-Event-ID": id } : {};
+    const from_ = i % 2 === 0 ? url : `${url}?after=${id}`;
+    const rest = await readEvents(from_, { headers, verify: false, stop: (ev, evID) => isEnd(ev) && evID === lastID });
+    const before = full.events.filter((_, k) => Number(full.ids[k]) <= Number(id));
+    assert.deepEqual(rest.events, full.events.slice(before.length), `continuation after ${id}`);
+    await verifyAll([...before, ...rest.events]);
+  }
+
+  // (e) The day history, then the events from its lastEventId.
+  const day = await getJSON(`/api/v1/agent/history?threadId=conf-b`);
+  assert.equal(day.scope, "history_day");
+  assert.equal(day.threadId, "conf-b");
+  assert.equal(day.timeZone, "Asia/Shanghai");
+  assert.equal(day.hasMore, false);
+  assert.equal(day.lastEventId, lastID);
+  assert.deepEqual(day.messages.map((m) => m.role), ["user", "assistant", "tool", "assistant"]);
+  const tool = day.messages.find((m) => m.role === "tool");
+  assert.equal(tool.content, tool.metadata.result);
+  assert.ok(tool.metadata.tool_agent_output !== undefined);
+  const final = day.messages.at(-1);
+  assert.deepEqual(final.ui_schema, answer.ui_schema, "one compiler for events and history");
+  const earlier = await getJSON(`/api/v1/agent/history?threadId=conf-b&before=${day.day}`);
+  assert.deepEqual(earlier.messages, []);
+  assert.equal(earlier.hasMore, false);
+
+  // A later run, followed from the snapshot's lastEventId and merged by key.
+  const second = await postRun({ threadId: "conf-b", runId: "conf-b-r2", messages: [{ id: "conf-b-u2", role: "user", content: "thanks" }] });
+  assert.equal(second.created, false);
+  const later = await readEvents(`${url}?after=${day.lastEventId}`, { stop: isEnd });
+  assert.equal(later.events[0].runId, "conf-b-r2");
+  const key = (runId, id) => `${runId}/${id}`;
+  const merged = new Map(day.messages.map((m) => [key(m.runId, m.messageId), 1]));
+  for (const ev of later.events) {
+    if (ev.type === "TEXT_MESSAGE_START" || ev.type === "TOOL_CALL_RESULT") {
+      const k = key(ev.runId, ev.messageId);
+      assert.ok(!merged.has(k) || ev.runId !== "conf-b-r2", `duplicate ${k}`);
+      merged.set(k, 1);
+    }
+  }
+  const after_ = await getJSON(`/api/v1/agent/history?threadId=conf-b`);
+  const want = after_.messages.filter((m) => m.role !== "user").map((m) => key(m.runId, m.messageId));
+  for (const k of want) assert.ok(merged.has(k), `history + events lost ${k}`);
+  assert.equal(after_.messages.length, day.messages.length + 2);
+});
