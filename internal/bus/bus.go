@@ -26,6 +26,10 @@ var ErrSlowConsumer = errors.New("bus: subscriber too slow, resume from the last
 // ErrClosed ends subscriptions when the bus closes.
 var ErrClosed = errors.New("bus: closed")
 
+// ErrUnavailable wraps errors of a bus backend that cannot be reached now
+// (Redis down or restarting); the caller may retry.
+var ErrUnavailable = errors.New("bus unavailable")
+
 // Control kinds.
 const (
 	ControlCancel  = "cancel"  // stop the run

@@ -104,7 +104,8 @@ type Cluster struct {
 
 // Options shape a Cluster.
 type Options struct {
-	// Redis overrides the bus URL (a private server from StartRedis).
+	// Redis overrides the bus URL: a private server from StartRedis, whose
+	// keys are not cleaned up (they die with it).
 	Redis string
 	// Env is added to every replica's environment.
 	Env []string
@@ -127,7 +128,9 @@ func New(t testing.TB, o Options) *Cluster {
 	t.Cleanup(func() {
 		c.stopAll()
 		dropSchema(t, pg, schema)
-		deleteKeys(t, rd, c.Prefix)
+		if o.Redis == "" { // a private server goes with its data
+			deleteKeys(t, rd, c.Prefix)
+		}
 	})
 	return c
 }

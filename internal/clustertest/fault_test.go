@@ -338,6 +338,26 @@ func TestRedisRestartMidRun(t *testing.T) {
 	if !strings.Contains(a.Log(), "bus unavailable") || !strings.Contains(a.Log(), "bus available again") {
 		t.Fatalf("the executor never saw Redis go away:\n%s", a.Log())
 	}
+
+	// Replaying a finished run never depends on Redis: with Redis gone, the
+	// whole run still comes from the log, on either replica; a live stream
+	// (of the conversation) is refused with 503 bus_unavailable.
+	rd.Kill()
+	for _, r := range []*clustertest.Replica{a, b} {
+		s := c.Attach(r, runID, 0)
+		frames, err := s.ReadUntil(5*time.Second, clustertest.IsEnd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkAgainstTimeline(t, c, r, runID, frames)
+	}
+	conv := results[0][0].Field("conversationId")
+	begin := time.Now()
+	resp, body := c.Do(b, http.MethodGet, "/v1/conversations/"+conv+"/events", nil)
+	t.Logf("refused in %s", time.Since(begin).Round(time.Millisecond))
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "bus_unavailable") {
+		t.Fatalf("a live stream with Redis down: %d %s", resp.StatusCode, body)
+	}
 }
 
 // PostgreSQL goes away: requests answer 503 store_unavailable with a clear

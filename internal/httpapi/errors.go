@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/agentchat/agentchat/internal/bus"
 	"github.com/agentchat/agentchat/internal/run"
 	"github.com/agentchat/agentchat/internal/store"
 )
@@ -68,6 +69,8 @@ func toAPIError(err error, notFoundCode, what string) *Error {
 		return apiErr(http.StatusServiceUnavailable, "shutting_down", "the server is shutting down; try again shortly")
 	case errors.Is(err, store.ErrUnavailable):
 		return &Error{Status: http.StatusServiceUnavailable, Code: "store_unavailable", Message: "the database is unavailable; try again shortly", Cause: err}
+	case errors.Is(err, bus.ErrUnavailable):
+		return &Error{Status: http.StatusServiceUnavailable, Code: "bus_unavailable", Message: "the event bus is unavailable; try again shortly", Cause: err}
 	}
 	return &Error{Status: http.StatusInternalServerError, Code: "internal_error", Message: "something went wrong on our side", Cause: err}
 }

@@ -32,6 +32,7 @@ type Stream struct {
 // Follow opens a stream of a thread (runID empty) or of one run, after seq
 // `after` (a Last-Event-ID; 0 from the start).
 func (s *Service) Follow(ctx context.Context, sc store.Scope, thread, runID string, after int64) (*Stream, error) {
+	var err error
 	ended := false
 	if runID != "" {
 		r, err := s.st.GetRun(ctx, sc, runID)
@@ -43,9 +44,13 @@ func (s *Service) Follow(ctx context.Context, sc store.Scope, thread, runID stri
 		return nil, err
 	}
 	// Subscribe first: whatever is published from now on is queued, and what
-	// came before is in the log once the local writer has flushed.
-	q, err := s.bus.Subscribe(ctx, sc.Tenant, thread, after)
-	if err != nil {
+	// came before is in the log once the local writer has flushed. A run
+	// that has ended is all in the log (its end is written before its status
+	// changes): it needs no subscription, so replaying it needs no bus.
+	var q *bus.Queue
+	if ended {
+		q = bus.NewQueue(1, nil)
+	} else if q, err = s.bus.Subscribe(ctx, sc.Tenant, thread, after); err != nil {
 		return nil, err
 	}
 	st := &Stream{s: s, sc: sc, thread: thread, runID: runID, q: q, last: after, ended: ended}

@@ -241,12 +241,21 @@ func (b *Bus) Publish(ctx context.Context, ev event.Event) error {
 		return nil
 	})
 	if err := add.Err(); err != nil && !isStaleID(err) {
-		return fmt.Errorf("redisbus: publish seq %d to %s: %w", ev.Seq, key, err)
+		return fmt.Errorf("redisbus: publish seq %d to %s: %w", ev.Seq, key, unavailable(err))
 	}
 	if err := expire.Err(); err != nil {
-		return fmt.Errorf("redisbus: publish seq %d to %s: %w", ev.Seq, key, err)
+		return fmt.Errorf("redisbus: publish seq %d to %s: %w", ev.Seq, key, unavailable(err))
 	}
 	return nil
+}
+
+// unavailable marks a Redis error as the bus being unavailable (the caller
+// may retry), unless it is the caller's own cancellation.
+func unavailable(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", bus.ErrUnavailable, err)
 }
 
 // isStaleID reports Redis refusing an explicit XADD id not above the stream's
@@ -277,7 +286,7 @@ func (b *Bus) Subscribe(ctx context.Context, tenant, thread string, after int64)
 				b.mu.Unlock()
 				top, err := b.top(ctx, key)
 				if err != nil {
-					return nil, fmt.Errorf("redisbus: subscribe to %s: %w", key, err)
+					return nil, fmt.Errorf("redisbus: subscribe to %s: %w", key, unavailable(err))
 				}
 				start, capped = max(start, top-b.backlog), true
 				continue
@@ -309,7 +318,7 @@ func (b *Bus) Subscribe(ctx context.Context, tenant, thread string, after int64)
 		b.mu.Unlock()
 		evs, err := b.fetch(ctx, key, start, cursor)
 		if err != nil {
-			return nil, fmt.Errorf("redisbus: subscribe to %s: %w", key, err)
+			return nil, fmt.Errorf("redisbus: subscribe to %s: %w", key, unavailable(err))
 		}
 		for _, ev := range evs {
 			q.Push(ev)
@@ -591,7 +600,7 @@ func (b *Bus) Retained(ctx context.Context, tenant, thread string, after int64) 
 	key := StreamKey(b.opts.Prefix, tenant, thread)
 	evs, err := b.fetch(ctx, key, max(after, 0), "+")
 	if err != nil {
-		return nil, fmt.Errorf("redisbus: read %s: %w", key, err)
+		return nil, fmt.Errorf("redisbus: read %s: %w", key, unavailable(err))
 	}
 	return evs, nil
 }
@@ -606,7 +615,7 @@ func (b *Bus) PublishControl(ctx context.Context, c bus.Control) error {
 		return err
 	}
 	if err := b.rdb.Publish(ctx, b.controlChannel(), data).Err(); err != nil {
-		return fmt.Errorf("redisbus: publish control %s: %w", c.Kind, err)
+		return fmt.Errorf("redisbus: publish control %s: %w", c.Kind, unavailable(err))
 	}
 	return nil
 }
@@ -621,7 +630,7 @@ func (b *Bus) Controls(ctx context.Context) (<-chan bus.Control, error) {
 	ps := b.rdb.Subscribe(ctx, b.controlChannel())
 	if _, err := ps.Receive(ctx); err != nil { // the subscription's confirmation
 		ps.Close()
-		return nil, fmt.Errorf("redisbus: subscribe to controls: %w", err)
+		return nil, fmt.Errorf("redisbus: subscribe to controls: %w", unavailable(err))
 	}
 	b.mu.Lock()
 	if b.closed {
