@@ -59,6 +59,15 @@ type Options struct {
 	Structured bool
 	// FrontendTools are tools the client executes itself (AG-UI), as JSON Schema specs.
 	FrontendTools []FrontendTool
+	// Context is ambient information the client gives the run (AG-UI
+	// RunAgentInput.context); engines show it to the model beside the system prompt.
+	Context []ContextItem
+}
+
+// ContextItem is one described piece of context.
+type ContextItem struct {
+	Description string `json:"description"`
+	Value       string `json:"value"`
 }
 
 // FrontendTool is a tool the client offers and runs.

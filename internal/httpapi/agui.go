@@ -28,8 +28,9 @@ package httpapi
 // Only the newest message of the input is new (AG-UI sends the whole
 // conversation each time; the thread's stored messages are the history of
 // record): a user message starts a run, trailing tool messages answer
-// pending frontend calls. RunAgentInput.state and .context are accepted and
-// not used yet.
+// pending frontend calls. RunAgentInput.context is shown to the model with
+// the system prompt; forwardedProps.engine names the engine (the router's
+// first rule); state is accepted and not used yet.
 
 import (
 	"bytes"
@@ -91,6 +92,7 @@ type resumeEntry struct {
 // Limits on what one input may carry.
 const (
 	maxFrontendTools = 64
+	maxContextItems  = 64
 	maxIDLength      = 128
 )
 
@@ -111,6 +113,12 @@ func (s *Server) aguiRun(w http.ResponseWriter, r *http.Request) error {
 	req := run.StartRequest{ClientRunID: in.RunID, Options: engine.Options{Structured: true}}
 	if err := s.frontendTools(in.Tools, &req.Options); err != nil {
 		return err
+	}
+	if len(in.Context) > maxContextItems {
+		return apiErr(http.StatusUnprocessableEntity, "invalid_field", "at most %d context items may be given", maxContextItems)
+	}
+	for _, c := range in.Context {
+		req.Options.Context = append(req.Options.Context, engine.ContextItem{Description: c.Description, Value: c.Value})
 	}
 	if props, ok := aguiObject(in.ForwardedProps); ok {
 		if name, ok := props["engine"].(string); ok {

@@ -555,3 +555,54 @@ func TestAGUITenantIsolation(t *testing.T) {
 		t.Fatalf("alice's continuation %v", evTypes(evs))
 	}
 }
+
+// RunAgentInput.context reaches the model; forwardedProps.engine routes the run.
+func TestAGUIContextAndRouting(t *testing.T) {
+	t.Parallel()
+	up := llmtest.NewOpenAIServer(t, llmtest.Options{Replies: []llmtest.Reply{llmtest.TextReply(`{"answer":"Noted."}`)}})
+	m, err := openai.New(openai.Config{BaseURL: up.URL + "/v1", APIKey: "k", Model: "gpt-test", MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := setup(t, options{model: m})
+	in := input("t-ctx", "run-1", userMsg("u1", "hi"))
+	in["context"] = []any{map[string]any{"description": "the user's plan", "value": "enterprise"}}
+	e.aguiRun(alice, in)
+	system := up.Requests()[0].Body["messages"].([]any)[0].(map[string]any)
+	if system["role"] != "system" || !strings.Contains(fmt.Sprint(system["content"]), "the user's plan: enterprise") {
+		t.Fatalf("system message %v", system)
+	}
+	in = input("t-ctx", "run-2", userMsg("u2", "hi"))
+	in["forwardedProps"] = map[string]any{"engine": "no-such-engine"}
+	evs := e.aguiRun(alice, in)
+	if end := evs[len(evs)-1]; end.Type() != "RUN_ERROR" || end.Str("code") != "engine_unavailable" {
+		t.Fatalf("routed to an unknown engine: %v", end.Data)
+	}
+	steps := ofType(evs, "STEP_STARTED")
+	if len(steps) != 1 || steps[0].Str("stepName") != "router" {
+		t.Fatalf("steps %v", evTypes(evs))
+	}
+}
+
+// An interrupt nobody answered in time can only be cancelled; cancelling it
+// replays how the run ended, and the thread goes on.
+func TestAGUIExpiredInterrupt(t *testing.T) {
+	t.Parallel()
+	e := setup(t, options{confirmTTL: 50 * time.Millisecond})
+	_, in := interrupted(t, e, "t-exp", "run-1")
+	rd, resp := e.aguiStream(req{method: "GET", path: "/api/v1/agent/runs/t-exp/events", token: alice})
+	seed := readAGUI(t, rd, false, runEnds(2)) // the interrupt, then the expiry's end
+	resp.Body.Close()
+	if end := seed[len(seed)-1]; end.Type() != "RUN_ERROR" || end.Str("code") != "confirmation_expired" {
+		t.Fatalf("expired run ends %v", end.Data)
+	}
+	id := in["id"].(string)
+	e.apiError(req{method: "POST", path: "/api/v1/agent/runs", token: alice, body: resumeInput("t-exp", "run-2", id, "resolved", map[string]any{"approved": true})}, 410, "interrupt_expired")
+	evs := e.aguiRun(alice, resumeInput("t-exp", "run-3", id, "cancelled", nil))
+	if end := evs[len(evs)-1]; end.Type() != "RUN_ERROR" || end.Str("code") != "confirmation_expired" {
+		t.Fatalf("cancelled expired interrupt replays %v", evTypes(evs))
+	}
+	if evs = e.aguiRun(alice, input("t-exp", "run-4", userMsg("u4", "hello again"))); evs[len(evs)-1].Type() != "RUN_FINISHED" {
+		t.Fatalf("the thread did not go on: %v", evTypes(evs))
+	}
+}

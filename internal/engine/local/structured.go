@@ -3,6 +3,7 @@ package local
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -319,16 +320,25 @@ func stringList(raw json.RawMessage) []string {
 	return out
 }
 
-// systemPrompt is the configured system prompt, plus the answer format when
-// the run asks for a structured answer.
+// systemPrompt is the configured system prompt, then the context the client
+// gave, then the answer format when the run asks for a structured answer.
 func (r *runner) systemPrompt() string {
-	if !r.t.Options.Structured {
-		return r.a.system
+	var parts []string
+	if r.a.system != "" {
+		parts = append(parts, r.a.system)
 	}
-	if r.a.system == "" {
-		return structuredPrompt
+	if len(r.t.Options.Context) > 0 {
+		var b strings.Builder
+		b.WriteString("Context from the application:")
+		for _, c := range r.t.Options.Context {
+			fmt.Fprintf(&b, "\n- %s: %s", c.Description, c.Value)
+		}
+		parts = append(parts, b.String())
 	}
-	return r.a.system + "\n\n" + structuredPrompt
+	if r.t.Options.Structured {
+		parts = append(parts, structuredPrompt)
+	}
+	return strings.Join(parts, "\n\n")
 }
 
 // visible passes a text chunk through unchanged, or for a structured answer
