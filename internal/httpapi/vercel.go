@@ -142,7 +142,7 @@ func (s *Server) vercelChat(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("X-Run-ID", started.Run.ID)
 	w.Header().Set("X-Conversation-ID", started.Conversation.ID)
-	s.serveUIStream(w, r, started.Stream, "")
+	s.serveUIStream(w, r, started.Stream, "", nil)
 	return nil
 }
 
@@ -188,7 +188,7 @@ func (s *Server) vercelResume(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("X-Run-ID", active.ID)
 	w.Header().Set("X-Conversation-ID", convID)
-	s.serveUIStream(w, r, st, "")
+	s.serveUIStream(w, r, st, "", nil)
 	return nil
 }
 
@@ -202,7 +202,13 @@ func (s *Server) vercelContinue(w http.ResponseWriter, r *http.Request, sc store
 	}
 	var decisions []decision
 	runID := ""
+	// The continuation starts after the wait was announced: the calls decided
+	// now will have outcomes, the ones still awaiting keep the run paused.
+	pw := newPauseWatch()
 	for _, p := range msg.Parts {
+		if p.State == "approval-requested" && p.Approval != nil && p.ToolCallID != "" {
+			pw.awaiting[p.ToolCallID] = p.Approval.ID
+		}
 		if p.State != "approval-responded" || p.Approval == nil {
 			continue
 		}
@@ -228,6 +234,7 @@ func (s *Server) vercelContinue(w http.ResponseWriter, r *http.Request, sc store
 			status = store.ConfirmApproved
 		}
 		decisions = append(decisions, decision{c.ID, store.Decision{Status: status, Reason: p.Approval.Reason}})
+		pw.open[c.ToolCallID] = true
 	}
 	for _, d := range decisions {
 		c, err := s.runs.Decide(ctx, sc, d.id, d.d)
@@ -251,7 +258,7 @@ func (s *Server) vercelContinue(w http.ResponseWriter, r *http.Request, sc store
 	}
 	w.Header().Set("X-Run-ID", runID)
 	w.Header().Set("X-Conversation-ID", convID)
-	s.serveUIStream(w, r, st, msg.ID)
+	s.serveUIStream(w, r, st, msg.ID, pw)
 	return nil
 }
 
@@ -318,16 +325,20 @@ func (s *Server) vercelRegenerate(w http.ResponseWriter, r *http.Request, sc sto
 	}
 	w.Header().Set("X-Run-ID", started.Run.ID)
 	w.Header().Set("X-Conversation-ID", convID)
-	s.serveUIStream(w, r, started.Stream, "")
+	s.serveUIStream(w, r, started.Stream, "", nil)
 	return nil
 }
 
-// serveUIStream writes st as a UI message stream. messageID names the
-// assistant message when continuing one the client holds ("" for the run id).
-func (s *Server) serveUIStream(w http.ResponseWriter, r *http.Request, st *run.Stream, messageID string) {
+// serveUIStream writes st as a UI message stream, ending it when the run
+// ends or pauses. messageID names the assistant message when continuing one
+// the client holds ("" for the run id); pw knows the calls decided or still
+// awaiting before the stream's first event (nil for none).
+func (s *Server) serveUIStream(w http.ResponseWriter, r *http.Request, st *run.Stream, messageID string, pw *pauseWatch) {
 	sdk5 := r.URL.Query().Get("sdk") == "5"
 	enc := vercel.NewEncoder(vercel.Options{MessageID: messageID, AISDK5: sdk5, ExplicitPause: true})
-	var pw pauseWatch
+	if pw == nil {
+		pw = newPauseWatch()
+	}
 	s.serveStream(w, r, st, enc, streamOptions{
 		header: http.Header{http.CanonicalHeaderKey(vercel.HeaderName): {vercel.HeaderValue}},
 		endAfter: func(ev event.Event) bool {
@@ -345,35 +356,44 @@ func (s *Server) serveUIStream(w http.ResponseWriter, r *http.Request, st *run.S
 }
 
 // pauseWatch follows a run's events to tell when it has paused for a
-// person: a call awaits a decision and every other call of the same step has
-// ended or awaits too. Events say this before the run's status does, and an
-// engine reports nothing after it until a decision resumes the run.
+// person: a call awaits a decision and no other call of the run has an
+// outcome still to come. Events say this before the run's status does, and
+// an engine reports nothing after it until a decision resumes the run.
 type pauseWatch struct {
-	open     map[string]bool // tool calls announced and not yet settled
-	awaiting bool
+	open     map[string]bool   // calls announced or resumed whose outcome has not come
+	awaiting map[string]string // call id → confirmation id, for calls waiting for a person
+}
+
+func newPauseWatch() *pauseWatch {
+	return &pauseWatch{open: map[string]bool{}, awaiting: map[string]string{}}
 }
 
 func (p *pauseWatch) see(ev event.Event) {
-	if p.open == nil {
-		p.open = map[string]bool{}
-	}
 	switch d := ev.Payload.(type) {
-	case event.RunStartedData, event.RunResumedData:
+	case event.RunStartedData:
 		clear(p.open)
-		p.awaiting = false
+		clear(p.awaiting)
 	case event.ToolCallStartedData:
 		p.open[d.ToolCallID] = true
 	case event.ToolCallReadyData:
 		p.open[d.ToolCallID] = true
 	case event.ToolAwaitingData:
 		delete(p.open, d.ToolCallID)
-		p.awaiting = true
+		p.awaiting[d.ToolCallID] = d.ConfirmationID
+	case event.RunResumedData:
+		for call, c := range p.awaiting {
+			if c == d.ConfirmationID {
+				delete(p.awaiting, call)
+				p.open[call] = true
+			}
+		}
 	case event.ToolResultData:
 		delete(p.open, d.ToolCallID)
+		delete(p.awaiting, d.ToolCallID)
 	}
 }
 
-func (p *pauseWatch) paused() bool { return p.awaiting && len(p.open) == 0 }
+func (p *pauseWatch) paused() bool { return len(p.open) == 0 && len(p.awaiting) > 0 }
 
 // vercelConversation maps the request to a conversation: its conversationId
 // (which must exist), or its chat id. exists is false for a chat not seen

@@ -516,3 +516,99 @@ func TestChatEngineField(t *testing.T) {
 		t.Fatalf("local engine: %v", last(frames).Data)
 	}
 }
+
+// Two calls wait in one step: the response ends once both ask for approval;
+// decisions may come together or one at a time, and a reload in between
+// shows what still waits.
+func TestVercelTwoApprovals(t *testing.T) {
+	t.Parallel()
+	hook := newFeishu(t)
+	e := setup(t, options{builtin: builtin.Config{
+		Feishu:  builtin.FeishuConfig{WebhookURL: hook.srv.URL},
+		Webhook: builtin.WebhookConfig{URL: hook.srv.URL},
+	}})
+	user := userMessage("u1", `Send a Feishu message saying "hello" and send a webhook saying "hello"`)
+	requested := func(s uiStream) []map[string]any {
+		var out []map[string]any
+		for _, ch := range s.chunks {
+			if ch["type"] == "tool-approval-request" {
+				out = append(out, ch)
+			}
+		}
+		return out
+	}
+	// message is the assistant message with the given decisions by call id (nil: still asked).
+	message := func(first uiStream, decided map[string]*bool) map[string]any {
+		var parts []any
+		for _, ar := range requested(first) {
+			call := ar["toolCallId"].(string)
+			part := map[string]any{"type": "dynamic-tool", "toolName": "x", "toolCallId": call, "input": map[string]any{},
+				"state": "approval-requested", "approval": map[string]any{"id": ar["approvalId"]}}
+			if d := decided[call]; d != nil {
+				part["state"] = "approval-responded"
+				part["approval"] = map[string]any{"id": ar["approvalId"], "approved": *d}
+			}
+			parts = append(parts, part)
+		}
+		return map[string]any{"id": first.chunks[0]["messageId"], "role": "assistant", "parts": parts}
+	}
+	yes, no := true, false
+
+	for _, together := range []bool{true, false} {
+		chatID := fmt.Sprintf("two-%v", together)
+		first := e.uiChat(alice, transportBody(chatID, "submit-message", "", user))
+		asks := requested(first)
+		if len(asks) != 2 || first.finishReason() != "tool-calls" {
+			t.Fatalf("first response %v", first.types())
+		}
+		c1, c2 := asks[0]["toolCallId"].(string), asks[1]["toolCallId"].(string)
+		msgID := first.chunks[0]["messageId"].(string)
+		if together {
+			s := e.uiChat(alice, transportBody(chatID, "submit-message", msgID, user, message(first, map[string]*bool{c1: &yes, c2: &no})))
+			if s.first("tool-output-available")["toolCallId"] != c1 || s.first("tool-output-denied")["toolCallId"] != c2 || s.finishReason() != "stop" {
+				t.Fatalf("both decided: %v", s.types())
+			}
+			continue
+		}
+		// One decision: the response ends when the run waits for the other.
+		s := e.uiChat(alice, transportBody(chatID, "submit-message", msgID, user, message(first, map[string]*bool{c1: &yes})))
+		if s.first("tool-output-available")["toolCallId"] != c1 || s.finishReason() != "tool-calls" || s.text() != "" {
+			t.Fatalf("one decided: %v", s.types())
+		}
+		// A reload now replays the message up to what still waits.
+		resp := e.send(req{method: "GET", path: "/v1/agent/chat/" + chatID + "/stream?format=vercel-ai", token: alice})
+		replay := readUI(t, ssetest.NewReader(resp.Body), resp.Header)
+		resp.Body.Close()
+		if replay.finishReason() != "tool-calls" || replay.first("tool-output-available") == nil || len(requested(replay)) != 2 {
+			t.Fatalf("replay %v", replay.types())
+		}
+		s = e.uiChat(alice, transportBody(chatID, "submit-message", msgID, user, message(first, map[string]*bool{c1: &yes, c2: &yes})))
+		if s.chunks[0]["messageId"] != msgID || s.finishReason() != "stop" || s.text() == "" {
+			t.Fatalf("second decision: %v", s.types())
+		}
+		var outputs []string
+		for _, ch := range s.chunks {
+			if ch["type"] == "tool-output-available" {
+				outputs = append(outputs, ch["toolCallId"].(string))
+			}
+		}
+		if !slices.Contains(outputs, c2) {
+			t.Fatalf("no output for the second call: %v", s.types())
+		}
+	}
+}
+
+func TestVercelSDK5(t *testing.T) {
+	t.Parallel()
+	e := setup(t, options{})
+	rd, resp := e.stream(req{method: "POST", path: uiPath + "&sdk=5", token: alice,
+		body: transportBody("sdk5", "submit-message", "", userMessage("u1", `send a feishu message saying "x"`))})
+	defer resp.Body.Close()
+	s := readUI(t, rd, resp.Header)
+	if s.first("tool-approval-request") != nil || s.first("data-tool.awaiting_input") == nil {
+		t.Fatalf("sdk 5 chunks %v", s.types())
+	}
+	if _, ok := s.chunks[len(s.chunks)-1]["finishReason"]; ok {
+		t.Fatalf("finishReason sent to AI SDK 5: %v", s.chunks[len(s.chunks)-1])
+	}
+}
