@@ -9,7 +9,9 @@
 //   (c) reconnecting with Last-Event-ID (and ?after=) from every id: the
 //       continuation, with what came before, passes verifyEvents;
 //   (d) an interrupt and resume round trip through HttpAgent;
-//   (e) the day history, and history + events merged without duplicates.
+//   (e) the day history, and history + events merged without duplicates;
+//   (f) a frontend tool round trip through HttpAgent, against a fake
+//       OpenAI-compatible upstream (the scripted model calls no client tools).
 // Every event is also parsed with @ag-ui/core's schemas. Any warning or
 // error the client logs fails the test, as does any dropped event. Every
 // wait is bounded.
@@ -17,6 +19,7 @@
 import { test, before, after, beforeEach, afterEach } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import { createServer } from "node:http";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -35,7 +38,7 @@ let server; // { base, child, dir, log }
 
 // ---------- the server under test ----------
 
-async function startServer() {
+async function startServer(extraEnv = {}) {
   if (!existsSync(BIN)) {
     throw new Error(`${BIN} is missing: build it with "go build -o test/conformance/.bin/agentchat ./cmd/agentchat" (.ci/run does)`);
   }
@@ -52,6 +55,7 @@ async function startServer() {
     AGENTCHAT_PING_INTERVAL: "100ms",
     AGENTCHAT_HISTORY_TIME_ZONE: "Asia/Shanghai",
     AGENTCHAT_LOG_LEVEL: "warn",
+    ...extraEnv,
   };
   const child = spawn(BIN, ["serve"], { env, stdio: ["ignore", "pipe", "pipe"] });
   let log = "";
@@ -350,4 +354,68 @@ test("seed 001: 202, thread events, Last-Event-ID from every id, day history", a
   const want = after_.messages.filter((m) => m.role !== "user").map((m) => key(m.runId, m.messageId));
   for (const k of want) assert.ok(merged.has(k), `history + events lost ${k}`);
   assert.equal(after_.messages.length, day.messages.length + 2);
+});
+
+// ---------- (f) frontend tools ----------
+
+/**
+ * A fake OpenAI-compatible upstream: asked with the client's tool offered and
+ * no tool result yet, it calls pick_colour; given the result, it answers.
+ */
+async function fakeUpstream() {
+  const requests = [];
+  const srv = createServer((req, res) => {
+    let body = "";
+    req.on("data", (b) => (body += b));
+    req.on("end", () => {
+      const r = JSON.parse(body);
+      requests.push(r);
+      const chunk = (delta, finish = null) =>
+        `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 0, model: "fake", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+      res.writeHead(200, { "Content-Type": "text/event-stream" });
+      const last = r.messages.at(-1);
+      if (last.role === "tool") {
+        const answer = JSON.stringify({ answer: `You picked ${last.content}.`, key_points: [last.content], result_type: "execution_report", status: "success" });
+        res.write(chunk({ role: "assistant", content: answer.slice(0, 12) }));
+        res.write(chunk({ content: answer.slice(12) }));
+        res.write(chunk({}, "stop"));
+      } else {
+        assert.ok(r.tools.some((t) => t.function.name === "pick_colour"), "the client's tool is offered");
+        res.write(chunk({ role: "assistant", tool_calls: [{ index: 0, id: "call_pick", type: "function", function: { name: "pick_colour", arguments: "" } }] }));
+        res.write(chunk({ tool_calls: [{ index: 0, function: { arguments: '{"palette":"warm"}' } }] }));
+        res.write(chunk({}, "tool_calls"));
+      }
+      res.end("data: [DONE]\n\n");
+    });
+  });
+  await new Promise((r) => srv.listen(0, "127.0.0.1", r));
+  return { url: `http://127.0.0.1:${srv.address().port}`, requests, close: () => new Promise((r) => srv.close(r)) };
+}
+
+test("HttpAgent answers a frontend tool and the run continues", async () => {
+  const upstream = await fakeUpstream();
+  const own = await startServer({ AGENTCHAT_LLM: "openai", OPENAI_BASE_URL: `${upstream.url}/v1`, OPENAI_API_KEY: "sk-fake", AGENTCHAT_MODEL: "fake", AGENTCHAT_LLM_RETRIES: "-1" });
+  try {
+    const a = new HttpAgent({ url: `${own.base}/api/v1/agent/runs`, headers: auth, threadId: "conf-f" });
+    const tools = [{ name: "pick_colour", description: "Ask the user to pick a colour.", parameters: { type: "object", properties: { palette: { type: "string" } } } }];
+    a.addMessage({ id: "conf-f-u1", role: "user", content: "Pick a colour for me" });
+    let pending;
+    const first = await a.runAgent({ runId: "conf-f-r1", tools }, { onRunFinishedEvent: (p) => void (pending = p.pendingToolCallIds) });
+    assert.deepEqual(pending, ["call_pick"]);
+    const call = a.messages.flatMap((m) => m.toolCalls ?? []).find((c) => c.id === "call_pick");
+    assert.equal(call.function.name, "pick_colour");
+    assert.deepEqual(JSON.parse(call.function.arguments), { palette: "warm" });
+    assert.equal(first.newMessages.filter((m) => m.role === "tool").length, 0, "nobody answered the call but the client");
+
+    a.addMessage({ id: "conf-f-t1", role: "tool", toolCallId: "call_pick", content: "red" });
+    const second = await a.runAgent({ runId: "conf-f-r2", tools });
+    const reply = second.newMessages.find((m) => m.role === "assistant");
+    assert.equal(reply.content, "You picked red.");
+    assert.equal(second.result.answer, "You picked red.");
+    const sent = upstream.requests[1].messages.at(-1);
+    assert.deepEqual([sent.role, sent.tool_call_id, sent.content], ["tool", "call_pick", "red"]);
+  } finally {
+    await stopServer(own);
+    await upstream.close();
+  }
 });
