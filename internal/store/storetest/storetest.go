@@ -951,7 +951,7 @@ func testUnappliedDecisions(t *testing.T, s store.Store) {
 	// Expired confirmations are decisions too (the run must learn of them).
 	other, ocs := awaiting(t, s, "call_c")
 	must[store.Run](t)(s.UpdateRun(ctx(t), "acme", other.ID, store.RunUpdate{})) // still awaiting
-	later := time.Now().Add(2 * time.Hour) // past every expiry
+	later := time.Now().Add(2 * time.Hour)                                       // past every expiry
 	expired := must[[]store.Confirmation](t)(s.ExpireConfirmations(ctx(t), later))
 	if len(expired) != 2 { // b and c
 		t.Fatalf("expired %v", ids(expired))
