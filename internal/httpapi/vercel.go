@@ -121,6 +121,19 @@ func (s *Server) vercelChat(w http.ResponseWriter, r *http.Request) error {
 	if body.Trigger == triggerRegenerate && exists {
 		return s.vercelRegenerate(w, r, sc, convID, body)
 	}
+	if exists {
+		old, err := s.editedRun(ctx, sc, convID, body)
+		if err != nil {
+			return conversationErr(err)
+		}
+		if old != "" {
+			input, parts, err := newInput(body)
+			if err != nil {
+				return err
+			}
+			return s.startReplacing(w, r, sc, convID, old, run.StartRequest{Input: input, Parts: parts, Engine: body.Engine})
+		}
+	}
 
 	req := run.StartRequest{Title: body.Title, Engine: body.Engine}
 	if exists {
@@ -315,11 +328,53 @@ func (s *Server) vercelRegenerate(w http.ResponseWriter, r *http.Request, sc sto
 	if err != nil {
 		return err
 	}
-	req := run.StartRequest{ConversationID: convID, Input: old.Input, Engine: body.Engine, Regenerates: old.ID}
+	input, parts := old.Input, json.RawMessage(nil)
 	if len(msgs) > 0 && msgs[0].Role == store.RoleUser {
-		req.Input, req.Parts = msgs[0].Content, msgs[0].Parts
+		input, parts = msgs[0].Content, msgs[0].Parts
 	}
-	started, err := s.runs.Start(ctx, sc, req, true)
+	return s.startReplacing(w, r, sc, convID, old.ID, run.StartRequest{Input: input, Parts: parts, Engine: body.Engine})
+}
+
+// editedRun finds the run a submit-message request replaces when it edits
+// an earlier user message (messageId names the last message, a user's,
+// after the client dropped what followed it): the run after the assistant
+// message before it, or the chat's first run.
+func (s *Server) editedRun(ctx context.Context, sc store.Scope, convID string, body uiRequest) (string, error) {
+	n := len(body.Messages)
+	if body.Trigger == triggerRegenerate || body.MessageID == "" || n == 0 ||
+		body.Messages[n-1].ID != body.MessageID || body.Messages[n-1].Role != "user" {
+		return "", nil
+	}
+	prev := ""
+	for i := n - 2; i >= 0; i-- {
+		if body.Messages[i].Role == "assistant" {
+			prev = body.Messages[i].ID
+			break
+		}
+	}
+	runs, err := s.st.ListRuns(ctx, sc, convID)
+	if err != nil {
+		return "", err
+	}
+	if prev == "" {
+		if len(runs) > 0 {
+			return runs[0].ID, nil
+		}
+		return "", nil
+	}
+	for i, r := range runs {
+		if r.ID == prev && i+1 < len(runs) {
+			return runs[i+1].ID, nil
+		}
+	}
+	return "", nil
+}
+
+// startReplacing starts a run that replaces the answers of run old and of
+// the runs after it (regenerate-message, or an edited user message).
+func (s *Server) startReplacing(w http.ResponseWriter, r *http.Request, sc store.Scope, convID, old string, req run.StartRequest) error {
+	req.ConversationID, req.Regenerates = convID, old
+	started, err := s.runs.Start(r.Context(), sc, req, true)
 	if err != nil {
 		return conversationErr(err)
 	}

@@ -612,3 +612,48 @@ func TestVercelSDK5(t *testing.T) {
 		t.Fatalf("finishReason sent to AI SDK 5: %v", s.chunks[len(s.chunks)-1])
 	}
 }
+
+// Editing an earlier user message (submit-message with its messageId) replaces
+// the exchange from that message on; the replaced answers stay stored.
+func TestVercelEdit(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	n := 0
+	model, up := openaiModel(t, llmtest.Options{Reply: func(llmtest.Request) llmtest.Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		return llmtest.TextReply(fmt.Sprintf("Answer %d.", n))
+	}}, openai.Config{})
+	e := setup(t, options{model: model})
+	u1, u2 := userMessage("u1", "first"), userMessage("u2", "second")
+	a1 := e.uiChat(alice, transportBody("edit-chat", "submit-message", "", u1))
+	assistant1 := map[string]any{"id": a1.chunks[0]["messageId"], "role": "assistant", "parts": []any{map[string]any{"type": "text", "text": a1.text()}}}
+	e.uiChat(alice, transportBody("edit-chat", "submit-message", "", u1, assistant1, u2))
+
+	// Edit the second message: the first exchange stays in the context.
+	e.uiChat(alice, transportBody("edit-chat", "submit-message", "u2", u1, assistant1, userMessage("u2", "second, edited")))
+	// Edit the first message: nothing before it stays.
+	e.uiChat(alice, transportBody("edit-chat", "submit-message", "u1", userMessage("u1", "first, edited")))
+	// A new turn after the edit sees the edited exchange only.
+	s := e.uiChat(alice, transportBody("edit-chat", "submit-message", "", userMessage("u1", "first, edited"), userMessage("u3", "third")))
+
+	reqs := up.Requests()
+	contents := func(r llmtest.Request) string {
+		var out []string
+		for _, m := range r.Body["messages"].([]any) {
+			out = append(out, fmt.Sprint(m.(map[string]any)["content"]))
+		}
+		return strings.Join(out, "|")
+	}
+	want := []string{"first", "first|Answer 1.|second", "first|Answer 1.|second, edited", "first, edited", "first, edited|Answer 4.|third"}
+	for i, w := range want {
+		if got := contents(reqs[i]); got != w {
+			t.Errorf("request %d context %q, want %q", i, got, w)
+		}
+	}
+	msgs := e.call(req{method: "GET", path: "/v1/conversations/" + s.header.Get("X-Conversation-ID") + "/messages", token: alice}, 200)["messages"].([]any)
+	if len(msgs) != 10 {
+		t.Fatalf("every version is kept: %d messages", len(msgs))
+	}
+}
