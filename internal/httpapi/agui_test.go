@@ -606,3 +606,24 @@ func TestAGUIExpiredInterrupt(t *testing.T) {
 		t.Fatalf("the thread did not go on: %v", evTypes(evs))
 	}
 }
+
+// A structured answer cut off mid-stream keeps what it showed, prose not
+// JSON, and the run ends in RUN_ERROR.
+func TestAGUIStructuredAnswerCut(t *testing.T) {
+	t.Parallel()
+	up := llmtest.NewOpenAIServer(t, llmtest.Options{Replies: []llmtest.Reply{{
+		Text: []string{`{"key_points":["a"],`, `"answer":"Half `, `an answer`, `, and more"}`}, Fail: llmtest.FailCut, FailAfter: 4}}})
+	m, err := openai.New(openai.Config{BaseURL: up.URL + "/v1", APIKey: "k", Model: "gpt-test", MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := setup(t, options{model: m})
+	evs := e.aguiRun(alice, input("t-cut", "run-1", userMsg("u1", "go")))
+	if textOf(evs) != "Half an answer" || evs[len(evs)-1].Type() != "RUN_ERROR" {
+		t.Fatalf("streamed %q, events %v", textOf(evs), evTypes(evs))
+	}
+	msgs := e.call(req{method: "GET", path: "/v1/conversations/t-cut/messages", token: alice}, 200)["messages"].([]any)
+	if a := msgs[len(msgs)-1].(map[string]any); a["content"] != "Half an answer" {
+		t.Fatalf("stored %v", a)
+	}
+}

@@ -237,6 +237,7 @@ func (r *runner) iterate(ctx context.Context, it int, msgs []llm.Message) (turnO
 				answer := r.completeMessage(ctx, it, msgID, text, false)
 				return turnOut{answer: answer}, nil
 			}
+			text = r.shownText(text)
 			assistant := llm.Message{Role: llm.RoleAssistant, Content: text, ToolCalls: calls}
 			meta, _ := json.Marshal(toolCallMeta{ToolCalls: calls})
 			if _, err := r.h.AppendMessage(ctx, store.Message{ID: msgID, Role: store.RoleAssistant, Content: text, Metadata: meta, RunID: r.t.Run.ID}); err != nil {
@@ -247,7 +248,7 @@ func (r *runner) iterate(ctx context.Context, it int, msgs []llm.Message) (turnO
 		}
 	}
 	// The call failed: keep what streamed, marked partial, then end the run.
-	if text := acc.Text(); text != "" {
+	if text := r.shownText(acc.Text()); text != "" {
 		r.completeMessage(context.WithoutCancel(ctx), it, msgID, text, true)
 	}
 	if o := engine.Stopped(ctx); o != nil {
@@ -287,12 +288,11 @@ func modelError(err error) event.ErrorInfo {
 func (r *runner) completeMessage(ctx context.Context, it int, id, text string, partial bool) *event.Answer {
 	var answer *event.Answer
 	switch {
-	case r.t.Options.Structured && partial:
-		text = visibleText(text)
+	case partial: // what streamed, as shown; not a result
 	case r.t.Options.Structured:
 		answer = ParseAnswer(text)
 		text = answer.Answer
-	case !partial:
+	default:
 		answer = DeriveAnswer(text)
 	}
 	meta, _ := json.Marshal(toolCallMeta{Partial: partial, Answer: answer})

@@ -341,6 +341,15 @@ func (r *runner) systemPrompt() string {
 	return strings.Join(parts, "\n\n")
 }
 
+// shownText is what a whole streamed text showed: itself, or for a
+// structured answer its answer text.
+func (r *runner) shownText(raw string) string {
+	if !r.t.Options.Structured {
+		return raw
+	}
+	return visibleText(raw)
+}
+
 // visible passes a text chunk through unchanged, or for a structured answer
 // through its answer-text scanner.
 func (r *runner) visible(a *answerText, chunk string) string {
