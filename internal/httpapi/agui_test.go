@@ -308,6 +308,13 @@ func TestAGUIInterruptApproveAndDeny(t *testing.T) {
 			if s := second[0]; s.Type() != "RUN_STARTED" || s.Str("runId") != "run-2" || s.Str("threadId") != "t-"+tt.name {
 				t.Fatalf("continuation starts %v", s.Data)
 			}
+			var steps []string
+			for _, ev := range ofType(second, "STEP_STARTED") {
+				steps = append(steps, ev.Str("stepName"))
+			}
+			if !slices.Equal(steps, []string{"router", "worker"}) {
+				t.Fatalf("continuation steps %v", steps)
+			}
 			res := ofType(second, "TOOL_CALL_RESULT")
 			if len(res) != 1 || res[0].Str("toolCallId") != in["toolCallId"] {
 				t.Fatalf("results %v", res)

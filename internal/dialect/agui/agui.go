@@ -394,6 +394,15 @@ func (e *Encoder) resume(dst []byte, ev event.Event, runID string, finishing boo
 	held := e.held
 	wasPaused := e.paused && ev.Run == e.run
 	e.held, e.paused = nil, false
+	if wasPaused {
+		// A step the held events start again (the router re-routing the
+		// continuation) starts in their order, not ahead of them.
+		for _, h := range held {
+			if p, ok := h.Payload.(event.StepStartedData); ok {
+				e.suspended = slices.DeleteFunc(e.suspended, func(s string) bool { return s == p.Name })
+			}
+		}
+	}
 	dst = e.openRun(dst, ev, runID)
 	if !wasPaused {
 		return dst
