@@ -180,7 +180,7 @@ func oneAGUIRun(enc *agui.Encoder) func(event.Event) bool {
 func aguiStartErr(err error) error {
 	var busy *store.BusyError
 	if errors.Is(err, store.ErrConflict) && !errors.As(err, &busy) {
-		return apiErr(http.StatusConflict, "id_conflict", "a message id in the input is already in use")
+		return apiErr(http.StatusConflict, "conflict", "the thread changed while the run was starting; try again")
 	}
 	return toAPIError(err, "thread_not_found", "thread")
 }
