@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"reflect"
 	"strings"
@@ -119,7 +120,11 @@ func TestHistoryThenEventsMerge(t *testing.T) {
 	// A finished exchange with an interrupt: two AG-UI runs, a tool result.
 	first := e.aguiRun(alice, input("t-merge", "run-1", userMsg("u1", "notify the hook")))
 	in := first[len(first)-1].Data["outcome"].(map[string]any)["interrupts"].([]any)[0].(map[string]any)
-	e.aguiRun(alice, resumeInput("t-merge", "run-2", in["id"].(string), "resolved", map[string]any{"approved": true}))
+	resumed := e.aguiRun(alice, resumeInput("t-merge", "run-2", in["id"].(string), "resolved", map[string]any{"approved": true}))
+	// The continuation keeps the run's choices: a structured answer in JSON mode.
+	if textOf(resumed) != "Sent." || fmt.Sprint(up.Requests()[1].Body["response_format"]) != "map[type:json_object]" {
+		t.Fatalf("continuation streamed %q with response_format %v", textOf(resumed), up.Requests()[1].Body["response_format"])
+	}
 	// A run in progress: the snapshot is taken while its answer streams.
 	rd, resp := e.aguiStream(req{method: "POST", path: "/api/v1/agent/runs", token: alice, body: input("t-merge", "run-3", userMsg("u3", "tell me more"))})
 	defer resp.Body.Close()

@@ -70,6 +70,9 @@ type paused struct {
 	// Frontend are calls of the same turn the client must answer; once the
 	// decisions are in, the run ends with them pending.
 	Frontend []string `json:"frontend,omitempty"`
+	// Options are the request's choices (structured answer, frontend tools,
+	// context), kept for the continuation: a decision carries none.
+	Options *engine.Options `json:"options,omitempty"`
 }
 
 // toolCallMeta is how an assistant message records the calls it made.
@@ -111,6 +114,9 @@ func (a *Agent) Execute(ctx context.Context, t engine.Task, h engine.Host) engin
 			return failed("resume_failed", "The paused run's state could not be read.", r.usage)
 		}
 		iteration, r.usage = st.Iteration, st.Usage
+		if st.Options != nil {
+			t.Options, r.t.Options = *st.Options, *st.Options
+		}
 		c := t.Resume.Confirmation
 		decision := "approve"
 		if c.Status != store.ConfirmApproved {
@@ -172,6 +178,9 @@ func failed(code, msg string, u event.Usage) engine.Outcome {
 }
 
 func (r *runner) pause(st paused) engine.Outcome {
+	if o := r.t.Options; o.Structured || len(o.FrontendTools) > 0 || len(o.Context) > 0 {
+		st.Options = &o
+	}
 	b, _ := json.Marshal(st)
 	return engine.Outcome{Status: engine.StatusAwaiting, State: b, Usage: r.usage, Awaiting: st.Awaiting}
 }
