@@ -300,11 +300,12 @@ func RunAdapter(t *testing.T, a Adapter) {
 		srv := a.NewServer(t, Options{Replies: []Reply{{Text: Words("one"), Fail: FailStall, FailAfter: 4}}})
 		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 		defer cancel()
+		// On a loaded machine the deadline may pass before the stream starts;
+		// either way the caller must see a timeout.
 		s, err := model(t, srv).Stream(ctx, req)
-		if err != nil {
-			t.Fatal(err)
+		if err == nil {
+			_, err = llm.Collect(s)
 		}
-		_, err = llm.Collect(s)
 		wantCode(t, err, llm.CodeTimeout)
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("err %v does not wrap context.DeadlineExceeded", err)
