@@ -531,6 +531,21 @@ func (s *Server) aguiEvents(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx, sc, thread := r.Context(), scopeOf(r.Context()), r.PathValue("threadId")
+	var opt streamOptions
+	if r.URL.Query().Get("snapshot") == "messages" && after == 0 {
+		// Load-then-follow in one request: the thread's messages as they are
+		// now, then the events after the position they reflect. The position
+		// is read first, so a message that lands in between is in both
+		// (clients merge by message id) rather than in neither.
+		last, err := s.runs.LastSeq(ctx, sc, thread)
+		if err != nil {
+			return err
+		}
+		if opt.preamble, err = s.messagesSnapshot(ctx, sc, thread, last); err != nil {
+			return toAPIError(err, "thread_not_found", "thread")
+		}
+		after = last
+	}
 	st, err := s.runs.Follow(ctx, sc, thread, "", after)
 	if err != nil {
 		return toAPIError(err, "thread_not_found", "thread")
@@ -539,7 +554,7 @@ func (s *Server) aguiEvents(w http.ResponseWriter, r *http.Request) error {
 	if after > 0 {
 		s.primeAGUI(ctx, sc, thread, after, enc)
 	}
-	s.serveStream(w, r, st, enc, streamOptions{})
+	s.serveStream(w, r, st, enc, opt)
 	return nil
 }
 
