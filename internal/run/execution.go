@@ -128,6 +128,7 @@ func (x *execution) finish(o engine.Outcome) {
 		if !x.store("flush before pause", s.evlog.Flush) {
 			return
 		}
+		x.lease.recording.Store(true)
 		if !x.store("pause run", func(ctx context.Context) error {
 			_, err := s.st.UpdateRun(ctx, x.run.Tenant, x.run.ID, store.RunUpdate{Status: store.RunAwaitingInput, State: o.State, Usage: &o.Usage})
 			return err
@@ -154,7 +155,12 @@ func (x *execution) finish(o engine.Outcome) {
 	x.stamp(&end)
 	s.evlog.Enqueue(end, x)
 	now := end.Time
-	if !x.store("write run end", s.evlog.Flush) || !x.store("record run end", func(ctx context.Context) error {
+	if !x.store("write run end", s.evlog.Flush) {
+		x.mu.Unlock()
+		return
+	}
+	x.lease.recording.Store(true)
+	if !x.store("record run end", func(ctx context.Context) error {
 		_, err := s.st.UpdateRun(ctx, x.run.Tenant, x.run.ID, store.RunUpdate{
 			Status: o.Status, Error: o.Error, Usage: &o.Usage, EndedAt: &now, State: []byte("null"),
 		})

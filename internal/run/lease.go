@@ -37,6 +37,10 @@ type lease struct {
 	actUntil  time.Time // this process's clock; past it, the execution is fenced
 	fenceOnce sync.Once
 	stop      chan struct{} // closed when fenced
+	// recording is set when the execution records its outcome: a renewal
+	// refused from then on means the run ended or paused (and maybe was
+	// claimed since), not that another replica took it.
+	recording atomic.Bool
 	ctx       context.Context
 	cancel    context.CancelFunc // ends ctx: store calls give up when fenced
 }
@@ -162,7 +166,9 @@ func (s *Service) renewLease(x *execution) (stop func()) {
 			cancel()
 			switch {
 			case err == nil && !ok:
-				x.fence("its lease is another replica's")
+				if !x.lease.recording.Load() {
+					x.fence("its lease is another replica's")
+				}
 				return
 			case err != nil:
 				if !failing {

@@ -23,6 +23,12 @@
 // go-redis's network retries of XADD safe. Each publish is one pipelined round
 // trip: XADD with MAXLEN ~ Options.MaxLen, and EXPIRE Options.TTL.
 //
+// Publishing is group-committed: every Publish waits for its own XADD, but
+// one writer sends whatever publishes accumulated while its previous
+// pipeline was in flight as one pipeline, so a thousand streams publishing
+// at once cost a few round trips and syscalls, not a thousand. A stream's
+// EXPIRE is refreshed at most once a minute rather than with every event.
+//
 // # Subscriptions
 //
 // Subscriptions of one process are multiplexed: all subscriptions to a thread
@@ -109,7 +115,12 @@ type Bus struct {
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // readers, unblockers and control streams
+	wg     sync.WaitGroup // readers, unblockers, control streams and the publisher
+
+	pubMu      sync.Mutex
+	pubQueue   []*publishReq
+	pubWake    chan struct{}
+	expireSeen map[string]time.Time // by the publisher only: when each key's EXPIRE was last refreshed
 
 	mu      sync.Mutex
 	closed  bool
@@ -179,6 +190,9 @@ func Open(ctx context.Context, url string, opts Options) (*Bus, error) {
 		topics: map[string]*topic{},
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
+	b.pubWake, b.expireSeen = make(chan struct{}, 1), map[string]time.Time{}
+	b.wg.Add(1)
+	go b.publisher()
 	return b, nil
 }
 
@@ -219,7 +233,9 @@ func seqOf(id string) (int64, bool) {
 	return n, err == nil
 }
 
-// Publish appends ev to its thread's stream.
+// Publish appends ev to its thread's stream, and returns once Redis has it
+// (or refused it). Publishes of one thread must not overlap; they are sent
+// in the order they arrive.
 func (b *Bus) Publish(ctx context.Context, ev event.Event) error {
 	if b.isClosed() {
 		return bus.ErrClosed
@@ -231,22 +247,125 @@ func (b *Bus) Publish(ctx context.Context, ev event.Event) error {
 	if err != nil {
 		return fmt.Errorf("redisbus: publish %s: %w", ev.Type, err)
 	}
-	key := StreamKey(b.opts.Prefix, ev.Tenant, ev.Thread)
-	var add *redis.StringCmd
-	var expire *redis.BoolCmd
-	_, _ = b.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		add = p.XAdd(ctx, &redis.XAddArgs{Stream: key, ID: entryID(ev.Seq), MaxLen: b.opts.MaxLen, Approx: true,
-			Values: []any{"seq", ev.Seq, "ev", data}})
-		expire = p.Expire(ctx, key, b.opts.TTL)
+	req := &publishReq{key: StreamKey(b.opts.Prefix, ev.Tenant, ev.Thread), seq: ev.Seq, data: data, done: make(chan error, 1)}
+	b.pubMu.Lock()
+	b.pubQueue = append(b.pubQueue, req)
+	b.pubMu.Unlock()
+	signal(b.pubWake)
+	select {
+	case err := <-req.done:
+		if err != nil {
+			return fmt.Errorf("redisbus: publish seq %d to %s: %w", ev.Seq, req.key, err)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err() // it may still be sent
+	case <-b.ctx.Done():
+		return bus.ErrClosed
+	}
+}
+
+// publishReq is one Publish waiting for the publisher.
+type publishReq struct {
+	key  string
+	seq  int64
+	data []byte
+	done chan error
+}
+
+// maxPipeline bounds the commands of one publishing round trip.
+const maxPipeline = 1000
+
+// expireEvery is how often a published stream's EXPIRE is refreshed.
+const expireEvery = time.Minute
+
+// publisher sends queued publishes, as one pipeline per round trip.
+func (b *Bus) publisher() {
+	defer b.wg.Done()
+	for {
+		select {
+		case <-b.pubWake:
+		case <-b.ctx.Done():
+			b.failQueued(bus.ErrClosed)
+			return
+		}
+		for {
+			b.pubMu.Lock()
+			batch := b.pubQueue
+			if len(batch) > maxPipeline {
+				batch = batch[:maxPipeline]
+			}
+			b.pubQueue = b.pubQueue[len(batch):]
+			if len(b.pubQueue) == 0 {
+				b.pubQueue = nil
+			}
+			b.pubMu.Unlock()
+			if len(batch) == 0 {
+				break
+			}
+			b.send(batch)
+		}
+	}
+}
+
+// send writes one batch of publishes as a pipeline and tells each its outcome.
+func (b *Bus) send(batch []*publishReq) {
+	now := time.Now()
+	adds := make([]*redis.StringCmd, len(batch))
+	var expires []*redis.BoolCmd
+	_, _ = b.rdb.Pipelined(b.ctx, func(p redis.Pipeliner) error {
+		for i, r := range batch {
+			adds[i] = p.XAdd(b.ctx, &redis.XAddArgs{Stream: r.key, ID: entryID(r.seq), MaxLen: b.opts.MaxLen, Approx: true,
+				Values: []any{"seq", r.seq, "ev", r.data}})
+			if now.Sub(b.expireSeen[r.key]) > expireEvery {
+				b.expireSeen[r.key] = now
+				expires = append(expires, p.Expire(b.ctx, r.key, b.opts.TTL))
+			}
+		}
 		return nil
 	})
-	if err := add.Err(); err != nil && !isStaleID(err) {
-		return fmt.Errorf("redisbus: publish seq %d to %s: %w", ev.Seq, key, unavailable(err))
+	var expireErr error
+	for _, e := range expires {
+		if err := e.Err(); err != nil {
+			expireErr = err
+		}
 	}
-	if err := expire.Err(); err != nil {
-		return fmt.Errorf("redisbus: publish seq %d to %s: %w", ev.Seq, key, unavailable(err))
+	if expireErr != nil {
+		clear(b.expireSeen) // refresh them all next time
+	} else if len(b.expireSeen) > 4096 {
+		for k, at := range b.expireSeen {
+			if now.Sub(at) > expireEvery {
+				delete(b.expireSeen, k)
+			}
+		}
 	}
-	return nil
+	for i, r := range batch {
+		err := adds[i].Err()
+		if err != nil && isStaleID(err) {
+			err = nil // the event, or a later one, is there already
+		}
+		if err == nil {
+			err = expireErr
+		}
+		switch {
+		case err != nil && b.ctx.Err() != nil:
+			err = bus.ErrClosed
+		case err != nil:
+			err = unavailable(err)
+		}
+		r.done <- err
+	}
+}
+
+// failQueued answers every queued publish with err.
+func (b *Bus) failQueued(err error) {
+	b.pubMu.Lock()
+	q := b.pubQueue
+	b.pubQueue = nil
+	b.pubMu.Unlock()
+	for _, r := range q {
+		r.done <- err
+	}
 }
 
 // unavailable marks a Redis error as the bus being unavailable (the caller
