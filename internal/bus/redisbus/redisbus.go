@@ -31,6 +31,9 @@
 //
 // # Subscriptions
 //
+// Events published by this process reach its own subscriptions directly, as
+// on the in-process bus; the reader drops them again by seq.
+//
 // Subscriptions of one process are multiplexed: all subscriptions to a thread
 // share one position in its stream, and readers, each holding one connection,
 // follow up to 128 streams with a single blocking XREAD. A thousand
@@ -248,6 +251,7 @@ func (b *Bus) Publish(ctx context.Context, ev event.Event) error {
 		return fmt.Errorf("redisbus: publish %s: %w", ev.Type, err)
 	}
 	req := &publishReq{key: StreamKey(b.opts.Prefix, ev.Tenant, ev.Thread), seq: ev.Seq, data: data, done: make(chan error, 1)}
+	b.deliverLocal(req.key, ev)
 	b.pubMu.Lock()
 	b.pubQueue = append(b.pubQueue, req)
 	b.pubMu.Unlock()
@@ -262,6 +266,33 @@ func (b *Bus) Publish(ctx context.Context, ev event.Event) error {
 		return ctx.Err() // it may still be sent
 	case <-b.ctx.Done():
 		return bus.ErrClosed
+	}
+}
+
+// deliverLocal hands ev to this process's subscriptions of its thread at
+// once, without the round trip through Redis: a client watching a run on the
+// replica executing it sees each event as soon as it is published. The
+// reader then finds the same event in the stream and drops it (seq not above
+// the subscription's last), so each subscription still gets every event
+// once, in order; one that joined between two local publishes may see a
+// later event first, and the caller fills the gap from the store, as for any
+// gap.
+func (b *Bus) deliverLocal(key string, ev event.Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t := b.topics[key]
+	if t == nil {
+		return
+	}
+	for s := range t.subs {
+		if ev.Seq <= s.last {
+			continue
+		}
+		if !s.q.Push(ev) {
+			b.detach(key, s) // overflowed or ended: Push does not run onStop
+			continue
+		}
+		s.last = ev.Seq
 	}
 }
 

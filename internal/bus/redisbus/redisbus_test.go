@@ -381,3 +381,28 @@ func TestRetainedReadsTheWholeStream(t *testing.T) {
 		t.Fatalf("retained %d events, %v…", len(got), got[:min(len(got), 2)])
 	}
 }
+
+// A replica's own publishes reach its subscriptions directly, and the copy
+// read back from Redis is not delivered a second time.
+func TestLocalPublishesOnce(t *testing.T) {
+	t.Parallel()
+	url := testenv.Redis(t)
+	prefix := newPrefix(t, url)
+	b := open(t, url, redisbus.Options{Prefix: prefix})
+	other := open(t, url, redisbus.Options{Prefix: prefix})
+	local, err := b.Subscribe(t.Context(), "acme", "th", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote, err := other.Subscribe(t.Context(), "acme", "th", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, b, "th", 1, 300)
+	collectExactly(t, local, 1, 300)
+	collectExactly(t, remote, 1, 300)
+	time.Sleep(50 * time.Millisecond) // the reader has read the stream back by now
+	if evs, err := local.Drain(nil); len(evs) != 0 || err != nil {
+		t.Fatalf("delivered again: %d events (%v)", len(evs), err)
+	}
+}
