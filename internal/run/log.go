@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -67,6 +68,9 @@ const (
 	maxPending = 200_000
 	// maxBackoff bounds the pause between retries of an unavailable store.
 	maxBackoff = 2 * time.Second
+	// writeTimeout bounds one write, so that a write that never returns
+	// cannot stall the log (and every Flush) for good.
+	writeTimeout = 30 * time.Second
 )
 
 func newEventLog(st store.Store, log *slog.Logger) *eventLog {
@@ -212,7 +216,14 @@ func (l *eventLog) write(batch []logEntry) {
 		if len(evs) == 0 {
 			return
 		}
-		err := l.st.AppendEvents(ctx, evs)
+		actx, cancel := context.WithTimeout(ctx, writeTimeout)
+		err := l.st.AppendEvents(actx, evs)
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) {
+			// A write that hangs (a lock, a dead connection) is an outage
+			// too; the retry finds out whether it was committed.
+			err = fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+		}
 		if err == nil {
 			l.available()
 			return

@@ -64,6 +64,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -666,6 +667,22 @@ func (r *reader) deliver(snap map[string]*topic, res []redis.XStream) {
 		cursor string
 		pos    int64
 	}
+	// What every subscription of a topic already has (its events published
+	// here were delivered directly) is not even decoded.
+	floors := make(map[string]int64, len(res))
+	r.b.mu.Lock()
+	for _, st := range res {
+		t := r.topics[st.Stream]
+		if t == nil || t != snap[st.Stream] || len(t.subs) == 0 {
+			continue
+		}
+		floor := int64(math.MaxInt64)
+		for s := range t.subs {
+			floor = min(floor, s.last)
+		}
+		floors[st.Stream] = max(floor, t.pos)
+	}
+	r.b.mu.Unlock()
 	batches := make([]batch, 0, len(res))
 	for _, st := range res { // decoded outside the lock
 		bt := batch{key: st.Stream}
@@ -673,8 +690,12 @@ func (r *reader) deliver(snap map[string]*topic, res []redis.XStream) {
 			// The cursor passes every entry, even one skipped below, so that
 			// no entry is read twice.
 			bt.cursor = m.ID
-			if seq, ok := seqOf(m.ID); ok {
+			seq, ok := seqOf(m.ID)
+			if ok {
 				bt.pos = seq
+				if seq <= floors[st.Stream] {
+					continue
+				}
 			}
 			if ev, ok := r.b.decode(st.Stream, m); ok {
 				bt.evs = append(bt.evs, ev)
