@@ -91,20 +91,7 @@ func TextReply(s string) Reply { return Reply{Text: Words(s)} }
 
 // Words splits s into tokens the way models stream them: each word with
 // its leading spaces. Joining the tokens gives s back.
-func Words(s string) []string {
-	var out []string
-	start := 0
-	for i := 1; i < len(s); i++ {
-		if s[i] == ' ' && s[i-1] != ' ' {
-			out = append(out, s[start:i])
-			start = i
-		}
-	}
-	if start < len(s) {
-		out = append(out, s[start:])
-	}
-	return out
-}
+func Words(s string) []string { return llm.SplitTokens(s) }
 
 // Options configure a Fake.
 type Options struct {

@@ -135,7 +135,7 @@ func (m *Model) script(req llm.Request) ([]step, error) {
 		answer string
 	)
 	say := func(kind string, s string) {
-		for _, w := range tokens(s) {
+		for _, w := range llm.SplitTokens(s) {
 			c := llm.Chunk{Text: w}
 			if kind == "reasoning" {
 				c = llm.Chunk{Reasoning: w}
@@ -495,22 +495,6 @@ func fragments(s string) []string {
 	var out []string
 	for i := 0; i < len(runes); i += size {
 		out = append(out, string(runes[i:min(i+size, len(runes))]))
-	}
-	return out
-}
-
-// tokens splits s into tokens, each word with its leading spaces.
-func tokens(s string) []string {
-	var out []string
-	start := 0
-	for i := 1; i < len(s); i++ {
-		if s[i] == ' ' && s[i-1] != ' ' {
-			out = append(out, s[start:i])
-			start = i
-		}
-	}
-	if start < len(s) {
-		out = append(out, s[start:])
 	}
 	return out
 }
