@@ -54,14 +54,16 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
   floor (upstream alone)   TTFB p50 %.2f ms  p99 %.2f ms   first text p50 %.2f ms  p99 %.2f ms
   through agentchat        TTFB p50 %.2f ms  p99 %.2f ms   first text p50 %.2f ms  p99 %.2f ms
   added to first text      p50 %.2f ms  p99 %.2f ms
-  delivered                %d tokens in %.2f s = %.0f tokens/s, %d errors
+  delivered                %d tokens in %.2f s = %.0f tokens/s (floor %.0f tokens/s: %.0f %%)
+  errors                   %d (refused %d, runs not succeeded %d, streams without their end %d)
   server CPU               %.0f ms = %.2f ms per 1000 tokens
   server memory            idle %.1f MiB, peak %.1f MiB, %.1f KiB per active stream`,
 		*streams, *tokens, *pace, *replicas,
 		res.FloorTTFB.P50, res.FloorTTFB.P99, res.FloorFirstText.P50, res.FloorFirstText.P99,
 		res.TTFB.P50, res.TTFB.P99, res.FirstText.P50, res.FirstText.P99,
 		res.FirstText.P50-res.FloorFirstText.P50, res.FirstText.P99-res.FloorFirstText.P99,
-		res.TokensDelivered, res.Elapsed, res.TokensPerSecond, res.Errors,
+		res.TokensDelivered, res.Elapsed, res.TokensPerSecond, res.FloorTokensPerSecond, 100*res.TokensPerSecond/max(res.FloorTokensPerSecond, 1),
+		res.Errors, res.Refused, res.FailedRuns, res.NoEnd,
 		res.ServerCPUms, res.CPUmsPer1kTokens, res.IdleRSSMiB, res.PeakRSSMiB, res.KiBPerActive)
 	if *idle {
 		fmt.Fprintf(stdout, ", %.1f KiB per idle stream", res.KiBPerIdle)

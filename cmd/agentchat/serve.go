@@ -207,7 +207,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	runs := run.New(run.Config{
 		Store: st, Bus: b, Logger: log, Engine: router,
 		ConfirmTTL: cfg.ConfirmTTL, RunRetention: cfg.RunRetention, MaxInputChars: cfg.MaxInputChars, MaxRunsPerTenant: cfg.MaxRunsPerTenant,
-		LeaseTTL: cfg.LeaseTTL, ReplicaID: replicaID(),
+		LeaseTTL: cfg.LeaseTTL, ReplicaID: replicaID(), Sole: mustKind(cfg) != "postgres",
 	})
 	api := httpapi.New(httpapi.Config{
 		Store: st, Runs: runs, Tools: tools, Logger: log, Auth: httpapi.NewAuthenticator(tokens, cfg.JWTSecret),

@@ -49,21 +49,28 @@ type Config struct {
 
 // Result is what one benchmark measured.
 type Result struct {
-	Config           Config  `json:"-"`
-	FloorTTFB        Percent `json:"floorTTFB"`
-	FloorFirstText   Percent `json:"floorFirstText"`
-	TTFB             Percent `json:"ttfb"`
-	FirstText        Percent `json:"firstText"`
-	Errors           int     `json:"errors"`
-	TokensDelivered  int64   `json:"tokensDelivered"`
-	Elapsed          float64 `json:"elapsedSeconds"`
-	TokensPerSecond  float64 `json:"tokensPerSecond"`
-	ServerCPUms      float64 `json:"serverCPUms"`
-	CPUmsPer1kTokens float64 `json:"cpuMsPer1000Tokens"`
-	IdleRSSMiB       float64 `json:"idleRSSMiB"`
-	PeakRSSMiB       float64 `json:"peakRSSMiB"`
-	KiBPerActive     float64 `json:"kibPerActiveStream"`
-	KiBPerIdle       float64 `json:"kibPerIdleStream,omitempty"`
+	Config         Config  `json:"-"`
+	FloorTTFB      Percent `json:"floorTTFB"`
+	FloorFirstText Percent `json:"floorFirstText"`
+	TTFB           Percent `json:"ttfb"`
+	FirstText      Percent `json:"firstText"`
+	Errors         int     `json:"errors"`
+	// The errors by kind: a refused start (not 200), a run that ended
+	// other than succeeded, a stream that stopped (or stalled past the
+	// deadline) before its run's end.
+	Refused              int     `json:"refused"`
+	FailedRuns           int     `json:"failedRuns"`
+	NoEnd                int     `json:"noEnd"`
+	FloorTokensPerSecond float64 `json:"floorTokensPerSecond"`
+	TokensDelivered      int64   `json:"tokensDelivered"`
+	Elapsed              float64 `json:"elapsedSeconds"`
+	TokensPerSecond      float64 `json:"tokensPerSecond"`
+	ServerCPUms          float64 `json:"serverCPUms"`
+	CPUmsPer1kTokens     float64 `json:"cpuMsPer1000Tokens"`
+	IdleRSSMiB           float64 `json:"idleRSSMiB"`
+	PeakRSSMiB           float64 `json:"peakRSSMiB"`
+	KiBPerActive         float64 `json:"kibPerActiveStream"`
+	KiBPerIdle           float64 `json:"kibPerIdleStream,omitempty"`
 }
 
 // Percent holds latency percentiles in milliseconds.
@@ -107,11 +114,13 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	defer client.CloseIdleConnections()
 
 	logf("floor: %d concurrent streams straight to the fake upstream", cfg.Streams)
-	ttfb, first, err := floor(ctx, client, upURL, cfg.Streams)
+	floorStart := time.Now()
+	ttfb, first, floorTokens, err := floor(ctx, client, upURL, cfg.Streams)
 	if err != nil {
 		return res, fmt.Errorf("floor: %w", err)
 	}
 	res.FloorTTFB, res.FloorFirstText = percent(ttfb), percent(first)
+	res.FloorTokensPerSecond = float64(floorTokens) / time.Since(floorStart).Seconds()
 
 	dir, err := os.MkdirTemp("", "agentchat-bench-")
 	if err != nil {
@@ -157,6 +166,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		ttfbs, firsts []time.Duration
 		tokens        atomic.Int64
 		errs          atomic.Int64
+		refused       atomic.Int64
+		failed        atomic.Int64
+		noEnd         atomic.Int64
 		wg            sync.WaitGroup
 		stopSampling  = make(chan struct{})
 		peak          = make([]int64, len(servers))
@@ -176,12 +188,26 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			}
 		}
 	}()
+	// A client that is never told its run ended gives up here, and counts.
+	deadline := time.Duration(cfg.Tokens)*cfg.Pace*10 + 2*time.Minute
 	for i := range cfg.Streams {
 		wg.Go(func() {
-			m, err := chat(ctx, client, servers[i%len(servers)].url, nil)
+			cctx, cancel := context.WithTimeout(ctx, deadline)
+			defer cancel()
+			m, err := chat(cctx, client, servers[i%len(servers)].url, nil)
 			if err != nil {
 				errs.Add(1)
-				logf("chat %d: %v", i, err)
+				switch {
+				case errors.Is(err, errRefused):
+					refused.Add(1)
+				case errors.Is(err, errRunFailed):
+					failed.Add(1)
+				default:
+					noEnd.Add(1)
+				}
+				if errs.Load() <= 20 {
+					logf("chat %d: %v", i, err)
+				}
 				return
 			}
 			tokens.Add(int64(m.deltas))
@@ -202,6 +228,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	res.TTFB, res.FirstText = percent(ttfbs), percent(firsts)
 	res.Errors = int(errs.Load())
+	res.Refused, res.FailedRuns, res.NoEnd = int(refused.Load()), int(failed.Load()), int(noEnd.Load())
 	res.TokensDelivered = tokens.Load()
 	res.Elapsed = elapsed.Seconds()
 	res.TokensPerSecond = float64(res.TokensDelivered) / elapsed.Seconds()
@@ -212,8 +239,10 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	return res, nil
 }
 
-// floor measures the upstream alone: N concurrent streaming requests.
-func floor(ctx context.Context, client *http.Client, upURL string, n int) (ttfb, first []time.Duration, err error) {
+// floor measures the upstream alone: N concurrent streaming requests, and
+// the text chunks they delivered.
+func floor(ctx context.Context, client *http.Client, upURL string, n int) (ttfb, first []time.Duration, tokens int64, err error) {
+	var count atomic.Int64
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	var firstErr error
@@ -237,8 +266,11 @@ func floor(ctx context.Context, client *http.Client, upURL string, n int) (ttfb,
 			for {
 				line, err := br.ReadSlice('\n')
 				// The first chunk only names the role (content ""); text starts after it.
-				if ft == 0 && bytes.Contains(line, []byte(`"content":"`)) && !bytes.Contains(line, []byte(`"content":""`)) {
-					ft = time.Since(t0)
+				if bytes.Contains(line, []byte(`"content":"`)) && !bytes.Contains(line, []byte(`"content":""`)) {
+					if ft == 0 {
+						ft = time.Since(t0)
+					}
+					count.Add(1)
 				}
 				if err != nil || bytes.HasPrefix(line, []byte("data: [DONE]")) {
 					break
@@ -250,8 +282,14 @@ func floor(ctx context.Context, client *http.Client, upURL string, n int) (ttfb,
 		})
 	}
 	wg.Wait()
-	return ttfb, first, firstErr
+	return ttfb, first, count.Load(), firstErr
 }
+
+// Kinds of failed chats.
+var (
+	errRefused   = errors.New("start refused")
+	errRunFailed = errors.New("run did not succeed")
+)
 
 type measure struct {
 	ttfb, firstText time.Duration
@@ -279,7 +317,7 @@ func chat(ctx context.Context, client *http.Client, base string, conv *string) (
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 {
 		b, _ := io.ReadAll(resp.Body)
-		return m, fmt.Errorf("status %d: %s", resp.StatusCode, b)
+		return m, fmt.Errorf("%w: status %d: %s", errRefused, resp.StatusCode, b)
 	}
 	m.ttfb = time.Since(t0)
 	br := bufio.NewReaderSize(resp.Body, 16<<10)
@@ -295,7 +333,7 @@ func chat(ctx context.Context, client *http.Client, base string, conv *string) (
 			ended = true
 		} else if ended && bytes.HasPrefix(line, []byte("data: ")) {
 			if !bytes.Contains(line, okEnd) {
-				return m, fmt.Errorf("run ended: %s", bytes.TrimSpace(line))
+				return m, fmt.Errorf("%w: %s", errRunFailed, bytes.TrimSpace(line))
 			}
 			return m, nil
 		}
@@ -376,7 +414,7 @@ func startServer(ctx context.Context, cfg Config, upURL, dataDir string, i int) 
 	cmd.Env = append(os.Environ(),
 		"AGENTCHAT_ADDR="+addr, "AGENTCHAT_DATA_DIR="+dataDir, "AGENTCHAT_TOKENS=bench-token:bench:bench",
 		"AGENTCHAT_LLM=openai", "OPENAI_BASE_URL="+upURL, "OPENAI_API_KEY=bench", "AGENTCHAT_MODEL=bench",
-		"AGENTCHAT_LOG_LEVEL=warn", "AGENTCHAT_MAX_RUNS_PER_TENANT=100000", "AGENTCHAT_STORE="+cfg.Store, "AGENTCHAT_BUS="+cfg.Bus,
+		"AGENTCHAT_LOG_LEVEL=warn", "AGENTCHAT_STORE="+cfg.Store, "AGENTCHAT_BUS="+cfg.Bus,
 		"AGENTCHAT_BUS_PREFIX="+cfg.BusPrefix)
 	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
 	if err := cmd.Start(); err != nil {

@@ -419,6 +419,11 @@ func (c *Cluster) Chat(r *Replica, body map[string]any) *Stream {
 	return c.open(r, http.MethodPost, "/v1/agent/chat", body, -1)
 }
 
+// TryChat is Chat for a replica that may refuse (safe off the test's goroutine).
+func (c *Cluster) TryChat(r *Replica, body map[string]any) (*Stream, int, string) {
+	return c.tryOpen(r, http.MethodPost, "/v1/agent/chat", body, -1)
+}
+
 // Attach opens a run's stream on r after Last-Event-ID after (-1: none).
 func (c *Cluster) Attach(r *Replica, runID string, after int64) *Stream {
 	c.t.Helper()

@@ -33,8 +33,9 @@ type Config struct {
 	// one deployment share it, and deployments sharing a Redis differ in it.
 	// Default agentchat.
 	BusPrefix string
-	// LeaseTTL is how long a run's executor may go silent (crashed, cut off
-	// from the database) before another replica ends its run. Default 15s.
+	// LeaseTTL is how long a replica's heartbeat may go unrenewed (crashed,
+	// cut off from the database) before other replicas end its runs. Unused
+	// on the embedded SQLite store, which one process owns. Default 15s.
 	LeaseTTL time.Duration
 
 	// Tokens are static bearer tokens, "token:tenant:user" comma-separated.
@@ -54,7 +55,8 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// RunRetention is how long finished runs and their timelines are kept. Default 720h (30 days).
 	RunRetention time.Duration
-	// MaxRunsPerTenant bounds concurrently executing runs of one tenant. Default 200.
+	// MaxRunsPerTenant bounds one tenant's executing runs, counted across all
+	// replicas. Default 0: no bound.
 	MaxRunsPerTenant int
 
 	// LLM picks the model provider: scripted, openai or anthropic. Default:
@@ -174,7 +176,7 @@ func fields() []field {
 	add("store", "AGENTCHAT_STORE", "store: empty or sqlite:<path> for SQLite in the data directory, postgres://… for PostgreSQL", true, str(func(c *Config) *string { return &c.Store }))
 	add("bus", "AGENTCHAT_BUS", "bus: empty or memory for in-process, redis://… for Redis Streams", true, str(func(c *Config) *string { return &c.Bus }))
 	add("bus-prefix", "AGENTCHAT_BUS_PREFIX", "prefix of the Redis bus's keys, shared by the replicas of one deployment (default agentchat)", false, str(func(c *Config) *string { return &c.BusPrefix }))
-	add("lease-ttl", "AGENTCHAT_LEASE_TTL", "how long a run's executor may go silent before another replica ends its run (default 15s)", false, dur(func(c *Config) *time.Duration { return &c.LeaseTTL }))
+	add("lease-ttl", "AGENTCHAT_LEASE_TTL", "how long a replica's heartbeat may go unrenewed before other replicas end its runs (default 15s; unused on SQLite)", false, dur(func(c *Config) *time.Duration { return &c.LeaseTTL }))
 	add("tokens", "AGENTCHAT_TOKENS", "static bearer tokens, comma-separated token:tenant:user", true, str(func(c *Config) *string { return &c.Tokens }))
 	add("jwt-secret", "AGENTCHAT_JWT_SECRET", "HS256 secret for JWTs carrying sub, tenant, exp", true, str(func(c *Config) *string { return &c.JWTSecret }))
 	add("tenant-header", "TENANT_ID_HEADER", "header that may name the tenant (default X-Tenant-ID)", false, str(func(c *Config) *string { return &c.TenantHeader }))
@@ -183,7 +185,7 @@ func fields() []field {
 	add("ping-interval", "AGENTCHAT_PING_INTERVAL", "keep-alive period of streams (default 15s)", false, dur(func(c *Config) *time.Duration { return &c.PingInterval }))
 	add("shutdown-timeout", "AGENTCHAT_SHUTDOWN_TIMEOUT", "graceful shutdown limit (default 20s)", false, dur(func(c *Config) *time.Duration { return &c.ShutdownTimeout }))
 	add("run-retention", "AGENTCHAT_RUN_RETENTION", "how long finished runs and timelines are kept (default 720h)", false, dur(func(c *Config) *time.Duration { return &c.RunRetention }))
-	add("max-runs-per-tenant", "AGENTCHAT_MAX_RUNS_PER_TENANT", "concurrently executing runs per tenant (default 200)", false, integer(func(c *Config) *int { return &c.MaxRunsPerTenant }))
+	add("max-runs-per-tenant", "AGENTCHAT_MAX_RUNS_PER_TENANT", "executing runs per tenant, counted across all replicas; above it a start is 429 too_many_runs (default 0: no limit)", false, integer(func(c *Config) *int { return &c.MaxRunsPerTenant }))
 	add("llm", "AGENTCHAT_LLM", "model provider: scripted, openai or anthropic (default: by configured key, else scripted)", false, str(func(c *Config) *string { return &c.LLM }))
 	add("model", "AGENTCHAT_MODEL", "model name (default gpt-4o-mini for openai, claude-sonnet-4-5 for anthropic)", false, str(func(c *Config) *string { return &c.Model }))
 	add("openai-base-url", "OPENAI_BASE_URL", "OpenAI-compatible API root, e.g. http://127.0.0.1:11434/v1", false, str(func(c *Config) *string { return &c.OpenAIBaseURL }))
@@ -283,9 +285,6 @@ func (c *Config) applyDefaults() {
 	if c.RunRetention == 0 {
 		c.RunRetention = 720 * time.Hour
 	}
-	if c.MaxRunsPerTenant == 0 {
-		c.MaxRunsPerTenant = 200
-	}
 	if c.LLM == "" {
 		switch {
 		case c.OpenAIAPIKey != "" || c.OpenAIBaseURL != "":
@@ -353,6 +352,9 @@ func (c Config) Validate() error {
 	}
 	if c.LeaseTTL < 500*time.Millisecond {
 		bad("lease-ttl", "must be at least 500ms")
+	}
+	if c.MaxRunsPerTenant < 0 {
+		bad("max-runs-per-tenant", "must not be negative")
 	}
 	if _, err := ParseTokens(c.Tokens); err != nil {
 		bad("tokens", "%v", err)

@@ -4,8 +4,10 @@
 //
 // Invariants:
 //   - Every event belongs to one tenant, one thread (conversation) and one run.
-//   - Seq increases by one per thread, across runs, with no gaps; it is the
-//     SSE id of every replayable frame and the order of the event log.
+//   - Seq increases by one per thread, across runs; it is the SSE id of
+//     every replayable frame and the order of the event log. The one gap is
+//     after a crash: seqs an executor reserved but never wrote are skipped,
+//     never reused, and a SeqSkipped event at the end of the gap says so.
 //   - Only the engine creates events; dialects only translate them.
 //   - Payloads are plain data: no wire-format structs, no store types.
 package event
@@ -43,6 +45,9 @@ const (
 	Check               Type = "check"             // a checker's verdict
 	Error               Type = "error"             // a failure, always followed by RunFinished
 	RunFinished         Type = "run.finished"      // last event of a run
+	// SeqSkipped marks seqs that were reserved but never written (their
+	// executor died): the stream moves past them. No client ever sees it.
+	SeqSkipped Type = "seq.skipped"
 )
 
 // Event is one thing that happened in a run.
@@ -73,6 +78,15 @@ func New(p Payload) Event { return Event{Type: p.EventType(), Payload: p} }
 
 // Terminal reports whether e ends its run.
 func (e Event) Terminal() bool { return e.Type == RunFinished }
+
+// FirstSeq is the first seq e accounts for: From for a SeqSkipped event, Seq
+// for any other.
+func (e Event) FirstSeq() int64 {
+	if p, ok := e.Payload.(SeqSkippedData); ok && p.From > 0 && p.From < e.Seq {
+		return p.From
+	}
+	return e.Seq
+}
 
 // Run statuses carried by RunFinished and stored on runs.
 const (
@@ -291,6 +305,14 @@ func (CheckData) EventType() Type               { return Check }
 func (ErrorData) EventType() Type               { return Error }
 func (RunFinishedData) EventType() Type         { return RunFinished }
 
+// SeqSkippedData says the seqs From..Event.Seq-1 of the thread were never
+// written: a client that saw some of them moves on to Event.Seq+1.
+type SeqSkippedData struct {
+	From int64 `json:"from"`
+}
+
+func (SeqSkippedData) EventType() Type { return SeqSkipped }
+
 // StepStartedData and StepFinishedData share StepData's shape.
 type (
 	StepStartedData  StepData
@@ -324,6 +346,7 @@ var decoders = map[Type]func([]byte) (Payload, error){
 	Check:               decode[CheckData],
 	Error:               decode[ErrorData],
 	RunFinished:         decode[RunFinishedData],
+	SeqSkipped:          decode[SeqSkippedData],
 }
 
 func decode[T Payload](b []byte) (Payload, error) {

@@ -441,6 +441,8 @@ func (s *Server) aguiResume(w http.ResponseWriter, r *http.Request, in runAgentI
 	for _, a := range answers {
 		c, err := s.runs.DecideFor(ctx, sc, a.c.ID, a.d, in.RunID)
 		switch {
+		case errors.Is(err, store.ErrRunEnded):
+			return apiErr(http.StatusConflict, "interrupt_run_ended", "the run this interrupt belongs to has ended; nothing will run")
 		case errors.Is(err, store.ErrConflict):
 			return &Error{Status: http.StatusConflict, Code: "interrupt_already_resolved", Message: "this interrupt was already decided: " + c.Status,
 				Extra: map[string]any{"interruptId": a.c.ID, "status": c.Status}}

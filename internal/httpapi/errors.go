@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/agentchat/agentchat/internal/bus"
@@ -22,7 +23,9 @@ type Error struct {
 	Message string
 	// Extra fields for the error object (e.g. activeRunId).
 	Extra map[string]any
-	Cause error
+	// RetryAfter, when set, is sent as the Retry-After header (seconds).
+	RetryAfter int
+	Cause      error
 }
 
 func (e *Error) Error() string {
@@ -64,7 +67,8 @@ func toAPIError(err error, notFoundCode, what string) *Error {
 	case errors.Is(err, run.ErrInvalidInput):
 		return apiErr(http.StatusUnprocessableEntity, "invalid_input", "%s", strings.TrimPrefix(err.Error(), run.ErrInvalidInput.Error()+": "))
 	case errors.Is(err, run.ErrTooManyRuns):
-		return apiErr(http.StatusTooManyRequests, "too_many_runs", "this tenant has too many runs in progress; try again shortly")
+		return &Error{Status: http.StatusTooManyRequests, Code: "too_many_runs", RetryAfter: 2,
+			Message: "this tenant already has as many runs in progress as it may (" + strings.TrimPrefix(err.Error(), run.ErrTooManyRuns.Error()+" ") + "); try again when one has finished"}
 	case errors.Is(err, run.ErrShuttingDown):
 		return apiErr(http.StatusServiceUnavailable, "shutting_down", "the server is shutting down; try again shortly")
 	case errors.Is(err, store.ErrUnavailable):
@@ -89,6 +93,9 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, e *Err
 	}
 	if e.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="agentchat"`)
+	}
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
 	writeJSON(w, e.Status, map[string]any{"error": body})
 }

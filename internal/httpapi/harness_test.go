@@ -105,7 +105,7 @@ func setup(t *testing.T, o options) *env {
 		o.router(router)
 	}
 	runs := run.New(run.Config{
-		Store: st, Bus: b, ConfirmTTL: o.confirmTTL, SweepInterval: 20 * time.Millisecond, Engine: router,
+		Store: st, Bus: b, ConfirmTTL: o.confirmTTL, SweepInterval: 20 * time.Millisecond, Engine: router, Sole: true, // one process over its SQLite file, as serve runs it
 	})
 	tokens, _ := config.ParseTokens("alice-token:acme:alice,bob-token:acme:bob,eve-token:evil:eve")
 	api := httpapi.New(httpapi.Config{Store: st, Runs: runs, Tools: reg, Auth: httpapi.NewAuthenticator(tokens, jwtSecret), PingInterval: o.ping, MaxBodyBytes: 64 << 10})

@@ -218,6 +218,8 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) error {
 	}
 	c, err := s.runs.Decide(r.Context(), scopeOf(r.Context()), r.PathValue("id"), store.Decision{Status: status, Args: body.Args, Reason: body.Reason})
 	switch {
+	case errors.Is(err, store.ErrRunEnded):
+		return apiErr(http.StatusConflict, "confirmation_run_ended", "the run this confirmation belongs to has ended; nothing will run")
 	case errors.Is(err, store.ErrConflict):
 		return &Error{Status: http.StatusConflict, Code: "confirmation_already_decided", Message: "this confirmation was already decided: " + c.Status,
 			Extra: map[string]any{"confirmation": viewConfirmation(c)}}
@@ -233,9 +235,9 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) listConfirmations(w http.ResponseWriter, r *http.Request) error {
 	status := r.URL.Query().Get("status")
 	switch status {
-	case "", store.ConfirmPending, store.ConfirmApproved, store.ConfirmRejected, store.ConfirmExpired:
+	case "", store.ConfirmPending, store.ConfirmApproved, store.ConfirmRejected, store.ConfirmExpired, store.ConfirmCancelled:
 	default:
-		return apiErr(http.StatusBadRequest, "invalid_status", "status must be pending, approved, rejected or expired")
+		return apiErr(http.StatusBadRequest, "invalid_status", "status must be pending, approved, rejected, expired or cancelled")
 	}
 	list, err := s.runs.Confirmations(r.Context(), scopeOf(r.Context()), status)
 	if err != nil {

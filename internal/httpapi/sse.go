@@ -49,7 +49,9 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *run.Str
 	}
 	w.WriteHeader(http.StatusOK)
 
-	out := make([]byte, 0, 4096)
+	// Sized for a few common frames (a token delta is ~200 bytes): it grows
+	// for a burst, and a thousand idle streams do not each hold 4 KiB.
+	out := make([]byte, 0, 1024)
 	out = dialect.AppendRetry(out, 2*time.Second)
 	out = append(out, opt.preamble...)
 	write := func() bool {
@@ -69,6 +71,18 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *run.Str
 	}
 	ping := time.NewTicker(s.ping)
 	defer ping.Stop()
+	// check wakes a stream that heard nothing for a while to look at the
+	// log itself: a run's end reaches it even when its publish was lost.
+	check := time.NewTimer(time.Hour)
+	arm := func() {
+		if d := st.CheckAfter(); d > 0 {
+			check.Reset(d)
+		} else {
+			check.Stop()
+		}
+	}
+	arm()
+	defer check.Stop()
 	var evs []event.Event
 	wait := !st.Pending()
 	for {
@@ -86,6 +100,14 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *run.Str
 					return
 				}
 				continue
+			case <-check.C:
+				if err := st.Check(ctx); err != nil && ctx.Err() == nil {
+					s.log.DebugContext(ctx, "stream could not check the log", "err", err)
+				}
+				arm()
+				if !st.Pending() {
+					continue
+				}
 			case <-st.Ready():
 			}
 		}
@@ -105,6 +127,9 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *run.Str
 		}
 		if end || st.Done() {
 			return
+		}
+		if len(evs) > 0 {
+			arm()
 		}
 		if opt.idleEnd != nil && err == nil && !st.Pending() {
 			select {

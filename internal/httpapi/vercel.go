@@ -252,6 +252,8 @@ func (s *Server) vercelContinue(w http.ResponseWriter, r *http.Request, sc store
 	for _, d := range decisions {
 		c, err := s.runs.Decide(ctx, sc, d.id, d.d)
 		switch {
+		case errors.Is(err, store.ErrRunEnded):
+			return apiErr(http.StatusConflict, "confirmation_run_ended", "the run this confirmation belongs to has ended; nothing will run")
 		case errors.Is(err, store.ErrConflict):
 			return &Error{Status: http.StatusConflict, Code: "confirmation_already_decided", Message: "this confirmation was already decided: " + c.Status,
 				Extra: map[string]any{"confirmation": viewConfirmation(c)}}

@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -19,19 +20,57 @@ type execution struct {
 	cancel context.CancelCauseFunc
 	done   chan struct{}
 
-	mu      sync.Mutex
-	seq     int64 // last seq given out on the thread
-	errored bool  // an error event was emitted
+	mu        sync.Mutex
+	seq       int64 // last seq given out on the thread
+	reserved  int64 // highest seq the store has reserved for this run (publishable before written)
+	extending bool  // a reservation extension is in flight
+	errored   bool  // an error event was emitted
+	calls     openCalls
+	// asked: the run requested a confirmation (or resumed after one), so
+	// its end must end the confirmations still pending.
+	asked bool
 
-	lease lease // whether this process may still act for the run
+	term *term // whether this process may still act for the run
 }
 
-// newExecution prepares r for execution here; r.LeaseUntil is the lease this
-// process holds (it set it, by its own clock).
-func (s *Service) newExecution(sc store.Scope, r store.Run, lastSeq int64) *execution {
-	x := &execution{s: s, sc: sc, run: r, seq: lastSeq, done: make(chan struct{})}
-	x.lease.init(s, r)
-	return x
+// newExecution prepares r, which names t as its executor, for execution here.
+func (s *Service) newExecution(t *term, sc store.Scope, r store.Run, lastSeq int64) *execution {
+	return &execution{s: s, sc: sc, run: r, seq: lastSeq, reserved: r.SeqReserved, done: make(chan struct{}), term: t}
+}
+
+// fenced reports whether the execution may no longer act for its run.
+func (x *execution) fenced() bool { return x.term.fenced() }
+
+func (x *execution) stopped() bool { return x.term.stopped() }
+
+// store runs op until it succeeds, retrying while the store is unavailable,
+// unless the execution is fenced meanwhile (then it reports false: the
+// outcome is not this process's to record). Other errors are logged and
+// taken as done: retrying them would not help.
+func (x *execution) store(what string, op func(context.Context) error) bool {
+	backoff := 50 * time.Millisecond
+	for {
+		if x.fenced() {
+			return false
+		}
+		err := op(x.term.ctx)
+		switch {
+		case err == nil:
+			return true
+		case errors.Is(err, store.ErrUnavailable):
+		case x.fenced():
+			return false
+		default:
+			x.s.log.Error(what, "run_id", x.run.ID, "err", err)
+			return true
+		}
+		select {
+		case <-time.After(backoff):
+		case <-x.term.stop:
+			return false
+		}
+		backoff = min(2*backoff, time.Second)
+	}
 }
 
 // launch executes body in the background and finishes the run with its outcome.
@@ -45,17 +84,15 @@ func (s *Service) launch(x *execution, body func(ctx context.Context) engine.Out
 	go func() {
 		defer s.wg.Done()
 		defer close(x.done)
-		defer s.release(x.run.Tenant)
+		defer s.release()
 		defer func() {
 			s.mu.Lock()
 			delete(s.executing, x.run.ID)
 			s.mu.Unlock()
 			cancel(nil)
 		}()
-		// The lease is kept until the outcome is recorded, not just while
-		// the engine runs: recording it may wait for the store.
-		stopRenew := s.renewLease(x)
-		defer stopRenew()
+		// A fenced term stops the engine too: its events would be dropped.
+		defer context.AfterFunc(x.term.ctx, func() { cancel(errLeaseLost) })()
 		o := body(ctx)
 		if stopped := engine.Stopped(ctx); stopped != nil && o.Status != engine.StatusAwaiting {
 			stopped.Usage = o.Usage
@@ -72,15 +109,53 @@ func (s *Service) launch(x *execution, body func(ctx context.Context) engine.Out
 func (x *execution) Emit(ctx context.Context, ev event.Event) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.fenced() {
+	if x.fenced() || !x.reserve() {
 		return
 	}
 	x.stamp(&ev)
 	if ev.Type == event.Error {
 		x.errored = true
 	}
+	x.calls.note(ev)
 	x.s.evlog.Enqueue(ev, x)
 	x.s.pub.publish(context.WithoutCancel(ctx), ev)
+}
+
+// reserveBlock is how many seqs a run reserves at a time. A chat answer
+// rarely needs a second block; a long one extends in the background when half
+// of the block is left.
+const reserveBlock = 512
+
+// reserve makes sure the next seq is reserved in the store before it is
+// published (a seq is published before it is written: a crash in between
+// must not let another event take it). Called with x.mu held; it reports
+// false when the execution is fenced meanwhile.
+func (x *execution) reserve() bool {
+	next := x.seq + 1
+	if next > x.reserved {
+		// Out of reserved seqs (the background extension is late, or this
+		// run never had any): wait for the store, this run only.
+		upTo := next + reserveBlock
+		if !x.store("reserve seqs", func(ctx context.Context) error { return x.s.st.ReserveSeqs(ctx, x.run.Tenant, x.run.ID, upTo) }) {
+			return false
+		}
+		x.reserved = upTo
+		return true
+	}
+	if !x.extending && x.reserved-next < reserveBlock/2 {
+		x.extending = true
+		upTo := x.reserved + reserveBlock
+		go func() {
+			ok := x.store("reserve seqs", func(ctx context.Context) error { return x.s.st.ReserveSeqs(ctx, x.run.Tenant, x.run.ID, upTo) })
+			x.mu.Lock()
+			if ok {
+				x.reserved = max(x.reserved, upTo)
+			}
+			x.extending = false
+			x.mu.Unlock()
+		}()
+	}
+	return true
 }
 
 func (x *execution) stamp(ev *event.Event) {
@@ -108,6 +183,9 @@ func (x *execution) AppendMessage(ctx context.Context, m store.Message) (store.M
 func (x *execution) RequestConfirmation(ctx context.Context, c store.Confirmation) (store.Confirmation, error) {
 	c.Tenant, c.Owner, c.RunID, c.ConversationID = x.run.Tenant, x.run.Owner, x.run.ID, x.run.ConversationID
 	c.ExpiresAt = time.Now().Add(x.s.cfg.ConfirmTTL)
+	x.mu.Lock()
+	x.asked = true
+	x.mu.Unlock()
 	return x.s.st.CreateConfirmation(context.WithoutCancel(ctx), c)
 }
 
@@ -128,7 +206,6 @@ func (x *execution) finish(o engine.Outcome) {
 		if !x.store("flush before pause", s.evlog.Flush) {
 			return
 		}
-		x.lease.recording.Store(true)
 		if !x.store("pause run", func(ctx context.Context) error {
 			_, err := s.st.UpdateRun(ctx, x.run.Tenant, x.run.ID, store.RunUpdate{Status: store.RunAwaitingInput, State: o.State, Usage: &o.Usage})
 			return err
@@ -140,6 +217,14 @@ func (x *execution) finish(o engine.Outcome) {
 	}
 	if o.Status == engine.StatusFailed && o.Error == nil {
 		o.Error = &event.ErrorInfo{Code: "run_failed", Message: "The run failed."}
+	}
+	if o.Status != engine.StatusSucceeded {
+		x.mu.Lock()
+		unfinished := x.calls.failures(unfinishedReason(o.Status))
+		x.mu.Unlock()
+		for _, ev := range unfinished {
+			x.Emit(ctx, ev)
+		}
 	}
 	x.mu.Lock()
 	if o.Status == engine.StatusFailed && !x.errored {
@@ -159,7 +244,13 @@ func (x *execution) finish(o engine.Outcome) {
 		x.mu.Unlock()
 		return
 	}
-	x.lease.recording.Store(true)
+	if x.asked && !x.store("end pending confirmations", func(ctx context.Context) error {
+		_, err := s.st.EndConfirmations(ctx, x.run.Tenant, x.run.ID, now)
+		return err
+	}) {
+		x.mu.Unlock()
+		return
+	}
 	if !x.store("record run end", func(ctx context.Context) error {
 		_, err := s.st.UpdateRun(ctx, x.run.Tenant, x.run.ID, store.RunUpdate{
 			Status: o.Status, Error: o.Error, Usage: &o.Usage, EndedAt: &now, State: []byte("null"),

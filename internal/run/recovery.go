@@ -15,14 +15,14 @@ import (
 // Recovery: what one replica does for the runs of another that died, lost
 // its database, or missed a message.
 //
-//   - A run whose executor stopped renewing its lease is ended by whichever
-//     replica's sweep claims the lease: failed (executor_lost), or cancelled
-//     if a cancel was requested. A run awaiting input needs no executor and
-//     is left waiting.
+//   - A run whose executing term is over (its replica died, or lost the
+//     store for longer than the TTL) is ended by whichever replica's sweep
+//     takes it over: failed (executor_lost), or cancelled if a cancel was
+//     requested. A run awaiting input needs no executor and is left waiting.
 //   - A decision no replica acted on (the deciding one died before claiming
 //     the run, or was refused for load) is found in the store and applied.
 //   - A cancel is stored before it is announced, so an executor that missed
-//     the announcement sees it when it renews its lease.
+//     the announcement sees it at its replica's next heartbeat.
 //
 // Seqs after a takeover. The dead executor published some events to the bus
 // that its log writer may not have written yet. The replica continuing the
@@ -61,32 +61,47 @@ func (s *Service) settleSeq(ctx context.Context, r store.Run) (int64, error) {
 	return max(last, kept[len(kept)-1].Seq), nil
 }
 
-// endOrphan ends a run whose executor stopped renewing its lease, if this
-// replica wins its lease.
-func (s *Service) endOrphan(r store.Run) {
-	until := time.Now().Add(s.cfg.LeaseTTL)
-	ok, err := s.st.AcquireLease(s.ctx, r.Tenant, r.ID, s.cfg.ReplicaID, until)
-	if err != nil || !ok {
-		return
+// takeOver makes this replica's term the executor of r, an orphaned run. It
+// reports false when another replica took it first, or the store refused.
+func (s *Service) takeOver(r store.Run) (*term, bool) {
+	t, err := s.term(s.ctx)
+	if err != nil {
+		return nil, false
 	}
-	s.log.Warn("ending a run whose executor stopped", "run_id", r.ID, "conversation_id", r.ConversationID, "previous_owner", r.LeaseOwner)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
+	ok, err := s.st.TakeOverRun(s.ctx, r.Tenant, r.ID, s.cfg.ReplicaID, t.epoch, time.Now())
+	if err != nil {
+		s.log.Warn("take over an orphaned run", "run_id", r.ID, "err", err)
+		return nil, false
+	}
+	if ok {
+		s.log.Warn("ending a run whose executor stopped", "run_id", r.ID, "conversation_id", r.ConversationID,
+			"previous_owner", r.LeaseOwner, "previous_epoch", r.LeaseEpoch)
+	}
+	return t, ok
+}
+
+// endTakenOver writes the end of a run this replica took over. The run is
+// now this term's, so no sweep lists it again: it retries until it succeeds,
+// the term is fenced (then another replica takes the run), or the service stops.
+func (s *Service) endTakenOver(t *term, r store.Run) {
+	backoff := 50 * time.Millisecond
+	for {
 		// Our writes are direct and synchronous: a late write of the dead
 		// executor with the same seq makes ours fail, and we settle again.
-		for attempt := 0; ; attempt++ {
-			err := s.writeOrphanEnd(s.ctx, r)
-			if err == nil {
-				return
-			}
-			if !errors.Is(err, store.ErrConflict) || attempt == 4 {
-				// The lease we took lapses and a later sweep tries again.
-				s.log.Warn("could not end an abandoned run yet", "run_id", r.ID, "err", err)
-				return
-			}
+		err := s.writeOrphanEnd(t.ctx, r)
+		if err == nil {
+			return
 		}
-	}()
+		s.log.Warn("could not end an abandoned run yet; retrying", "run_id", r.ID, "err", err)
+		select {
+		case <-time.After(backoff):
+		case <-t.stop:
+			return
+		case <-s.ctx.Done():
+			return
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
 }
 
 // writeOrphanEnd settles the thread and writes r's end: the end its dead
@@ -116,13 +131,32 @@ func (s *Service) writeOrphanEnd(ctx context.Context, r store.Run) error {
 			}
 		}
 	}
+	// The dead executor may have published seqs up to its reservation that
+	// neither the log nor the bus kept: skip them, never reuse them.
+	var evs []event.Event
+	if cur, err := s.st.GetRunAnyOwner(ctx, r.Tenant, r.ID); err != nil {
+		return err
+	} else if reserved := max(cur.SeqReserved, r.SeqReserved); reserved > last {
+		evs = append(evs, event.New(event.SeqSkippedData{From: last + 1}))
+		last = reserved - 1
+	}
 	o := engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{
 		Code: "executor_lost", Message: "The server running this request stopped before it finished. Please try again.",
 	}}
+	reason := "The server running this tool call stopped before it finished."
 	if r.CancelRequested {
 		o = engine.Outcome{Status: engine.StatusCancelled}
+		reason = unfinishedReason(o.Status)
 	}
-	var evs []event.Event
+	logged, err := s.st.ListEvents(ctx, sc, r.ConversationID, r.ID, 0, 0, 0)
+	if err != nil {
+		return err
+	}
+	var calls openCalls
+	for _, ev := range logged {
+		calls.note(ev)
+	}
+	evs = append(evs, calls.failures(reason)...)
 	if o.Error != nil {
 		evs = append(evs, event.New(event.ErrorData{ErrorInfo: *o.Error}))
 	}
@@ -135,6 +169,9 @@ func (s *Service) writeOrphanEnd(ctx context.Context, r store.Run) error {
 		ev.Type = ev.Payload.EventType()
 	}
 	if err := s.st.AppendEvents(ctx, evs); err != nil {
+		return err
+	}
+	if _, err := s.st.EndConfirmations(ctx, r.Tenant, r.ID, now); err != nil {
 		return err
 	}
 	if _, err := s.st.UpdateRun(ctx, r.Tenant, r.ID, store.RunUpdate{Status: o.Status, Error: o.Error, EndedAt: &now, State: []byte("null"),
@@ -158,7 +195,11 @@ func (s *Service) claimRun(ctx context.Context, tenant, runID, confirmationID st
 	if err := s.evlog.Flush(ctx); err != nil {
 		return nil
 	}
-	r, err := s.st.ClaimRun(ctx, tenant, runID, confirmationID, s.cfg.ReplicaID, time.Now().Add(s.cfg.LeaseTTL))
+	t, err := s.term(ctx)
+	if err != nil {
+		return nil
+	}
+	r, err := s.st.ClaimRun(ctx, tenant, runID, confirmationID, s.cfg.ReplicaID, t.epoch)
 	if err != nil {
 		if !errors.Is(err, store.ErrConflict) {
 			s.log.Warn("claim a waiting run", "run_id", runID, "err", err)
@@ -166,13 +207,35 @@ func (s *Service) claimRun(ctx context.Context, tenant, runID, confirmationID st
 		return nil
 	}
 	last, err := s.settleSeq(ctx, r)
+	if err == nil {
+		// It publishes before it writes, as any execution: reserve first.
+		if err = s.st.ReserveSeqs(ctx, r.Tenant, r.ID, last+reserveBlock); err == nil {
+			r.SeqReserved = max(r.SeqReserved, last+reserveBlock)
+		}
+	}
 	if err != nil {
-		// We hold the run and its lease: the lease lapses, and the sweep
-		// ends the run as abandoned.
-		s.log.Error("read last seq of a claimed run", "run_id", r.ID, "err", err)
+		// The run is our term's now: end it as abandoned, as a sweep would.
+		s.log.Error("settle the seqs of a claimed run", "run_id", r.ID, "err", err)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.endTakenOver(t, r)
+		}()
 		return nil
 	}
-	return s.newExecution(store.Scope{Tenant: r.Tenant, User: r.Owner}, r, last)
+	sc := store.Scope{Tenant: r.Tenant, User: r.Owner}
+	x := s.newExecution(t, sc, r, last)
+	// The calls begun before the pause are this execution's to end if the
+	// run ends without them; a run that waited asked for a confirmation.
+	x.asked = true
+	if evs, err := s.st.ListEvents(ctx, sc, r.ConversationID, r.ID, 0, 0, 0); err == nil {
+		for _, ev := range evs {
+			x.calls.note(ev)
+		}
+	} else {
+		s.log.Warn("read a resumed run's tool calls", "run_id", r.ID, "err", err)
+	}
+	return x
 }
 
 // unappliedGrace leaves a fresh decision to the replica that took it, which
@@ -195,7 +258,7 @@ func (s *Service) resumeUnapplied(now time.Time) {
 // requestCancel stores a cancel of a running run and announces it to the
 // replica executing it. The stored request is what counts: the announcement
 // is a fast path, and an executor that misses it sees the request at its
-// next lease renewal.
+// replica's next heartbeat.
 func (s *Service) requestCancel(ctx context.Context, r store.Run) error {
 	_, err := s.st.UpdateRun(ctx, r.Tenant, r.ID, store.RunUpdate{CancelRequested: true, From: activeStatuses})
 	if errors.Is(err, store.ErrConflict) {
@@ -205,7 +268,7 @@ func (s *Service) requestCancel(ctx context.Context, r store.Run) error {
 		return err
 	}
 	if err := s.bus.PublishControl(ctx, bus.Control{Kind: bus.ControlCancel, Tenant: r.Tenant, RunID: r.ID}); err != nil {
-		s.log.Warn("announce a cancel; the executor sees it at its next lease renewal", "run_id", r.ID, "err", err)
+		s.log.Warn("announce a cancel; the executor sees it at its replica's next heartbeat", "run_id", r.ID, "err", err)
 	}
 	return nil
 }

@@ -36,7 +36,7 @@ var (
 	// ErrInvalidInput: the request is well-formed but cannot start a run.
 	ErrInvalidInput = errors.New("invalid input")
 	// ErrTooManyRuns: the tenant has as many runs executing as it may.
-	ErrTooManyRuns = errors.New("too many concurrent runs for this tenant")
+	ErrTooManyRuns = errors.New("too many executing runs for this tenant")
 	// ErrShuttingDown: the server no longer starts runs.
 	ErrShuttingDown = errors.New("server is shutting down")
 )
@@ -47,21 +47,26 @@ type Config struct {
 	Bus    bus.Bus
 	Engine engine.Engine
 	Logger *slog.Logger
-	// ReplicaID names this process in run leases. Default: a new id.
+	// ReplicaID names this process in the replicas' liveness table. Default: a new id.
 	ReplicaID string
+	// Sole says this process is the only one using the store (the embedded
+	// SQLite file): it writes no heartbeat and is never fenced, and at start
+	// it ends the runs a previous process left executing.
+	Sole bool
 	// ConfirmTTL is how long a confirmation waits. Default 15m.
 	ConfirmTTL time.Duration
 	// RunRetention is how long finished runs are kept. Default 720h.
 	RunRetention time.Duration
 	// MaxInputChars bounds one input. Default 32000.
 	MaxInputChars int
-	// MaxRunsPerTenant bounds concurrently executing runs per tenant. Default 200.
+	// MaxRunsPerTenant bounds a tenant's executing (queued or running) runs,
+	// counted across every replica sharing the store. 0: no bound.
 	MaxRunsPerTenant int
-	// LeaseTTL is how long a run's executor may go silent before another
-	// replica ends the run. Default 15s.
+	// LeaseTTL is how long a replica's heartbeat may go unrenewed before
+	// other replicas end its runs. Default 15s.
 	LeaseTTL time.Duration
 	// SweepInterval is the period of the housekeeping loop (expired
-	// confirmations, abandoned runs, unapplied decisions, retention).
+	// confirmations, orphaned runs, unapplied decisions, retention).
 	// Default 1s, or LeaseTTL/4 when that is shorter.
 	SweepInterval time.Duration
 }
@@ -82,8 +87,10 @@ type Service struct {
 
 	mu        sync.Mutex
 	executing map[string]*execution // run id → execution in this process
-	perTenant map[string]int
+	admitted  int                   // executions admitted and not yet finished
 	stopping  bool
+
+	live liveness // this replica's term
 
 	// continuations maps a confirmation id to the run id its deciding client
 	// chose (DecideFor), for whichever resume of this process continues the
@@ -111,9 +118,6 @@ func New(cfg Config) *Service {
 	if cfg.MaxInputChars == 0 {
 		cfg.MaxInputChars = 32000
 	}
-	if cfg.MaxRunsPerTenant == 0 {
-		cfg.MaxRunsPerTenant = 200
-	}
 	if cfg.LeaseTTL == 0 {
 		cfg.LeaseTTL = 15 * time.Second
 	}
@@ -127,10 +131,11 @@ func New(cfg Config) *Service {
 	s := &Service{
 		cfg: cfg, st: cfg.Store, bus: cfg.Bus, eng: cfg.Engine, log: cfg.Logger,
 		evlog: newEventLog(cfg.Store, cfg.Logger), ctx: ctx, cancel: cancel,
-		executing: map[string]*execution{}, perTenant: map[string]int{},
+		executing: map[string]*execution{}, live: liveness{ready: make(chan struct{})},
 	}
 	s.pub = &publisher{bus: cfg.Bus, s: s}
-	s.wg.Add(2)
+	s.wg.Add(3)
+	go s.livenessLoop()
 	go s.controlLoop()
 	go s.sweepLoop()
 	return s
@@ -187,20 +192,26 @@ func (s *Service) Start(ctx context.Context, sc store.Scope, req StartRequest, f
 	if n := utf8.RuneCountInString(req.Input); n > s.cfg.MaxInputChars {
 		return Started{}, fmt.Errorf("%w: input has %d characters, the limit is %d", ErrInvalidInput, n, s.cfg.MaxInputChars)
 	}
-	if !s.admit(sc.Tenant) {
-		return Started{}, ErrTooManyRuns
+	if !s.admit() {
+		return Started{}, ErrShuttingDown
 	}
 	admitted := true
 	defer func() {
 		if admitted {
-			s.release(sc.Tenant)
+			s.release()
 		}
 	}()
+	t, err := s.term(ctx)
+	if err != nil {
+		return Started{}, err
+	}
 
 	in := store.RunStart{
 		Run: store.Run{ConversationID: req.ConversationID, Status: store.RunRunning, Input: req.Input, Engine: req.Engine,
-			LeaseOwner: s.cfg.ReplicaID, LeaseUntil: time.Now().Add(s.cfg.LeaseTTL)},
-		Message: store.Message{Role: store.RoleUser, Content: req.Input, Parts: req.Parts},
+			LeaseOwner: s.cfg.ReplicaID, LeaseEpoch: t.epoch},
+		Message:      store.Message{Role: store.RoleUser, Content: req.Input, Parts: req.Parts},
+		MaxExecuting: s.cfg.MaxRunsPerTenant,
+		ReserveSeqs:  reserveBlock,
 	}
 	if req.Regenerates != "" {
 		in.Message.Metadata, _ = json.Marshal(regeneration{Regenerates: req.Regenerates})
@@ -219,6 +230,9 @@ func (s *Service) Start(ctx context.Context, sc store.Scope, req StartRequest, f
 	// One call writes the conversation, the run and the user message, and
 	// reads the thread's last seq: no other run can emit on the thread now.
 	started, err := s.st.StartRun(ctx, sc, in)
+	if errors.Is(err, store.ErrTooManyRuns) {
+		return Started{}, fmt.Errorf("%w (limit %d)", ErrTooManyRuns, s.cfg.MaxRunsPerTenant)
+	}
 	if err != nil {
 		return Started{}, err
 	}
@@ -234,7 +248,7 @@ func (s *Service) Start(ctx context.Context, sc store.Scope, req StartRequest, f
 	if userMsg.Role != store.RoleUser {
 		userMsg = store.Message{}
 	}
-	x := s.newExecution(sc, r, last)
+	x := s.newExecution(t, sc, r, last)
 	if follow {
 		q, err := s.bus.Subscribe(ctx, sc.Tenant, conv.ID, last)
 		if err != nil {
@@ -270,22 +284,22 @@ func titleFrom(input string) string {
 	return string([]rune(input)[:59]) + "…"
 }
 
-func (s *Service) admit(tenant string) bool {
+// admit counts an execution about to begin, unless the service is stopping:
+// Shutdown waits for every execution it admitted.
+func (s *Service) admit() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.stopping || s.perTenant[tenant] >= s.cfg.MaxRunsPerTenant {
+	if s.stopping {
 		return false
 	}
-	s.perTenant[tenant]++
+	s.admitted++
 	return true
 }
 
-func (s *Service) release(tenant string) {
+func (s *Service) release() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.perTenant[tenant]--; s.perTenant[tenant] <= 0 {
-		delete(s.perTenant, tenant)
-	}
+	s.admitted--
+	s.mu.Unlock()
 }
 
 // abandon ends a run that failed before it could execute.
@@ -365,7 +379,7 @@ func (s *Service) Timeline(ctx context.Context, sc store.Scope, runID string) (s
 		return store.Run{}, nil, err
 	}
 	evs, err := s.st.ListEvents(ctx, sc, r.ConversationID, r.ID, 0, 0, 0)
-	return r, evs, err
+	return r, slices.DeleteFunc(evs, func(ev event.Event) bool { return ev.Type == event.SeqSkipped }), err
 }
 
 // Cancel stops a run, on whichever replica executes it. Cancelling a
@@ -377,12 +391,17 @@ func (s *Service) Cancel(ctx context.Context, sc store.Scope, runID string) (sto
 		return r, err
 	}
 	if r.Status == store.RunAwaitingInput {
+		// Its confirmations end first: a decision from now on is refused
+		// rather than approved with nothing left to run it.
+		if _, err := s.st.EndConfirmations(ctx, r.Tenant, r.ID, time.Now()); err != nil {
+			return r, err
+		}
 		if x := s.claimRun(ctx, r.Tenant, r.ID, ""); x != nil {
-			if s.admit(r.Tenant) {
+			if s.admit() {
 				s.launch(x, func(context.Context) engine.Outcome { return engine.Outcome{Status: engine.StatusCancelled} })
 			} else {
-				// Over the limit: ask for the cancel instead; the sweep ends
-				// the run when the lease just taken lapses.
+				// Shutting down: store the cancel; the replica that takes the
+				// run over when this one's term ends finds it.
 				_ = s.requestCancel(ctx, x.run)
 			}
 		}
@@ -442,12 +461,12 @@ func (s *Service) resume(c store.Confirmation, clientRunID string) {
 	if err != nil || r.Status != store.RunAwaitingInput {
 		return
 	}
-	if !s.admit(r.Tenant) {
-		return // the sweep retries decided confirmations of waiting runs
+	if !s.admit() {
+		return // shutting down: the next start's sweep continues the run
 	}
 	x := s.claimRun(ctx, r.Tenant, r.ID, c.ID)
 	if x == nil {
-		s.release(r.Tenant)
+		s.release()
 		return
 	}
 	if v, ok := s.continuations.LoadAndDelete(c.ID); ok && v.(continuation).status == c.Status {
@@ -560,15 +579,21 @@ func (s *Service) sweep(now time.Time) {
 		s.resume(c, "")
 	}
 	s.resumeUnapplied(now)
-	orphans, err := s.st.ExpiredLeases(s.ctx, now, 100)
+	if s.cfg.Sole {
+		return // no other process executes runs: none is orphaned while this one lives
+	}
+	orphans, err := s.st.OrphanedRuns(s.ctx, now, 100)
 	if err != nil {
-		s.log.Warn("expired leases", "err", err)
+		s.log.Warn("orphaned runs", "err", err)
 		return
 	}
 	for _, r := range orphans {
-		if r.Status == store.RunAwaitingInput {
-			continue // waiting runs need no executor
+		if t, ok := s.takeOver(r); ok {
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				s.endTakenOver(t, r)
+			}()
 		}
-		s.endOrphan(r)
 	}
 }

@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -27,6 +28,52 @@ type Stream struct {
 	// ended: the followed run had finished before the stream opened, so the
 	// log holds all of it and the stream is done once the backlog is out.
 	ended bool
+	// inRun: the last event delivered on a thread stream was not a run's
+	// end, so more is due (a run-scoped stream is always in its run).
+	inRun bool
+	// gapped: bus events revealed a gap the log could not fill; they are
+	// dropped until Check has read the log.
+	gapped bool
+}
+
+// Check periods. A stream that hears nothing while a run it follows is in
+// progress looks at the log every checkInRun: a publish that was lost (a bus
+// outage, a replica that died between writing and publishing) would otherwise
+// leave it waiting for an end that was already written. An idle thread
+// stream looks less often, for a run whose every publish was lost.
+const (
+	checkInRun = time.Second
+	checkIdle  = 15 * time.Second
+)
+
+// CheckAfter is how long the stream may hear nothing before Check should
+// look at the log; 0 when it never needs to.
+func (st *Stream) CheckAfter() time.Duration {
+	switch {
+	case st.done || st.ended:
+		return 0
+	case st.runID != "" || st.inRun || st.gapped:
+		return checkInRun
+	default:
+		return checkIdle
+	}
+}
+
+// Check looks in the log for events the bus has not delivered (the caller
+// asks when it heard nothing for CheckAfter); Pending then reports whether it
+// found any.
+func (st *Stream) Check(ctx context.Context) error {
+	st.gapped = false
+	last, err := st.s.st.LastSeq(ctx, st.sc.Tenant, st.thread)
+	if err != nil || last <= st.last {
+		return err
+	}
+	evs, err := st.s.st.ListEvents(ctx, st.sc, st.thread, "", st.last, last, 0)
+	if err != nil {
+		return err
+	}
+	st.backlog = append(st.backlog, evs...)
+	return nil
 }
 
 // Follow opens a stream of a thread (runID empty) or of one run, after seq
@@ -99,8 +146,18 @@ func (st *Stream) Next(ctx context.Context, buf []event.Event) ([]event.Event, e
 		if ev.Seq <= st.last {
 			continue // already delivered from the log
 		}
-		if ev.Seq > st.last+1 {
-			gap, err := st.fill(ctx, ev.Seq-1)
+		if first := ev.FirstSeq(); first > st.last+1 {
+			if st.gapped {
+				continue // Check reads the log first
+			}
+			gap, err := st.fill(ctx, first-1)
+			if errors.Is(err, errGap) {
+				// Never written (a fenced executor's), or not yet: the
+				// events past the gap wait, and Check finds in the log what
+				// the run's end, or the writer, put there.
+				st.gapped = true
+				continue
+			}
 			if err != nil {
 				return buf, err
 			}
@@ -124,9 +181,10 @@ func (st *Stream) take(buf []event.Event, ev event.Event) []event.Event {
 		return buf
 	}
 	st.last = ev.Seq
-	if st.runID != "" && ev.Run != st.runID {
+	if ev.Type == event.SeqSkipped || (st.runID != "" && ev.Run != st.runID) {
 		return buf
 	}
+	st.inRun = !ev.Terminal()
 	if st.runID != "" && ev.Terminal() {
 		st.done = true
 	}
@@ -136,9 +194,12 @@ func (st *Stream) take(buf []event.Event, ev event.Event) []event.Event {
 // Pending reports whether Next would return events (or finish) without waiting.
 func (st *Stream) Pending() bool { return len(st.backlog) > 0 || st.ended }
 
+// errGap: events the bus skipped are not in the log (yet).
+var errGap = errors.New("events are missing from the log")
+
 // fill reads events the bus did not deliver (published before the
 // subscription, or trimmed from it) from the log. Another replica may still be
-// writing them, so it retries briefly before giving up.
+// writing them, so it retries briefly before giving up with errGap.
 func (st *Stream) fill(ctx context.Context, until int64) ([]event.Event, error) {
 	wait := 5 * time.Millisecond
 	for attempt := 0; ; attempt++ {
@@ -149,11 +210,11 @@ func (st *Stream) fill(ctx context.Context, until int64) ([]event.Event, error) 
 		if err != nil {
 			return nil, err
 		}
-		if len(evs) > 0 && evs[len(evs)-1].Seq == until && evs[0].Seq == st.last+1 {
+		if len(evs) > 0 && evs[len(evs)-1].Seq == until && evs[0].FirstSeq() <= st.last+1 {
 			return evs, nil
 		}
-		if attempt == 10 {
-			return nil, fmt.Errorf("events %d..%d of %s are missing from the log", st.last+1, until, st.thread)
+		if attempt == 4 {
+			return nil, fmt.Errorf("%w: %d..%d of %s", errGap, st.last+1, until, st.thread)
 		}
 		t := time.NewTimer(wait)
 		select {

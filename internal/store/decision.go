@@ -21,6 +21,8 @@ func ApplyDecision(c *Confirmation, d Decision) (changed bool, err error) {
 		return true, nil
 	case c.Status == ConfirmExpired:
 		return false, ErrExpired
+	case c.Status == ConfirmCancelled:
+		return false, ErrRunEnded
 	case c.Status == d.Status:
 		return false, nil
 	default:

@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/agentchat/agentchat/internal/event"
@@ -124,12 +125,18 @@ type Run struct {
 	CreatedAt time.Time
 	StartedAt time.Time
 	EndedAt   *time.Time
-	// LeaseOwner and LeaseUntil say which process executes the run, for scale-out.
+	// LeaseOwner and LeaseEpoch name the replica term executing the run:
+	// the run is orphaned once that term has ended or lapsed (see
+	// RegisterReplica). Empty and 0 for a run no replica executes.
 	LeaseOwner string
-	LeaseUntil time.Time
+	LeaseEpoch int64
+	// SeqReserved is the highest seq of the thread the run's executor may
+	// publish before the log holds it (ReserveSeqs). A replica ending the
+	// run after its executor died continues after it.
+	SeqReserved int64
 	// CancelRequested records that someone asked to stop the run. It is the
 	// durable form of the cancel control message: an executor that missed the
-	// message sees it when it renews its lease.
+	// message sees it at its replica's next heartbeat (CancelRequests).
 	CancelRequested bool
 }
 
@@ -156,6 +163,13 @@ type RunStart struct {
 	Run             Run
 	// Message is the run's user message (ConversationID and RunID are filled in).
 	Message Message
+	// MaxExecuting, when above zero, refuses the start with ErrTooManyRuns
+	// if the tenant already has that many queued or running runs, counted
+	// across every replica sharing the store.
+	MaxExecuting int
+	// ReserveSeqs, when above zero, sets the run's SeqReserved to the
+	// thread's last seq plus this many.
+	ReserveSeqs int64
 }
 
 // RunStarted is what StartRun wrote, and the thread's last seq before the run.
@@ -166,36 +180,15 @@ type RunStarted struct {
 	LastSeq      int64
 }
 
-// StartRunSeparately implements StartRun with one call per part, for
-// backends whose writers do not queue behind one another.
-func StartRunSeparately(ctx context.Context, st Store, sc Scope, in RunStart) (RunStarted, error) {
-	var out RunStarted
-	var err error
-	if in.NewConversation != nil {
-		if out.Conversation, err = st.CreateConversation(ctx, sc, *in.NewConversation); err != nil {
-			return out, err
-		}
-		in.Run.ConversationID = out.Conversation.ID
-	} else if out.Conversation, err = st.GetConversation(ctx, sc, in.Run.ConversationID); err != nil {
-		return out, err
-	}
-	if out.Run, err = st.CreateRun(ctx, sc, in.Run); err != nil {
-		return out, err
-	}
-	if out.LastSeq, err = st.LastSeq(ctx, sc.Tenant, out.Conversation.ID); err != nil {
-		return out, err
-	}
-	in.Message.ConversationID, in.Message.RunID = out.Conversation.ID, out.Run.ID
-	out.Message, err = st.AppendMessage(ctx, sc, in.Message)
-	return out, err
-}
-
 // Confirmation statuses.
 const (
 	ConfirmPending  = "pending"
 	ConfirmApproved = "approved"
 	ConfirmRejected = "rejected"
 	ConfirmExpired  = "expired"
+	// ConfirmCancelled: its run ended (cancelled, failed, lost) before a
+	// decision; deciding it now is refused, since nothing would run.
+	ConfirmCancelled = "cancelled"
 )
 
 // Confirmation is a tool call waiting for, or decided by, a person.
@@ -263,21 +256,39 @@ type Store interface {
 	ActiveRun(ctx context.Context, s Scope, conversationID string) (Run, error)
 	// ListRuns lists a conversation's runs, oldest first.
 	ListRuns(ctx context.Context, s Scope, conversationID string) ([]Run, error)
-	// AcquireLease makes owner the executor of the run until until, if the run
-	// is active and its lease is free, expired or already owner's. It reports
-	// whether the lease was taken.
-	AcquireLease(ctx context.Context, tenant, runID, owner string, until time.Time) (bool, error)
-	// ExpiredLeases lists queued or running runs whose lease ended before
-	// now, oldest lease first. Runs awaiting input need no executor and are
-	// not listed (however many there are, they never hide abandoned runs).
-	ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]Run, error)
+	// Replica liveness: one heartbeat per replica, not one lease per run.
+	//
+	// RegisterReplica begins a new term of replica id: its epoch goes up by
+	// one (1 for a new id), alive until until. Runs of the replica's earlier
+	// terms are orphaned from then on. With sole set, the caller says it is
+	// the only process using the store: every other replica's term ends too.
+	RegisterReplica(ctx context.Context, id string, until time.Time, sole bool) (epoch int64, err error)
+	// RenewReplica keeps replica id's term epoch alive until until, if it was
+	// still alive at now; otherwise (a newer term began, or it lapsed and its
+	// runs may have been taken over) it is ErrConflict and the term is over.
+	RenewReplica(ctx context.Context, id string, epoch int64, now, until time.Time) error
+	// OrphanedRuns lists queued or running runs whose executing term is over
+	// at now (ended, lapsed, or unknown), oldest first. Runs awaiting input
+	// need no executor and are not listed.
+	OrphanedRuns(ctx context.Context, now time.Time, limit int) ([]Run, error)
+	// TakeOverRun makes the term (owner, epoch) the executor of an active run
+	// that is orphaned at now, or already that term's. Of racing takers
+	// exactly one wins; it reports whether the caller did.
+	TakeOverRun(ctx context.Context, tenant, runID, owner string, epoch int64, now time.Time) (bool, error)
+	// ReserveSeqs raises the run's SeqReserved to upTo (never lowers it).
+	ReserveSeqs(ctx context.Context, tenant, runID string, upTo int64) error
+	// CancelRequests lists the ids of queued or running runs of the term
+	// (owner, epoch) that someone asked to stop: the durable form of the
+	// cancel message, for an executor that missed it.
+	CancelRequests(ctx context.Context, owner string, epoch int64) ([]string, error)
 	// ClaimRun continues a run awaiting input: it becomes running, leased to
 	// owner until until, in one atomic step, so exactly one of racing
 	// claimers (on any replica) wins. With confirmationID set, the claim also
 	// applies that decided confirmation of the run (sets its AppliedAt) and
 	// requires it to be decided and not yet applied. A refused claim is
-	// ErrConflict (ErrNotFound when the run does not exist).
-	ClaimRun(ctx context.Context, tenant, runID, confirmationID, owner string, until time.Time) (Run, error)
+	// ErrConflict (ErrNotFound when the run does not exist). The run's
+	// executor becomes the term (owner, epoch).
+	ClaimRun(ctx context.Context, tenant, runID, confirmationID, owner string, epoch int64) (Run, error)
 	// DeleteRunsEndedBefore removes finished runs (and their events) older than t; it returns how many.
 	DeleteRunsEndedBefore(ctx context.Context, t time.Time) (int, error)
 
@@ -302,6 +313,9 @@ type Store interface {
 	ListConfirmations(ctx context.Context, s Scope, status string) ([]Confirmation, error)
 	// ExpireConfirmations marks pending confirmations past their expiry as expired and returns them.
 	ExpireConfirmations(ctx context.Context, now time.Time) ([]Confirmation, error)
+	// EndConfirmations marks the run's pending confirmations cancelled (at
+	// at), because the run ended without them; it returns how many.
+	EndConfirmations(ctx context.Context, tenant, runID string, at time.Time) (int, error)
 	// UnappliedDecisions lists, across tenants, confirmations decided (or
 	// expired) before decidedBefore and not yet applied, whose run still
 	// awaits input: runs that a decision should have continued but that no
@@ -319,4 +333,9 @@ var (
 	ErrExpired = errors.New("expired")
 	// ErrBadCursor: a page cursor that no backend issued.
 	ErrBadCursor = errors.New("invalid cursor")
+	// ErrRunEnded: a decision on a confirmation whose run ended without it.
+	// It wraps ErrConflict.
+	ErrRunEnded = fmt.Errorf("%w: the run ended before this confirmation was decided", ErrConflict)
+	// ErrTooManyRuns: StartRun refused by RunStart.MaxExecuting.
+	ErrTooManyRuns = errors.New("too many executing runs")
 )

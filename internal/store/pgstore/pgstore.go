@@ -477,14 +477,14 @@ func (s *Store) scoped(ctx context.Context, sc store.Scope, conversationID, q st
 
 // ---- runs ----
 
-const runCols = `id, tenant, owner, conversation_id, turn_id, status, input, engine, model, error_code, error_message, usage, state, created_at, started_at, ended_at, lease_owner, lease_until, cancel_requested`
+const runCols = `id, tenant, owner, conversation_id, turn_id, status, input, engine, model, error_code, error_message, usage, state, created_at, started_at, ended_at, lease_owner, lease_epoch, cancel_requested, seq_reserved`
 
 func scanRun(row pgx.Row) (store.Run, error) {
 	var r store.Run
 	var ecode, emsg *string
 	var usage, state []byte
 	err := row.Scan(&r.ID, &r.Tenant, &r.Owner, &r.ConversationID, &r.TurnID, &r.Status, &r.Input, &r.Engine, &r.Model,
-		&ecode, &emsg, &usage, &state, &r.CreatedAt, &r.StartedAt, &r.EndedAt, &r.LeaseOwner, &r.LeaseUntil, &r.CancelRequested)
+		&ecode, &emsg, &usage, &state, &r.CreatedAt, &r.StartedAt, &r.EndedAt, &r.LeaseOwner, &r.LeaseEpoch, &r.CancelRequested, &r.SeqReserved)
 	if err != nil {
 		return store.Run{}, err
 	}
@@ -498,7 +498,7 @@ func scanRun(row pgx.Row) (store.Run, error) {
 		_ = json.Unmarshal(usage, &r.Usage)
 	}
 	r.State = rawJSON(state)
-	r.CreatedAt, r.StartedAt, r.LeaseUntil = r.CreatedAt.UTC(), r.StartedAt.UTC(), r.LeaseUntil.UTC()
+	r.CreatedAt, r.StartedAt = r.CreatedAt.UTC(), r.StartedAt.UTC()
 	if r.EndedAt != nil {
 		t := r.EndedAt.UTC()
 		r.EndedAt = &t
@@ -528,17 +528,17 @@ func (s *Store) CreateRun(ctx context.Context, sc store.Scope, r store.Run) (sto
 	if r.StartedAt.IsZero() {
 		r.StartedAt = r.CreatedAt
 	}
-	r.CreatedAt, r.StartedAt, r.LeaseUntil = ms(r.CreatedAt), ms(r.StartedAt), ms(r.LeaseUntil)
+	r.CreatedAt, r.StartedAt = ms(r.CreatedAt), ms(r.StartedAt)
 	r.Error, r.Usage, r.EndedAt, r.CancelRequested = nil, event.Usage{}, nil, false // as stored: set only by UpdateRun
 
 	// The active run may end between our insert failing and our reading it;
 	// then the insert is simply tried again.
 	for range 3 {
-		tag, err := s.pool.Exec(ctx, `INSERT INTO runs (id, tenant, owner, conversation_id, turn_id, status, input, engine, model, state, created_at, started_at, lease_owner, lease_until)
-			SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text, $9::text, $10::json, $11::timestamptz, $12::timestamptz, $13::text, $14::timestamptz
+		tag, err := s.pool.Exec(ctx, `INSERT INTO runs (id, tenant, owner, conversation_id, turn_id, status, input, engine, model, state, created_at, started_at, lease_owner, lease_epoch, seq_reserved)
+			SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text, $9::text, $10::json, $11::timestamptz, $12::timestamptz, $13::text, $14::bigint, $15::bigint
 			WHERE EXISTS (SELECT 1 FROM conversations WHERE id = $4 AND tenant = $2 AND owner = $3)`,
 			r.ID, r.Tenant, r.Owner, r.ConversationID, r.TurnID, r.Status, r.Input, r.Engine, r.Model, nullJSON(r.State),
-			r.CreatedAt, r.StartedAt, r.LeaseOwner, r.LeaseUntil)
+			r.CreatedAt, r.StartedAt, r.LeaseOwner, r.LeaseEpoch, r.SeqReserved)
 		switch {
 		case err == nil && tag.RowsAffected() == 0:
 			return store.Run{}, fmt.Errorf("create run: conversation %s: %w", r.ConversationID, store.ErrNotFound)
@@ -661,42 +661,13 @@ func (s *Store) ListRuns(ctx context.Context, sc store.Scope, conversationID str
 	return out, nil
 }
 
-// AcquireLease takes or renews the run's execution lease with one conditional
-// UPDATE: of several replicas racing for a free or expired lease, the row lock
-// lets exactly one match the condition.
-func (s *Store) AcquireLease(ctx context.Context, tenant, runID, owner string, until time.Time) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE runs SET lease_owner = $3, lease_until = $4
-		WHERE id = $1 AND tenant = $2 AND status IN `+activeStatuses+`
-		AND (lease_owner = $3 OR lease_owner = '' OR lease_until < $5)`,
-		runID, tenant, owner, ms(until), now())
-	if err != nil {
-		return false, fmt.Errorf("acquire lease on %s: %w", runID, interpretError(err))
-	}
-	return tag.RowsAffected() == 1, nil
-}
-
-// ExpiredLeases lists active runs whose executor stopped renewing.
-func (s *Store) ExpiredLeases(ctx context.Context, at time.Time, limit int) ([]store.Run, error) {
-	// The partial index runs_by_lease (all active runs) serves this subset.
-	rows, err := s.pool.Query(ctx, `SELECT `+runCols+` FROM runs
-		WHERE status IN ('queued', 'running') AND lease_until < $1 ORDER BY lease_until LIMIT $2`, ms(at), limit)
-	if err != nil {
-		return nil, fmt.Errorf("expired leases: %w", interpretError(err))
-	}
-	out, err := pgx.CollectRows(rows, collectRun)
-	if err != nil {
-		return nil, fmt.Errorf("expired leases: %w", interpretError(err))
-	}
-	return out, nil
-}
-
 // ClaimRun continues a run awaiting input, in one statement: the run's UPDATE
 // is the compare-and-set (its row lock orders racing claimers, and the loser
 // re-reads the status it changed), and the confirmation is marked applied
 // only when that UPDATE matched.
-func (s *Store) ClaimRun(ctx context.Context, tenant, runID, confirmationID, owner string, until time.Time) (store.Run, error) {
+func (s *Store) ClaimRun(ctx context.Context, tenant, runID, confirmationID, owner string, epoch int64) (store.Run, error) {
 	r, err := scanRun(s.pool.QueryRow(ctx, `WITH r AS (
-			UPDATE runs SET status = 'running', lease_owner = $3, lease_until = $4
+			UPDATE runs SET status = 'running', lease_owner = $3, lease_epoch = $4
 			WHERE id = $1 AND tenant = $2 AND status = 'awaiting_input'
 			AND ($5 = '' OR EXISTS (SELECT 1 FROM confirmations
 				WHERE id = $5 AND run_id = $1 AND tenant = $2 AND status <> 'pending' AND applied_at IS NULL))
@@ -705,7 +676,7 @@ func (s *Store) ClaimRun(ctx context.Context, tenant, runID, confirmationID, own
 			UPDATE confirmations SET applied_at = $6 WHERE id = $5 AND $5 <> '' AND EXISTS (SELECT 1 FROM r)
 		)
 		SELECT `+runCols+` FROM r`,
-		runID, tenant, owner, ms(until), confirmationID, now()))
+		runID, tenant, owner, epoch, confirmationID, now()))
 	if errors.Is(err, pgx.ErrNoRows) {
 		var cur string
 		if err = s.pool.QueryRow(ctx, `SELECT status FROM runs WHERE id = $1 AND tenant = $2`, runID, tenant).Scan(&cur); err == nil {

@@ -164,7 +164,7 @@ func TestStartRunIsAtomic(t *testing.T) {
 	sc := store.Scope{Tenant: "acme", User: "alice"}
 	_, err := s.StartRun(t.Context(), sc, store.RunStart{
 		NewConversation: &store.Conversation{ID: "c1", Title: "t"},
-		Run:             store.Run{Input: "x", Status: store.RunRunning, LeaseOwner: "r", LeaseUntil: time.Now().Add(time.Minute)},
+		Run:             store.Run{Input: "x", Status: store.RunRunning, LeaseOwner: "r", LeaseEpoch: 1},
 		Message:         store.Message{Role: store.RoleUser, Content: "x", Parts: []byte(`{not json`)},
 	})
 	if err == nil {
@@ -173,7 +173,7 @@ func TestStartRunIsAtomic(t *testing.T) {
 	if _, err := s.GetConversation(t.Context(), sc, "c1"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the failed start left its conversation: %v", err)
 	}
-	if runs, err := s.ExpiredLeases(t.Context(), time.Now().Add(time.Hour), 10); err != nil || len(runs) != 0 {
+	if runs, err := s.OrphanedRuns(t.Context(), time.Now().Add(time.Hour), 10); err != nil || len(runs) != 0 {
 		t.Fatalf("the failed start left runs: %v (%v)", runs, err)
 	}
 }

@@ -36,6 +36,11 @@ func (s *Store) StartRun(ctx context.Context, sc store.Scope, in store.RunStart)
 	return store.RunStarted{}, fmt.Errorf("start run: %w: conversation %s keeps starting runs", store.ErrConflict, in.Run.ConversationID)
 }
 
+// batchSender is a pool or a transaction.
+type batchSender interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
 // startRun makes one attempt; busy reports a conversation with an active run
 // (out.Run.ConversationID names it).
 func (s *Store) startRun(ctx context.Context, sc store.Scope, in store.RunStart) (out store.RunStarted, busy bool, err error) {
@@ -74,14 +79,15 @@ func (s *Store) startRun(ctx context.Context, sc store.Scope, in store.RunStart)
 	if r.StartedAt.IsZero() {
 		r.StartedAt = r.CreatedAt
 	}
-	r.CreatedAt, r.StartedAt, r.LeaseUntil = ms(r.CreatedAt), ms(r.StartedAt), ms(r.LeaseUntil)
+	r.CreatedAt, r.StartedAt = ms(r.CreatedAt), ms(r.StartedAt)
 	r.Error, r.Usage, r.EndedAt, r.CancelRequested = nil, event.Usage{}, nil, false
 	out.Run = r
-	b.Queue(`INSERT INTO runs (id, tenant, owner, conversation_id, turn_id, status, input, engine, model, state, created_at, started_at, lease_owner, lease_until)
-		SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text, $9::text, $10::json, $11::timestamptz, $12::timestamptz, $13::text, $14::timestamptz
+	b.Queue(`INSERT INTO runs (id, tenant, owner, conversation_id, turn_id, status, input, engine, model, state, created_at, started_at, lease_owner, lease_epoch, seq_reserved)
+		SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text, $9::text, $10::json, $11::timestamptz, $12::timestamptz, $13::text, $14::bigint,
+			CASE WHEN $15::bigint > 0 THEN (SELECT COALESCE(max(seq), 0) FROM events WHERE thread_id = $4 AND tenant = $2) + $15 ELSE 0 END
 		WHERE EXISTS (SELECT 1 FROM conversations WHERE id = $4 AND tenant = $2 AND owner = $3)`,
 		r.ID, r.Tenant, r.Owner, r.ConversationID, r.TurnID, r.Status, r.Input, r.Engine, r.Model, nullJSON(r.State),
-		r.CreatedAt, r.StartedAt, r.LeaseOwner, r.LeaseUntil)
+		r.CreatedAt, r.StartedAt, r.LeaseOwner, r.LeaseEpoch, in.ReserveSeqs)
 	b.Queue(`SELECT COALESCE(max(seq), 0) FROM events WHERE thread_id = $1 AND tenant = $2`, r.ConversationID, sc.Tenant)
 
 	m := in.Message
@@ -104,7 +110,33 @@ func (s *Store) startRun(ctx context.Context, sc store.Scope, in store.RunStart)
 		m.ID, m.ConversationID, m.Role, m.Content, nullJSON(m.Parts), nullJSON(m.Metadata), m.RunID, m.ToolName, m.ToolCallID, m.CreatedAt,
 		sc.Tenant, sc.User)
 
-	br := s.pool.SendBatch(ctx, b)
+	var q batchSender = s.pool
+	if in.MaxExecuting > 0 {
+		// Counting and inserting race across replicas: a transaction
+		// holding the tenant's advisory lock orders the starts that count.
+		tx, berr := s.pool.Begin(ctx)
+		if berr != nil {
+			return store.RunStarted{}, false, fmt.Errorf("start run: %w", interpretError(berr))
+		}
+		defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after Commit it is a no-op
+		var n int
+		if qerr := tx.QueryRow(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('runs of ' || $1, 0)), (SELECT count(*) FROM runs WHERE tenant = $1 AND status IN ('queued', 'running'))`,
+			sc.Tenant).Scan(nil, &n); qerr != nil {
+			return store.RunStarted{}, false, fmt.Errorf("start run: %w", interpretError(qerr))
+		}
+		if n >= in.MaxExecuting {
+			return store.RunStarted{}, false, fmt.Errorf("start run: %w: tenant has %d", store.ErrTooManyRuns, n)
+		}
+		q = tx
+		defer func() {
+			if err == nil && !busy {
+				if cerr := tx.Commit(ctx); cerr != nil {
+					out, err = store.RunStarted{}, fmt.Errorf("start run: %w", interpretError(cerr))
+				}
+			}
+		}()
+	}
+	br := q.SendBatch(ctx, b)
 	err = func() error {
 		if conv != nil {
 			if _, err := br.Exec(); err != nil {
@@ -129,6 +161,9 @@ func (s *Store) startRun(ctx context.Context, sc store.Scope, in store.RunStart)
 		}
 		if err := br.QueryRow().Scan(&out.LastSeq); err != nil {
 			return err
+		}
+		if in.ReserveSeqs > 0 {
+			out.Run.SeqReserved = out.LastSeq + in.ReserveSeqs
 		}
 		return br.QueryRow().Scan(&out.Conversation.UpdatedAt)
 	}()

@@ -417,15 +417,15 @@ func (s *Store) ListMessages(ctx context.Context, sc store.Scope, conversationID
 
 // ---- runs ----
 
-const runCols = `id, tenant, owner, conversation_id, turn_id, status, input, engine, model, error_code, error_message, usage, state, created_at, started_at, ended_at, lease_owner, lease_until, cancel_requested`
+const runCols = `id, tenant, owner, conversation_id, turn_id, status, input, engine, model, error_code, error_message, usage, state, created_at, started_at, ended_at, lease_owner, lease_epoch, cancel_requested, seq_reserved`
 
 func scanRun(row scanner) (store.Run, error) {
 	var r store.Run
 	var ecode, emsg, usage, state sql.NullString
-	var created, started, leaseUntil int64
+	var created, started int64
 	var ended sql.NullInt64
 	err := row.Scan(&r.ID, &r.Tenant, &r.Owner, &r.ConversationID, &r.TurnID, &r.Status, &r.Input, &r.Engine, &r.Model,
-		&ecode, &emsg, &usage, &state, &created, &started, &ended, &r.LeaseOwner, &leaseUntil, &r.CancelRequested)
+		&ecode, &emsg, &usage, &state, &created, &started, &ended, &r.LeaseOwner, &r.LeaseEpoch, &r.CancelRequested, &r.SeqReserved)
 	if err != nil {
 		return r, err
 	}
@@ -436,7 +436,7 @@ func scanRun(row scanner) (store.Run, error) {
 		_ = json.Unmarshal([]byte(usage.String), &r.Usage)
 	}
 	r.State = rawJSON(state)
-	r.CreatedAt, r.StartedAt, r.LeaseUntil = fromMS(created), fromMS(started), fromMS(leaseUntil)
+	r.CreatedAt, r.StartedAt = fromMS(created), fromMS(started)
 	if ended.Valid {
 		t := fromMS(ended.Int64)
 		r.EndedAt = &t
@@ -489,9 +489,9 @@ func insertRun(ctx context.Context, tx *sql.Tx, sc store.Scope, r *store.Run, at
 	case !errors.Is(err, sql.ErrNoRows):
 		return err
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, ?, ?, ?, NULL, ?, ?, 0)`,
+	_, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, ?, ?, ?, NULL, ?, ?, 0, ?)`,
 		r.ID, r.Tenant, r.Owner, r.ConversationID, r.TurnID, r.Status, r.Input, r.Engine, r.Model, nullJSON(r.State),
-		ms(r.CreatedAt), ms(r.StartedAt), r.LeaseOwner, ms(r.LeaseUntil))
+		ms(r.CreatedAt), ms(r.StartedAt), r.LeaseOwner, r.LeaseEpoch, r.SeqReserved)
 	return err
 }
 
@@ -518,17 +518,29 @@ func (s *Store) StartRun(ctx context.Context, sc store.Scope, in store.RunStart)
 				return err
 			}
 		}
+		if in.MaxExecuting > 0 {
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE tenant = ? AND status IN ('queued','running')`, sc.Tenant).Scan(&n); err != nil {
+				return err
+			}
+			if n >= in.MaxExecuting {
+				return fmt.Errorf("%w: tenant has %d", store.ErrTooManyRuns, n)
+			}
+		}
 		r := in.Run
 		r.ConversationID = out.Conversation.ID
-		if err := insertRun(ctx, tx, sc, &r, at); err != nil {
-			return err
-		}
-		out.Run = r
 		var last sql.NullInt64
 		if err := tx.QueryRowContext(ctx, `SELECT max(seq) FROM events WHERE thread_id = ? AND tenant = ?`, r.ConversationID, sc.Tenant).Scan(&last); err != nil {
 			return err
 		}
 		out.LastSeq = last.Int64
+		if in.ReserveSeqs > 0 {
+			r.SeqReserved = out.LastSeq + in.ReserveSeqs
+		}
+		if err := insertRun(ctx, tx, sc, &r, at); err != nil {
+			return err
+		}
+		out.Run = r
 		m := in.Message
 		m.ConversationID, m.RunID = r.ConversationID, r.ID
 		if err := insertMessage(ctx, tx, sc, &m, at); err != nil {
@@ -651,31 +663,9 @@ func (s *Store) ListRuns(ctx context.Context, sc store.Scope, conversationID str
 	return out, nil
 }
 
-// AcquireLease takes or renews the run's execution lease.
-func (s *Store) AcquireLease(ctx context.Context, tenant, runID, owner string, until time.Time) (bool, error) {
-	res, err := s.write.ExecContext(ctx, `UPDATE runs SET lease_owner = ?, lease_until = ?
-		WHERE id = ? AND tenant = ? AND status IN ('queued','running','awaiting_input') AND (lease_owner = ? OR lease_owner = '' OR lease_until < ?)`,
-		owner, ms(until), runID, tenant, owner, ms(now()))
-	if err != nil {
-		return false, fmt.Errorf("acquire lease on %s: %w", runID, interpret(err))
-	}
-	n, _ := res.RowsAffected()
-	return n == 1, nil
-}
-
-// ExpiredLeases lists active runs whose executor stopped renewing.
-func (s *Store) ExpiredLeases(ctx context.Context, at time.Time, limit int) ([]store.Run, error) {
-	out, err := collect(scanRun)(s.read.QueryContext(ctx, `SELECT `+runCols+` FROM runs WHERE status IN ('queued','running') AND lease_until < ? ORDER BY lease_until LIMIT ?`,
-		ms(at), limit))
-	if err != nil {
-		return nil, fmt.Errorf("expired leases: %w", err)
-	}
-	return out, nil
-}
-
 // ClaimRun continues a run awaiting input, in one transaction (SQLite has one
 // writer, so the read and the writes cannot interleave with another claim).
-func (s *Store) ClaimRun(ctx context.Context, tenant, runID, confirmationID, owner string, until time.Time) (store.Run, error) {
+func (s *Store) ClaimRun(ctx context.Context, tenant, runID, confirmationID, owner string, epoch int64) (store.Run, error) {
 	var r store.Run
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		var err error
@@ -697,8 +687,8 @@ func (s *Store) ClaimRun(ctx context.Context, tenant, runID, confirmationID, own
 				return fmt.Errorf("%w: decision %s of run %s is pending or applied", store.ErrConflict, confirmationID, runID)
 			}
 		}
-		r.Status, r.LeaseOwner, r.LeaseUntil = store.RunRunning, owner, fromMS(ms(until))
-		_, err = tx.ExecContext(ctx, `UPDATE runs SET status = ?, lease_owner = ?, lease_until = ? WHERE id = ?`, r.Status, owner, ms(until), runID)
+		r.Status, r.LeaseOwner, r.LeaseEpoch = store.RunRunning, owner, epoch
+		_, err = tx.ExecContext(ctx, `UPDATE runs SET status = ?, lease_owner = ?, lease_epoch = ? WHERE id = ?`, r.Status, owner, epoch, runID)
 		return err
 	})
 	if err != nil {

@@ -31,7 +31,12 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"RunOneActivePerConversation", testRunOneActive},
 		{"StartRun", testStartRun},
 		{"RunUpdateCompareAndSet", testRunUpdate},
-		{"RunLease", testRunLease},
+		{"ReplicaTerms", testReplicaTerms},
+		{"OrphanedRunsAndTakeover", testOrphanedRuns},
+		{"SoleReplica", testSoleReplica},
+		{"ExecutingRunsCap", testExecutingCap},
+		{"SeqReservation", testSeqReservation},
+		{"EndConfirmations", testEndConfirmations},
 		{"EventLog", testEventLog},
 		{"Confirmations", testConfirmations},
 		{"ConfirmationExpiry", testConfirmationExpiry},
@@ -42,7 +47,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"TimesKeepMilliseconds", testTimesKeepMilliseconds},
 		{"EventBatchIsAtomic", testEventBatchAtomic},
 		{"MissingParentsAreNotFound", testMissingParents},
-		{"RacingLeasesOneWinner", testRacingLeases},
+		{"RacingTakeoversOneWinner", testRacingTakeovers},
 		{"CancelRequested", testCancelRequested},
 		{"ClaimRun", testClaimRun},
 		{"RacingClaimsOneWinner", testRacingClaims},
@@ -323,44 +328,6 @@ func testRunUpdate(t *testing.T, s store.Store) {
 	if got.Status != store.RunFailed || got.Error == nil || got.Error.Code != "llm_unavailable" || got.Usage != usage ||
 		got.EndedAt == nil || !got.EndedAt.Equal(*fin.EndedAt) || string(got.State) != string(state) {
 		t.Fatalf("stored run %+v", got)
-	}
-}
-
-func testRunLease(t *testing.T, s store.Store) {
-	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
-	r := must[store.Run](t)(s.CreateRun(ctx(t), alice, store.Run{ConversationID: c.ID, Input: "hi", Status: store.RunRunning}))
-	soon := time.Now().Add(time.Minute)
-	if ok := must[bool](t)(s.AcquireLease(ctx(t), "acme", r.ID, "replica-a", soon)); !ok {
-		t.Fatal("free lease not taken")
-	}
-	if ok := must[bool](t)(s.AcquireLease(ctx(t), "acme", r.ID, "replica-b", soon)); ok {
-		t.Fatal("held lease taken by another replica")
-	}
-	if ok := must[bool](t)(s.AcquireLease(ctx(t), "acme", r.ID, "replica-a", soon.Add(time.Minute))); !ok {
-		t.Fatal("owner could not renew")
-	}
-	if exp := must[[]store.Run](t)(s.ExpiredLeases(ctx(t), time.Now(), 10)); len(exp) != 0 {
-		t.Fatalf("live lease listed expired: %+v", exp)
-	}
-	exp := must[[]store.Run](t)(s.ExpiredLeases(ctx(t), soon.Add(3*time.Minute), 10))
-	if len(exp) != 1 || exp[0].ID != r.ID || exp[0].LeaseOwner != "replica-a" {
-		t.Fatalf("expired leases %+v", exp)
-	}
-	// A run awaiting input has no executor to lose.
-	c2 := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
-	must[store.Run](t)(s.CreateRun(ctx(t), alice, store.Run{ConversationID: c2.ID, Input: "hi", Status: store.RunAwaitingInput, LeaseOwner: "replica-a", LeaseUntil: soon}))
-	if exp := must[[]store.Run](t)(s.ExpiredLeases(ctx(t), soon.Add(3*time.Minute), 10)); len(exp) != 1 || exp[0].ID != r.ID {
-		t.Fatalf("expired leases with a waiting run %+v", exp)
-	}
-	past := time.Now().Add(-time.Second)
-	must[bool](t)(s.AcquireLease(ctx(t), "acme", r.ID, "replica-a", past))
-	if ok := must[bool](t)(s.AcquireLease(ctx(t), "acme", r.ID, "replica-b", soon)); !ok {
-		t.Fatal("expired lease not taken over")
-	}
-	end := time.Now()
-	must[store.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{Status: store.RunSucceeded, EndedAt: &end}))
-	if ok := must[bool](t)(s.AcquireLease(ctx(t), "acme", r.ID, "replica-b", soon)); ok {
-		t.Fatal("lease taken on a finished run")
 	}
 }
 
@@ -699,38 +666,8 @@ func testMissingParents(t *testing.T, s store.Store) {
 	wantErr(t, err, store.ErrNotFound)
 	_, err = s.DecideConfirmation(ctx(t), alice, "missing", store.Decision{Status: store.ConfirmApproved, At: time.Now()})
 	wantErr(t, err, store.ErrNotFound)
-	if ok, err := s.AcquireLease(ctx(t), "acme", "missing", "replica-a", time.Now().Add(time.Minute)); ok || err != nil {
-		t.Fatalf("lease on a missing run: %v, %v", ok, err)
-	}
-}
-
-// testRacingLeases pins that replicas racing for a free lease get exactly one owner.
-func testRacingLeases(t *testing.T, s store.Store) {
-	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
-	r := must[store.Run](t)(s.CreateRun(ctx(t), alice, store.Run{ConversationID: c.ID, Input: "x", Status: store.RunRunning}))
-	var wg sync.WaitGroup
-	won := make([]bool, 8)
-	for i := range won {
-		wg.Go(func() {
-			ok, err := s.AcquireLease(ctx(t), "acme", r.ID, fmt.Sprintf("replica-%d", i), time.Now().Add(time.Minute))
-			if err != nil {
-				t.Errorf("replica %d: %v", i, err)
-			}
-			won[i] = ok
-		})
-	}
-	wg.Wait()
-	winners := 0
-	for i, ok := range won {
-		if ok {
-			winners++
-			if got := must[store.Run](t)(s.GetRunAnyOwner(ctx(t), "acme", r.ID)); got.LeaseOwner != fmt.Sprintf("replica-%d", i) {
-				t.Fatalf("replica-%d won but %q holds the lease", i, got.LeaseOwner)
-			}
-		}
-	}
-	if winners != 1 {
-		t.Fatalf("%d replicas took the lease", winners)
+	if ok, err := s.TakeOverRun(ctx(t), "acme", "missing", "replica-a", 1, time.Now()); ok || err != nil {
+		t.Fatalf("take over a missing run: %v, %v", ok, err)
 	}
 }
 
@@ -782,7 +719,7 @@ func testStartRun(t *testing.T, s store.Store) {
 func testCancelRequested(t *testing.T, s store.Store) {
 	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
 	r := must[store.Run](t)(s.CreateRun(ctx(t), alice, store.Run{ConversationID: c.ID, Input: "x", Status: store.RunRunning,
-		LeaseOwner: "a", LeaseUntil: time.Now().Add(-time.Second)}))
+		LeaseOwner: "a", LeaseEpoch: 1}))
 	if r.CancelRequested {
 		t.Fatal("a new run is cancel-requested")
 	}
@@ -799,9 +736,11 @@ func testCancelRequested(t *testing.T, s store.Store) {
 	if got := must[store.Run](t)(s.GetRun(ctx(t), alice, r.ID)); !got.CancelRequested {
 		t.Fatalf("GetRun %+v", got)
 	}
-	expired := must[[]store.Run](t)(s.ExpiredLeases(ctx(t), time.Now(), 10))
-	if len(expired) != 1 || !expired[0].CancelRequested {
-		t.Fatalf("expired leases %+v", expired)
+	if ids := must[[]string](t)(s.CancelRequests(ctx(t), "a", 1)); len(ids) != 1 || ids[0] != r.ID {
+		t.Fatalf("cancel requests of the term %v", ids)
+	}
+	if ids := must[[]string](t)(s.CancelRequests(ctx(t), "a", 2)); len(ids) != 0 {
+		t.Fatalf("cancel requests of another term %v", ids)
 	}
 	// A finished run cannot be asked to stop.
 	end := time.Now()
@@ -834,23 +773,22 @@ func decide(t *testing.T, s store.Store, c store.Confirmation) store.Confirmatio
 func testClaimRun(t *testing.T, s store.Store) {
 	r, cs := awaiting(t, s, "call_a", "call_b")
 	a, b := cs[0], cs[1]
-	until := time.Now().Add(time.Minute).UTC().Truncate(time.Millisecond)
 
 	// A pending decision continues nothing.
-	_, err := s.ClaimRun(ctx(t), "acme", r.ID, a.ID, "replica-1", until)
+	_, err := s.ClaimRun(ctx(t), "acme", r.ID, a.ID, "replica-1", 7)
 	wantErr(t, err, store.ErrConflict)
 	a = decide(t, s, a)
 	if a.AppliedAt != nil {
 		t.Fatalf("a fresh decision is applied: %+v", a)
 	}
 	// Another tenant's claim finds nothing.
-	_, err = s.ClaimRun(ctx(t), "evil", r.ID, a.ID, "replica-1", until)
+	_, err = s.ClaimRun(ctx(t), "evil", r.ID, a.ID, "replica-1", 7)
 	wantErr(t, err, store.ErrNotFound)
-	_, err = s.ClaimRun(ctx(t), "acme", "no-such-run", "", "replica-1", until)
+	_, err = s.ClaimRun(ctx(t), "acme", "no-such-run", "", "replica-1", 7)
 	wantErr(t, err, store.ErrNotFound)
 
-	got := must[store.Run](t)(s.ClaimRun(ctx(t), "acme", r.ID, a.ID, "replica-1", until))
-	if got.Status != store.RunRunning || got.LeaseOwner != "replica-1" || !got.LeaseUntil.Equal(until) {
+	got := must[store.Run](t)(s.ClaimRun(ctx(t), "acme", r.ID, a.ID, "replica-1", 7))
+	if got.Status != store.RunRunning || got.LeaseOwner != "replica-1" || got.LeaseEpoch != 7 {
 		t.Fatalf("claimed %+v", got)
 	}
 	if stored := must[store.Run](t)(s.GetRun(ctx(t), alice, r.ID)); stored.Status != store.RunRunning || stored.LeaseOwner != "replica-1" {
@@ -860,25 +798,25 @@ func testClaimRun(t *testing.T, s store.Store) {
 		t.Fatalf("the claim did not apply the decision: %+v", applied)
 	}
 	// Claimed already.
-	_, err = s.ClaimRun(ctx(t), "acme", r.ID, a.ID, "replica-2", until)
+	_, err = s.ClaimRun(ctx(t), "acme", r.ID, a.ID, "replica-2", 8)
 	wantErr(t, err, store.ErrConflict)
 
 	// The run pauses again for b: a decision already applied never continues it twice.
 	must[store.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{Status: store.RunAwaitingInput}))
-	_, err = s.ClaimRun(ctx(t), "acme", r.ID, a.ID, "replica-2", until)
+	_, err = s.ClaimRun(ctx(t), "acme", r.ID, a.ID, "replica-2", 8)
 	wantErr(t, err, store.ErrConflict)
-	_, err = s.ClaimRun(ctx(t), "acme", r.ID, b.ID, "replica-2", until)
+	_, err = s.ClaimRun(ctx(t), "acme", r.ID, b.ID, "replica-2", 8)
 	wantErr(t, err, store.ErrConflict) // b is still pending
 	// A decision of another run does not continue this one.
 	_, others := awaiting(t, s, "call_x")
 	x := decide(t, s, others[0])
-	_, err = s.ClaimRun(ctx(t), "acme", r.ID, x.ID, "replica-2", until)
+	_, err = s.ClaimRun(ctx(t), "acme", r.ID, x.ID, "replica-2", 8)
 	wantErr(t, err, store.ErrConflict)
 	if c := must[store.Confirmation](t)(s.GetConfirmation(ctx(t), alice, x.ID)); c.AppliedAt != nil {
 		t.Fatal("a refused claim applied a decision")
 	}
 	// Without a decision (a cancel), the claim needs only the status.
-	got = must[store.Run](t)(s.ClaimRun(ctx(t), "acme", r.ID, "", "replica-2", until))
+	got = must[store.Run](t)(s.ClaimRun(ctx(t), "acme", r.ID, "", "replica-2", 8))
 	if got.Status != store.RunRunning || got.LeaseOwner != "replica-2" {
 		t.Fatalf("claimed without a decision %+v", got)
 	}
@@ -896,7 +834,7 @@ func testRacingClaims(t *testing.T, s store.Store) {
 		wg.Go(func() {
 			c := []string{a.ID, b.ID, ""}[i%3]
 			owner := fmt.Sprintf("replica-%d", i)
-			if _, err := s.ClaimRun(ctx(t), "acme", r.ID, c, owner, time.Now().Add(time.Minute)); err == nil {
+			if _, err := s.ClaimRun(ctx(t), "acme", r.ID, c, owner, int64(i)); err == nil {
 				winners[i] = owner
 			} else if !errors.Is(err, store.ErrConflict) {
 				t.Errorf("racing claim: %v", err)
@@ -960,7 +898,7 @@ func testUnappliedDecisions(t *testing.T, s store.Store) {
 		t.Fatalf("with expiries: %v (a %s, c %s)", ids(l), a.ID, ocs[0].ID)
 	}
 	// Applied, or of a run no longer waiting: gone from the list.
-	must[store.Run](t)(s.ClaimRun(ctx(t), "acme", r.ID, a.ID, "replica-1", future))
+	must[store.Run](t)(s.ClaimRun(ctx(t), "acme", r.ID, a.ID, "replica-1", 1))
 	end := time.Now()
 	must[store.Run](t)(s.UpdateRun(ctx(t), "acme", other.ID, store.RunUpdate{Status: store.RunCancelled, EndedAt: &end}))
 	if l := must[[]store.Confirmation](t)(s.UnappliedDecisions(ctx(t), later.Add(time.Second), 10)); len(l) != 0 {

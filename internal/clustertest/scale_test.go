@@ -1,0 +1,95 @@
+package clustertest_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentchat/agentchat/internal/clustertest"
+)
+
+// Liveness at load (issue 10): 500 runs over two replicas, one of them killed
+// with -9 mid-stream. Every run of the dead replica ends failed
+// (executor_lost) and its client, reconnecting to the survivor, is told;
+// every run of the survivor succeeds: the survivor's own liveness costs one
+// heartbeat, not 250 lease renewals, and taking over 250 runs does not fail
+// its own.
+func TestKillOneOfTwoReplicasUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("500 streams: not in -short")
+	}
+	t.Parallel()
+	// 300 tokens at 40ms: every run is still streaming when the last has started.
+	c := clustertest.New(t, clustertest.Options{Env: upstream(t, 300, 40*time.Millisecond)})
+	a, b := c.Start("a"), c.Start("b")
+
+	const n = 500
+	type chatRun struct {
+		on     *clustertest.Replica
+		stream *clustertest.Stream
+		runID  string
+		seen   []clustertest.Frame
+	}
+	runs := make([]*chatRun, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			on := []*clustertest.Replica{a, b}[i%2]
+			s, status, msg := c.TryChat(on, map[string]any{"input": fmt.Sprintf("tell me story %d", i)})
+			if s == nil {
+				t.Errorf("chat %d on %s: %d %s", i, on.Name, status, msg)
+				return
+			}
+			frames, err := s.ReadUntil(time.Minute, func(f clustertest.Frame) bool { return f.Event == "agent.delta" })
+			if err != nil || len(frames) == 0 || frames[len(frames)-1].Event != "agent.delta" {
+				t.Errorf("chat %d on %s: no first delta: %v", i, on.Name, err)
+				return
+			}
+			runs[i] = &chatRun{on: on, stream: s, runID: s.Header.Get("X-Run-ID"), seen: frames}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	a.Kill()
+
+	var mu sync.Mutex
+	outcome := map[string]int{}
+	for i, r := range runs {
+		wg.Go(func() {
+			frames, _ := r.stream.ReadUntil(2*time.Minute, clustertest.IsEnd)
+			all := append(r.seen, frames...)
+			if len(all) == 0 || !clustertest.IsEnd(all[len(all)-1]) {
+				if r.on == b {
+					t.Errorf("run %d on the survivor: its stream stopped without an end", i)
+					return
+				}
+				// The client of the dead replica reconnects to the survivor.
+				last := all[len(all)-1].Seq
+				s, status, msg := c.TryAttach(b, r.runID, last)
+				if s == nil {
+					t.Errorf("run %d: reattach: %d %s", i, status, msg)
+					return
+				}
+				rest, err := s.ReadUntil(2*time.Minute, clustertest.IsEnd)
+				s.Close()
+				if err != nil || len(rest) == 0 || !clustertest.IsEnd(rest[len(rest)-1]) {
+					t.Errorf("run %d: no end after reconnecting: %v", i, err)
+					return
+				}
+				all = append(all, rest...)
+			}
+			status, code := endStatus(t, all[len(all)-1])
+			mu.Lock()
+			outcome[r.on.Name+" "+status+" "+code]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	want := map[string]int{"a failed executor_lost": n / 2, "b succeeded ": n / 2}
+	if fmt.Sprint(outcome) != fmt.Sprint(want) {
+		t.Fatalf("outcomes %v, want %v", outcome, want)
+	}
+}

@@ -1,0 +1,255 @@
+package run_test
+
+import (
+	"context"
+
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentchat/agentchat/internal/bus"
+	"github.com/agentchat/agentchat/internal/bus/membus"
+	"github.com/agentchat/agentchat/internal/event"
+	"github.com/agentchat/agentchat/internal/run"
+	"github.com/agentchat/agentchat/internal/store"
+)
+
+// follow reads a run-scoped stream to its end as an SSE handler does: it
+// waits for events, and when it hears nothing for CheckAfter it asks the
+// stream to look at the log. It fails the test if the end does not come
+// within limit.
+func follow(t *testing.T, st *run.Stream, limit time.Duration) []event.Event {
+	t.Helper()
+	defer st.Close()
+	return readUntil(t, st, nil, func([]event.Event) bool { return st.Done() }, limit)
+}
+
+// readUntil reads st, appending to got, until stop says so.
+func readUntil(t *testing.T, st *run.Stream, got []event.Event, stop func([]event.Event) bool, limit time.Duration) []event.Event {
+	t.Helper()
+	ctx := t.Context()
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	for !stop(got) {
+		if !st.Pending() {
+			var check <-chan time.Time
+			if d := st.CheckAfter(); d > 0 {
+				check = time.After(d)
+			}
+			select {
+			case <-st.Ready():
+			case <-check:
+				if err := st.Check(ctx); err != nil {
+					t.Fatalf("check: %v", err)
+				}
+			case <-deadline.C:
+				t.Fatalf("no end after %s; last seq %d", limit, lastSeq(got))
+			}
+		}
+		var err error
+		if got, err = st.Next(ctx, got); err != nil {
+			t.Fatalf("next: %v", err)
+		}
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i].Seq <= got[i-1].Seq {
+			t.Fatalf("seq %d after %d", got[i].Seq, got[i-1].Seq)
+		}
+	}
+	return got
+}
+
+func lastSeq(evs []event.Event) int64 {
+	if len(evs) == 0 {
+		return 0
+	}
+	return evs[len(evs)-1].Seq
+}
+
+// stalling is a store whose writes can be made to hang, as a database
+// whose locks or connections stall: nothing fails, nothing answers.
+type stalling struct {
+	store.Store
+	stalled atomic.Bool
+	release chan struct{}
+}
+
+func (s *stalling) wait(ctx context.Context) error {
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+	}
+	return errDown
+}
+
+func (s *stalling) RenewReplica(ctx context.Context, id string, epoch int64, now, until time.Time) error {
+	if s.stalled.Load() {
+		return s.wait(ctx)
+	}
+	return s.Store.RenewReplica(ctx, id, epoch, now, until)
+}
+
+func (s *stalling) AppendEvents(ctx context.Context, evs []event.Event) error {
+	if s.stalled.Load() {
+		return s.wait(ctx)
+	}
+	return s.Store.AppendEvents(ctx, evs)
+}
+
+// The stall of issue 10: an executor whose heartbeat and log writes hang is
+// fenced after publishing events that never reach the log, and on a bus that
+// keeps nothing (the in-process bus) the replica ending the run cannot learn
+// their seqs. It continues after the run's reservation instead, so a client
+// that saw those events still receives the end, and no seq names two events.
+func TestStalledExecutorsClientGetsItsEnd(t *testing.T) {
+	t.Parallel()
+	shared := openStore(t)
+	b := membus.New(0)
+	t.Cleanup(func() { b.Close() })
+	stall := &stalling{Store: shared, release: make(chan struct{})}
+	a := replica(t, "a", stall, b, streaming(10_000))
+	other := replica(t, "b", shared, b, streaming(0))
+	started, err := a.Start(t.Context(), alice, run.StartRequest{Input: "go"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A client of a sees events a wrote, then the store stalls for a while
+	// it goes on publishing: the client sees seqs the log never gets.
+	seen := readUntil(t, started.Stream, nil, func(evs []event.Event) bool { return len(evs) >= 5 }, time.Minute)
+	stall.stalled.Store(true)
+	defer close(stall.release)
+	seen = readUntil(t, started.Stream, seen, func(evs []event.Event) bool { return len(evs) >= 15 || started.Stream.Done() }, time.Minute)
+
+	// That client, and one that attaches through the other replica, both
+	// receive the run's end.
+	late, err := other.Follow(t.Context(), alice, "", started.Run.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, got := range [][]event.Event{
+		append(seen, follow(t, started.Stream, 10*leaseTTL)...),
+		follow(t, late, 10*leaseTTL),
+	} {
+		checkEnd(t, shared, started.Run.ConversationID, got)
+	}
+}
+
+// checkEnd fails unless got ends with the run failing as executor_lost and
+// every seq in got names the same event as in the log.
+func checkEnd(t *testing.T, st store.Store, thread string, got []event.Event) {
+	t.Helper()
+	for i := 1; i < len(got); i++ {
+		if got[i].Seq <= got[i-1].Seq {
+			t.Fatalf("seq %d after %d", got[i].Seq, got[i-1].Seq)
+		}
+	}
+	end, ok := got[len(got)-1].Payload.(event.RunFinishedData)
+	if !ok {
+		t.Fatalf("last event %s", got[len(got)-1].Type)
+	}
+	if end.Status != event.StatusFailed || end.Error == nil || end.Error.Code != "executor_lost" {
+		t.Fatalf("end %+v", end)
+	}
+	// Every seq the bus carried names one event: the log agrees with what
+	// a client saw, and the end comes after all of it.
+	logged, err := st.ListEvents(t.Context(), alice, thread, "", 0, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bySeq := map[int64]event.Type{}
+	for _, ev := range logged {
+		bySeq[ev.Seq] = ev.Type
+	}
+	for _, ev := range got {
+		if typ, ok := bySeq[ev.Seq]; ok && typ != ev.Type {
+			t.Fatalf("seq %d is %s in the log and %s on the stream", ev.Seq, typ, ev.Type)
+		}
+	}
+}
+
+// lossyBus loses the publishes of runs' ends, as a bus may in an outage.
+type lossyBus struct {
+	*membus.Bus
+	lost atomic.Int32
+}
+
+func (b *lossyBus) Publish(ctx context.Context, ev event.Event) error {
+	if ev.Terminal() {
+		b.lost.Add(1)
+		return nil
+	}
+	return b.Bus.Publish(ctx, ev)
+}
+
+// A run's end whose publish was lost still reaches its streams: a stream
+// that hears nothing while its run is in progress looks at the log.
+func TestLostEndStillReachesTheStream(t *testing.T) {
+	t.Parallel()
+	st := openStore(t)
+	b := &lossyBus{Bus: membus.New(0)}
+	t.Cleanup(func() { b.Close() })
+	s := run.New(run.Config{Store: st, Bus: b, Engine: streaming(20), Sole: true})
+	t.Cleanup(func() { s.Shutdown(context.Background()) })
+	started, err := s.Start(t.Context(), alice, run.StartRequest{Input: "go"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := follow(t, started.Stream, time.Minute)
+	if end, ok := got[len(got)-1].Payload.(event.RunFinishedData); !ok || end.Status != event.StatusSucceeded {
+		t.Fatalf("last event %+v", got[len(got)-1])
+	}
+	if b.lost.Load() == 0 {
+		t.Fatal("the bus lost nothing: the test tests nothing")
+	}
+}
+
+// A sole replica (the embedded default) writes no heartbeat and is never
+// fenced, however slow its store: a store that stalls every write for
+// longer than the TTL slows the run, and the run still succeeds.
+func TestSoleReplicaIsNeverFenced(t *testing.T) {
+	t.Parallel()
+	shared := openStore(t)
+	slow := &slowStore{Store: shared, delay: 2 * leaseTTL}
+	b := membus.New(0)
+	t.Cleanup(func() { b.Close() })
+	s := run.New(run.Config{Store: slow, Bus: b, Engine: streaming(30), Sole: true, LeaseTTL: leaseTTL})
+	t.Cleanup(func() { s.Shutdown(context.Background()) })
+	started, err := s.Start(t.Context(), alice, run.StartRequest{Input: "go"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := follow(t, started.Stream, time.Minute)
+	if end, ok := got[len(got)-1].Payload.(event.RunFinishedData); !ok || end.Status != event.StatusSucceeded {
+		t.Fatalf("last event %+v", got[len(got)-1])
+	}
+	if n := slow.renewals.Load(); n != 0 {
+		t.Fatalf("a sole replica renewed its heartbeat %d times", n)
+	}
+}
+
+// slowStore delays every event write, and counts heartbeats.
+type slowStore struct {
+	store.Store
+	delay    time.Duration
+	renewals atomic.Int32
+	mu       sync.Mutex
+}
+
+func (s *slowStore) AppendEvents(ctx context.Context, evs []event.Event) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-time.After(s.delay): // a slow disk: nothing to synchronise with
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return s.Store.AppendEvents(ctx, evs)
+}
+
+func (s *slowStore) RenewReplica(ctx context.Context, id string, epoch int64, now, until time.Time) error {
+	s.renewals.Add(1)
+	return s.Store.RenewReplica(ctx, id, epoch, now, until)
+}
+
+var _ bus.Bus = (*lossyBus)(nil)
