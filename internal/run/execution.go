@@ -87,7 +87,9 @@ func (s *Service) launch(x *execution, body func(ctx context.Context) engine.Out
 		defer s.release()
 		defer func() {
 			s.mu.Lock()
-			delete(s.executing, x.run.ID)
+			if s.executing[x.run.ID] == x {
+				delete(s.executing, x.run.ID)
+			}
 			s.mu.Unlock()
 			cancel(nil)
 		}()
@@ -99,6 +101,18 @@ func (s *Service) launch(x *execution, body func(ctx context.Context) engine.Out
 			o = *stopped
 		}
 		x.finish(o)
+		if o.Status == engine.StatusAwaiting && errors.Is(context.Cause(ctx), engine.ErrCancelled) {
+			// Cancelled while it paused: the wait it just recorded ends
+			// too, once this execution is gone.
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				<-x.done
+				if err := s.cancelWaiting(context.WithoutCancel(s.ctx), x.run); err != nil {
+					s.log.Warn("cancel a run that paused as it was cancelled", "run_id", x.run.ID, "err", err)
+				}
+			}()
+		}
 	}()
 }
 

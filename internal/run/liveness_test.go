@@ -2,6 +2,7 @@ package run_test
 
 import (
 	"context"
+	"encoding/json"
 
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/agentchat/agentchat/internal/bus"
 	"github.com/agentchat/agentchat/internal/bus/membus"
+	"github.com/agentchat/agentchat/internal/engine"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/run"
 	"github.com/agentchat/agentchat/internal/store"
@@ -253,3 +255,40 @@ func (s *slowStore) RenewReplica(ctx context.Context, id string, epoch int64, no
 }
 
 var _ bus.Bus = (*lossyBus)(nil)
+
+// A cancel that arrives while the run pauses for a person (the engine had
+// already decided to wait) is not lost: the wait ends, cancelled, and its
+// confirmation with it.
+func TestCancelAsTheRunPauses(t *testing.T) {
+	t.Parallel()
+	st := openStore(t)
+	b := membus.New(0)
+	t.Cleanup(func() { b.Close() })
+	asked := make(chan struct{})
+	eng := engineFunc(func(ctx context.Context, task engine.Task, h engine.Host) engine.Outcome {
+		if _, err := h.RequestConfirmation(ctx, store.Confirmation{ToolCallID: "call_1", ToolName: "send", Args: json.RawMessage(`{}`)}); err != nil {
+			return engine.Outcome{Status: engine.StatusFailed}
+		}
+		close(asked)
+		<-ctx.Done() // the cancel comes in while the engine returns its pause
+		return engine.Outcome{Status: engine.StatusAwaiting, State: json.RawMessage(`{}`), Awaiting: []string{"call_1"}}
+	})
+	s := run.New(run.Config{Store: st, Bus: b, Engine: eng, Sole: true})
+	t.Cleanup(func() { s.Shutdown(context.Background()) })
+	started, err := s.Start(t.Context(), alice, run.StartRequest{Input: "go"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-asked
+	if _, err := s.Cancel(t.Context(), alice, started.Run.ID); err != nil {
+		t.Fatal(err)
+	}
+	got := waitRun(t, st, started.Run.ID, 10*time.Second, ended)
+	if got.Status != store.RunCancelled {
+		t.Fatalf("run %+v", got)
+	}
+	list, err := st.ListConfirmations(t.Context(), alice, "")
+	if err != nil || len(list) != 1 || list[0].Status != store.ConfirmCancelled {
+		t.Fatalf("confirmations %+v (%v)", list, err)
+	}
+}

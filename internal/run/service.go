@@ -390,25 +390,38 @@ func (s *Service) Cancel(ctx context.Context, sc store.Scope, runID string) (sto
 	if err != nil || !store.Active(r.Status) {
 		return r, err
 	}
-	if r.Status == store.RunAwaitingInput {
-		// Its confirmations end first: a decision from now on is refused
-		// rather than approved with nothing left to run it.
-		if _, err := s.st.EndConfirmations(ctx, r.Tenant, r.ID, time.Now()); err != nil {
+	if r.Status != store.RunAwaitingInput {
+		if err := s.requestCancel(ctx, r); err != nil {
 			return r, err
 		}
-		if x := s.claimRun(ctx, r.Tenant, r.ID, ""); x != nil {
-			if s.admit() {
-				s.launch(x, func(context.Context) engine.Outcome { return engine.Outcome{Status: engine.StatusCancelled} })
-			} else {
-				// Shutting down: store the cancel; the replica that takes the
-				// run over when this one's term ends finds it.
-				_ = s.requestCancel(ctx, x.run)
-			}
+		if r, err = s.awaitEnd(ctx, sc, runID, 5*time.Second); err != nil || r.Status != store.RunAwaitingInput {
+			return r, err
 		}
-	} else if err := s.requestCancel(ctx, r); err != nil {
+		// It paused as the cancel came: cancel the wait.
+	}
+	if err := s.cancelWaiting(ctx, r); err != nil {
 		return r, err
 	}
 	return s.awaitEnd(ctx, sc, runID, 5*time.Second)
+}
+
+// cancelWaiting ends a run waiting for a person, cancelled.
+func (s *Service) cancelWaiting(ctx context.Context, r store.Run) error {
+	// Its confirmations end first: a decision from now on is refused
+	// rather than approved with nothing left to run it.
+	if _, err := s.st.EndConfirmations(ctx, r.Tenant, r.ID, time.Now()); err != nil {
+		return err
+	}
+	if x := s.claimRun(ctx, r.Tenant, r.ID, ""); x != nil {
+		if s.admit() {
+			s.launch(x, func(context.Context) engine.Outcome { return engine.Outcome{Status: engine.StatusCancelled} })
+		} else {
+			// Shutting down: store the cancel; the replica that takes the
+			// run over when this one's term ends finds it.
+			_ = s.requestCancel(ctx, x.run)
+		}
+	}
+	return nil
 }
 
 // Decide records a person's decision on a confirmation and continues its run.
