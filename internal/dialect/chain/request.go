@@ -128,3 +128,13 @@ func Rejection(dst []byte, asked, limit int, trace string, now time.Time) []byte
 	b, _ := json.Marshal(envelope{Evt: Final, Seq: 1, TS: dialect.Millis(now), TraceID: trace, Schema: SchemaVersion, Payload: text})
 	return dialect.AppendFrame(dst, dialect.Frame{ID: "1", Event: Final, Data: b})
 }
+
+// Count is how many frames a run's events make, from its first event: the
+// id of its last frame.
+func Count(evs []event.Event) int64 {
+	e := NewEncoder(Options{After: 1<<63 - 1})
+	for _, ev := range evs {
+		e.Encode(nil, ev)
+	}
+	return e.Frames()
+}
