@@ -331,4 +331,3 @@ func TestChainRequests(t *testing.T) {
 		t.Fatalf("timeline %v", tl)
 	}
 }
-
