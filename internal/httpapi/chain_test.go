@@ -18,6 +18,8 @@ import (
 
 	"github.com/agentchat/agentchat/internal/engine"
 	"github.com/agentchat/agentchat/internal/engine/chain"
+	"github.com/agentchat/agentchat/internal/llm/llmtest"
+	"github.com/agentchat/agentchat/internal/llm/openai"
 	"github.com/agentchat/agentchat/internal/llm/scripted"
 	"github.com/agentchat/agentchat/internal/tool"
 )
@@ -329,5 +331,134 @@ func TestChainRequests(t *testing.T) {
 	tl := e.call(req{method: "GET", path: "/v1/agent/runs/" + runID + "/timeline", token: alice}, 200)
 	if tl["status"] != "succeeded" {
 		t.Fatalf("timeline %v", tl)
+	}
+}
+
+// TestChainOpenAI plays the chain with an OpenAI-compatible model (a fake
+// upstream): an unusable plan is retried once, fenced JSON is accepted, the
+// executor is offered only the tools the plan selected.
+func TestChainOpenAI(t *testing.T) {
+	t.Parallel()
+	plan := "```json\n" + `{"execution_chain":["executor","check"],"mcp_config":["calculator"],"instructions":"Compute 6*7."}` + "\n```"
+	tests := []struct {
+		name    string
+		replies []llmtest.Reply
+		want    []string
+		final   string
+	}{
+		{"retried plan", []llmtest.Reply{
+			llmtest.TextReply("Sure! First I will think about it."),
+			llmtest.TextReply(plan),
+			{ToolCalls: []llmtest.ToolCall{{ID: "call_1", Name: "calculator", Args: []string{`{"expression":`, `"6*7"}`}}}},
+			llmtest.TextReply("It is 42."),
+			llmtest.TextReply(`{"judge":true,"score":95,"reasoning":"Correct.","tool_assessments":[{"name":"calculator","status":"success"}]}`),
+		}, []string{"chain.step", "planner.plan", "chain.step", "call.start", "call.end", "chain.step", "check.summary", "final"}, "It is 42."},
+		{"plan reaching outside the configuration", []llmtest.Reply{
+			llmtest.TextReply(`{"execution_chain":["executor"],"mcp_config":[{"url":"http://203.0.113.7/mcp"}],"instructions":"x"}`),
+			llmtest.TextReply(`{"execution_chain":["executor"],"mcp_config":["mcp:evil"],"instructions":"x"}`),
+		}, []string{"chain.step", "error", "final"}, "The planner did not produce a valid plan after two attempts"},
+		{"no check in the plan", []llmtest.Reply{
+			llmtest.TextReply(`{"execution_chain":["executor"],"mcp_config":[],"instructions":"Say hi."}`),
+			llmtest.TextReply("Hi."),
+		}, []string{"chain.step", "planner.plan", "chain.step", "final"}, "Hi."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			up := llmtest.NewOpenAIServer(t, llmtest.Options{Replies: tt.replies})
+			m, err := openai.New(openai.Config{BaseURL: up.URL + "/v1", APIKey: "k", Model: "gpt-test", MaxRetries: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := chainSetup(t, options{model: m})
+			rd, _ := e.chain(chainPath("What is 6*7?", 0), nil)
+			frames := rd.readAll(nil)
+			if got := evts(frames); !slices.Equal(got, tt.want) {
+				t.Fatalf("events %v", got)
+			}
+			if final := frames[len(frames)-1].Env["payload"].(string); !strings.Contains(final, tt.final) {
+				t.Fatalf("final %q", final)
+			}
+			reqs := up.Requests()
+			for i, r := range reqs {
+				format, _ := r.Body["response_format"].(map[string]any)
+				planner := i < 2 && strings.Contains(string(r.Raw), "WorkflowPlan")
+				if planner && format["type"] != "json_object" {
+					t.Errorf("request %d: response_format %v", i, r.Body["response_format"])
+				}
+				if tools, ok := r.Body["tools"].([]any); ok && !planner {
+					if len(tools) != 1 || tools[0].(map[string]any)["function"].(map[string]any)["name"] != "calculator" {
+						t.Errorf("executor offered %v", tools)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestChainIsARun: a chain is cancellable, and the native and AG-UI
+// streams show it too (steps as STEP_*, plan and check as CUSTOM).
+func TestChainIsARun(t *testing.T) {
+	t.Parallel()
+	e := chainSetup(t, options{})
+	rd, resp := e.chain(chainPath(`Send a webhook saying "cancel me"`, 0), nil)
+	rd.readAll(func(f chainFrame) bool {
+		p, _ := f.Env["payload"].(map[string]any)
+		return p["status"] == "awaiting_input"
+	})
+	runID, conv := resp.Header.Get("X-Run-ID"), resp.Header.Get("X-Conversation-ID")
+	e.call(req{method: "POST", path: "/v1/agent/runs/" + runID + "/cancel", token: alice}, 200)
+	rest := rd.readAll(nil)
+	if len(rest) != 1 || rest[0].Event != "final" || rest[0].Env["payload"] != "The run was cancelled." {
+		t.Fatalf("after cancel %v", evts(rest))
+	}
+
+	ag, _ := e.aguiStream(req{method: "GET", path: "/api/v1/agent/runs/" + conv + "/events", token: alice})
+	evs := readAGUI(t, ag, false, runEnds(1))
+	var seen []string
+	for _, ev := range evs {
+		switch ev.Type() {
+		case "STEP_STARTED":
+			seen = append(seen, ev.Str("stepName"))
+		case "CUSTOM":
+			seen = append(seen, "custom:"+ev.Str("name"))
+		}
+	}
+	if want := []string{"router", "worker", "planner", "custom:plan", "executor"}; !slices.Equal(seen, want) {
+		t.Errorf("AG-UI shows %v, want %v", seen, want)
+	}
+	nat, _ := e.stream(req{method: "GET", path: "/v1/agent/runs/" + runID + "/events", token: alice})
+	if fs := readNative(t, nat, ""); last(fs).Event != "agent.end" || last(fs).Data["status"] != "cancelled" {
+		t.Errorf("native ends %v", last(fs))
+	}
+}
+
+// TestChainConfirmationSurvivesRestart: the chain's progress is stored with
+// the executor's; after a restart the decision continues the same chain,
+// and its frames go on with the same numbering.
+func TestChainConfirmationSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	first := chainSetup(t, options{})
+	rd, resp := first.chain(chainPath(`Send a webhook saying "after restart"`, 0), nil)
+	before := rd.readAll(func(f chainFrame) bool {
+		p, _ := f.Env["payload"].(map[string]any)
+		return p["status"] == "awaiting_input"
+	})
+	cid := before[len(before)-1].Env["payload"].(map[string]any)["confirmationId"].(string)
+	runID := resp.Header.Get("X-Run-ID")
+	resp.Body.Close()
+	first.stop()
+
+	second := chainSetup(t, options{dbPath: first.dbPath})
+	second.call(req{method: "POST", path: "/v1/agent/confirmations/" + cid, token: alice, body: map[string]any{"decision": "approve"}}, 200)
+	rd, _ = second.chain("/v1/chain/stream?run_id="+runID, map[string]string{"Last-Event-ID": before[len(before)-1].ID})
+	rest := rd.readAll(nil)
+	if got := evts(rest); !slices.Equal(got, []string{"call.start", "call.end", "chain.step", "check.summary", "final"}) {
+		t.Fatalf("after restart %v", got)
+	}
+	for i, f := range rest {
+		if f.ID != strconv.Itoa(len(before)+1+i) || f.Env["trace_id"] != runID {
+			t.Fatalf("frame %d: id %s, trace %v", i, f.ID, f.Env["trace_id"])
+		}
 	}
 }
