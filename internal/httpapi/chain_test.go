@@ -59,6 +59,9 @@ func (r *chainReader) next() (chainFrame, bool) {
 			}
 			lines = append(lines, line)
 		}
+		if len(lines) == 0 {
+			continue
+		}
 		if len(lines) == 1 && (strings.HasPrefix(lines[0], ":") || strings.HasPrefix(lines[0], "retry: ")) {
 			continue
 		}
@@ -290,6 +293,10 @@ func TestChainConfirmation(t *testing.T) {
 	again, _ := rd.next()
 	if again.ID != strconv.Itoa(n) || again.Data != first[n-1].Data {
 		t.Fatalf("reconnect gave %s %s", again.ID, again.Data)
+	}
+	// While the chain waits, the stream stays open with keep-alive comments.
+	if line, err := rd.br.ReadString('\n'); err != nil || line != ": keep-alive\n" {
+		t.Fatalf("while waiting: %q %v", line, err)
 	}
 	e.call(req{method: "POST", path: "/v1/agent/confirmations/" + cid, token: alice, body: map[string]any{"decision": "approve"}}, 200)
 	rest := rd.readAll(nil)
