@@ -202,7 +202,12 @@ func (e *Engine) Execute(ctx context.Context, t engine.Task, h engine.Host) engi
 		}
 		r.st.Result = result
 		r.finish(ctx, StepExecutor)
-		if !checks || !r.begin(ctx, StepCheck) {
+		if !checks {
+			// The plan asked for no check: the executor's answer is the
+			// chain's, whatever it says (its last message is the final text).
+			return r.done()
+		}
+		if !r.begin(ctx, StepCheck) {
 			return r.limit(ctx)
 		}
 		verdict, o := r.check(ctx)
@@ -385,9 +390,9 @@ func (e *Engine) resolve(sel []string) []string {
 // planSchema is the WorkflowPlan schema, with mcp_config limited to the
 // configured names.
 func (e *Engine) planSchema() json.RawMessage {
-	items := map[string]any{"type": "string", "enum": e.selectors()}
-	mcp := map[string]any{"type": "array", "items": items, "uniqueItems": true}
-	if len(e.selectors()) == 0 {
+	names := e.selectors()
+	mcp := map[string]any{"type": "array", "items": map[string]any{"type": "string", "enum": names}, "uniqueItems": true}
+	if len(names) == 0 {
 		mcp = map[string]any{"type": "array", "maxItems": 0}
 	}
 	b, _ := json.Marshal(map[string]any{
