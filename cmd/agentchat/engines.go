@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentchat/agentchat/internal/config"
 	"github.com/agentchat/agentchat/internal/engine"
+	"github.com/agentchat/agentchat/internal/engine/chain"
 	"github.com/agentchat/agentchat/internal/engine/local"
 	"github.com/agentchat/agentchat/internal/engine/openclaw"
 	"github.com/agentchat/agentchat/internal/llm"
@@ -14,7 +15,8 @@ import (
 
 // newRouter builds the engine router the configuration describes: the
 // local agent loop always, the openclaw engine when a gateway is configured,
-// the default engine and the per-tenant rules.
+// the chain engine (planner → executor → check over the same model and
+// tools), the default engine and the per-tenant rules.
 func newRouter(cfg config.Config, model llm.Model, tools *tool.Registry, log *slog.Logger) (*engine.Router, error) {
 	ec, err := cfg.Engines()
 	if err != nil {
@@ -22,6 +24,8 @@ func newRouter(cfg config.Config, model llm.Model, tools *tool.Registry, log *sl
 	}
 	loc := local.New(local.Config{Model: model, Tools: tools, MaxIterations: cfg.MaxIterations, SystemPrompt: cfg.SystemPrompt, Logger: log})
 	engines := map[string]engine.Engine{config.EngineLocal: loc}
+	engines[config.EngineChain] = chain.New(chain.Config{Model: model, Tools: tools, Executor: loc, HardLimit: cfg.ChainHardLimit,
+		SystemPrompt: cfg.SystemPrompt, Logger: log})
 	if ec.UsesOpenClaw() {
 		gateways := map[string]openclaw.Gateway{}
 		for name, g := range ec.Gateways {

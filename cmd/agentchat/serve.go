@@ -212,7 +212,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	api := httpapi.New(httpapi.Config{
 		Store: st, Runs: runs, Tools: tools, Logger: log, Auth: httpapi.NewAuthenticator(tokens, cfg.JWTSecret),
 		TenantHeader: cfg.TenantHeader, MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval,
-		HistoryLocation: cfg.HistoryLocation(),
+		HistoryLocation: cfg.HistoryLocation(), ChainHardLimit: cfg.ChainHardLimit,
 	})
 	srv := &http.Server{
 		Handler:           api,

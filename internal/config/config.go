@@ -105,8 +105,11 @@ type Config struct {
 	// GET /api/v1/agent/history into days. Default UTC.
 	HistoryTimeZone string
 
-	// Engine is the default engine: local or openclaw. Default local.
+	// Engine is the default engine: local, openclaw or chain. Default local.
 	Engine string
+	// ChainHardLimit caps a chain's max_steps (CHAIN_HARD_LIMIT); a request
+	// asking for more is refused with one final frame. Default 20.
+	ChainHardLimit int
 	// EngineFallback is the engine that takes a new run whose OpenClaw
 	// gateway fails before its first token: local, or empty for none.
 	EngineFallback string
@@ -206,7 +209,8 @@ func fields() []field {
 	add("webhook-url", "AGENTCHAT_WEBHOOK_URL", "target of the send_webhook tool", true, str(func(c *Config) *string { return &c.WebhookURL }))
 	add("mcp-config", "AGENTCHAT_MCP_CONFIG", "JSON file listing MCP servers ({\"mcpServers\":{…}})", false, str(func(c *Config) *string { return &c.MCPConfig }))
 	add("history-time-zone", "AGENTCHAT_HISTORY_TIME_ZONE", "IANA time zone that cuts the AG-UI history into days, e.g. Asia/Shanghai (default UTC)", false, str(func(c *Config) *string { return &c.HistoryTimeZone }))
-	add("engine", "AGENTCHAT_ENGINE", "default engine: local or openclaw (default local)", false, str(func(c *Config) *string { return &c.Engine }))
+	add("engine", "AGENTCHAT_ENGINE", "default engine: local, openclaw or chain (default local)", false, str(func(c *Config) *string { return &c.Engine }))
+	add("chain-hard-limit", "CHAIN_HARD_LIMIT", "most steps a chain may take; a larger max_steps runs nothing (default 20)", false, integer(func(c *Config) *int { return &c.ChainHardLimit }))
 	add("engine-fallback", "AGENTCHAT_ENGINE_FALLBACK", "engine that takes a run whose OpenClaw gateway fails before its first token: local (default none)", false, str(func(c *Config) *string { return &c.EngineFallback }))
 	add("engine-config", "AGENTCHAT_ENGINE_CONFIG", "JSON file of per-tenant OpenClaw gateways and engine rules", false, str(func(c *Config) *string { return &c.EngineConfig }))
 	add("openclaw-gateway-url", "OPENCLAW_GATEWAY_URL", "OpenClaw Gateway root, e.g. http://127.0.0.1:18789 (its /v1/chat/completions is called)", false, str(func(c *Config) *string { return &c.OpenClawGatewayURL }))
@@ -285,6 +289,9 @@ func (c *Config) applyDefaults() {
 	if c.RunRetention == 0 {
 		c.RunRetention = 720 * time.Hour
 	}
+	if c.ChainHardLimit == 0 {
+		c.ChainHardLimit = 20
+	}
 	if c.LLM == "" {
 		switch {
 		case c.OpenAIAPIKey != "" || c.OpenAIBaseURL != "":
@@ -324,6 +331,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxIterations < 1 {
 		bad("max-iterations", "must be at least 1")
+	}
+	if c.ChainHardLimit < 1 {
+		bad("chain-hard-limit", "must be at least 1")
 	}
 	if _, err := time.LoadLocation(c.HistoryTimeZone); err != nil {
 		bad("history-time-zone", "not a known IANA time zone: %q", c.HistoryTimeZone)

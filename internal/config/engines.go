@@ -16,6 +16,7 @@ import (
 const (
 	EngineLocal    = "local"
 	EngineOpenClaw = "openclaw"
+	EngineChain    = "chain" // seed 003's planner → executor → check
 )
 
 // DefaultGateway names the OpenClaw gateway set by OPENCLAW_GATEWAY_URL.
@@ -146,9 +147,9 @@ func readEngineFile(path string) (EngineFile, error) {
 
 // check names the first inconsistency.
 func (e Engines) check() error {
-	known := []string{EngineLocal, EngineOpenClaw}
+	known := []string{EngineLocal, EngineOpenClaw, EngineChain}
 	if !slices.Contains(known, e.Default) {
-		return fmt.Errorf("engine: must be local or openclaw, not %q", e.Default)
+		return fmt.Errorf("engine: must be local, openclaw or chain, not %q", e.Default)
 	}
 	if e.Fallback != "" && e.Fallback != EngineLocal {
 		return fmt.Errorf("engine-fallback: must be local or empty, not %q", e.Fallback)
@@ -162,7 +163,7 @@ func (e Engines) check() error {
 	}
 	for tenant, r := range e.Tenants {
 		if r.Engine != "" && !slices.Contains(known, r.Engine) {
-			return fmt.Errorf("engine-config: tenant %q: engine must be local or openclaw, not %q", tenant, r.Engine)
+			return fmt.Errorf("engine-config: tenant %q: engine must be local, openclaw or chain, not %q", tenant, r.Engine)
 		}
 		if r.Gateway != "" {
 			if _, ok := e.Gateways[r.Gateway]; !ok {

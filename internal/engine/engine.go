@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/store"
@@ -62,6 +63,22 @@ type Options struct {
 	// Context is ambient information the client gives the run (AG-UI
 	// RunAgentInput.context); engines show it to the model beside the system prompt.
 	Context []ContextItem
+	// MaxSteps bounds the chain engine's steps (planner, executor and check
+	// count one each); 0 means the engine's default. Other engines ignore it.
+	MaxSteps int
+	// Allowed, when set, limits the registry's tools the model is offered,
+	// and may call, to these names (a chain's plan selects them).
+	Allowed *AllowedTools
+}
+
+// AllowedTools names the tools a run may use; an empty list allows none.
+type AllowedTools struct {
+	Names []string
+}
+
+// Allows reports whether the tool named may be used: always without a list.
+func (a *AllowedTools) Allows(name string) bool {
+	return a == nil || slices.Contains(a.Names, name)
 }
 
 // ContextItem is one described piece of context.

@@ -21,9 +21,14 @@ type Router struct {
 	Default string
 }
 
-// Choose names the engine for t.
+// Choose names the engine for t. A paused run continues on the engine that
+// paused it (its stored state is that engine's), when the run names one.
 func (r *Router) Choose(t Task) (string, error) {
-	for _, name := range []string{t.Options.Engine, t.Conversation.Engine, t.Run.Engine, r.TenantDefaults[t.Scope.Tenant], r.Default} {
+	names := []string{t.Options.Engine, t.Conversation.Engine, t.Run.Engine, r.TenantDefaults[t.Scope.Tenant], r.Default}
+	if t.Resume != nil && t.Run.Engine != "" {
+		names = append([]string{t.Run.Engine}, names...)
+	}
+	for _, name := range names {
 		if name == "" {
 			continue
 		}

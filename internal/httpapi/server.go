@@ -30,20 +30,23 @@ type Config struct {
 	PingInterval time.Duration // default 15s
 	// HistoryLocation is the time zone that cuts the history's days. Default UTC.
 	HistoryLocation *time.Location
+	// ChainHardLimit caps a chain's max_steps (CHAIN_HARD_LIMIT). Default 20.
+	ChainHardLimit int
 }
 
 // Server holds the handlers. Create it with New.
 type Server struct {
-	st           store.Store
-	runs         *run.Service
-	auth         *Authenticator
-	tools        *tool.Registry
-	log          *slog.Logger
-	tenantHeader string
-	maxBody      int64
-	ping         time.Duration
-	historyLoc   *time.Location
-	mux          *http.ServeMux
+	st             store.Store
+	runs           *run.Service
+	auth           *Authenticator
+	tools          *tool.Registry
+	log            *slog.Logger
+	tenantHeader   string
+	maxBody        int64
+	ping           time.Duration
+	historyLoc     *time.Location
+	chainHardLimit int
+	mux            *http.ServeMux
 
 	// closing is closed when the server begins to shut down, so streams end cleanly.
 	closing   chan struct{}
@@ -55,7 +58,8 @@ func New(cfg Config) *Server {
 	s := &Server{
 		st: cfg.Store, runs: cfg.Runs, auth: cfg.Auth, tools: cfg.Tools, log: cfg.Logger,
 		tenantHeader: cfg.TenantHeader, maxBody: cfg.MaxBodyBytes, ping: cfg.PingInterval, historyLoc: cfg.HistoryLocation,
-		mux: http.NewServeMux(), closing: make(chan struct{}),
+		chainHardLimit: cfg.ChainHardLimit,
+		mux:            http.NewServeMux(), closing: make(chan struct{}),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -71,6 +75,9 @@ func New(cfg Config) *Server {
 	}
 	if s.historyLoc == nil {
 		s.historyLoc = time.UTC
+	}
+	if s.chainHardLimit <= 0 {
+		s.chainHardLimit = 20
 	}
 	s.routes()
 	return s
@@ -110,6 +117,10 @@ func (s *Server) routes() {
 	api("POST /api/v1/agent/runs", s.aguiRun)
 	stream("GET /api/v1/agent/runs/{threadId}/events", s.aguiEvents)
 	api("GET /api/v1/agent/history", s.aguiHistory)
+
+	// Chain stream (seed 003): chain.go.
+	stream("GET /v1/chain/stream", s.chainStream)
+	api("POST /v1/chain/stream", s.chainStream)
 }
 
 // wrap renders a handler's error.

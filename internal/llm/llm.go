@@ -74,6 +74,18 @@ type Request struct {
 	Temperature *float64 // nil: provider default
 	// JSONObject asks for a JSON object answer (structured output) where the provider supports it.
 	JSONObject bool
+	// Schema, when set, names the JSON Schema the answer object must match.
+	// Adapters ask for JSON mode (as JSONObject does); the caller puts the
+	// schema in its prompt and validates the answer, since few
+	// OpenAI-compatible providers enforce a schema. The offline model answers
+	// the schemas it knows (Name) with a fitting object.
+	Schema *OutputSchema
+}
+
+// OutputSchema is a named JSON Schema for a structured answer.
+type OutputSchema struct {
+	Name   string          // e.g. WorkflowPlan, CheckOutput
+	Schema json.RawMessage // a JSON Schema of an object
 }
 
 // ToolCallDelta is a fragment of a tool call as it streams. The first fragment

@@ -1,23 +1,36 @@
-// Package chain is seed 003's chain stream: frames `event: <evt>`,
-// `id: <seq>`, `data: <envelope>` with the envelope
+// Package chain is seed 003's chain stream: frames of exactly three lines,
+// `event: <evt>`, `id: <seq>`, `data: <envelope>`, with the envelope
 //
 //	{"evt": <evt>, "seq": <seq>, "ts": <RFC 3339 UTC, ms>, "trace_id": <run id>, "schema": "v1", "payload": …}
 //
-// and `: keep-alive` comments. seq is the event's per-thread seq, the same
-// number as the SSE id, so a client resuming with Last-Event-ID and one
-// reading seq agree; it increases but is not dense, since events the chain
-// stream does not show (text deltas, for one) take numbers too.
+// and `: keep-alive` comments. It owns the whole exchange: the request
+// (ParseQuery, ParseBody), the response headers (Header), the rejection of a
+// max_steps over the hard limit (Rejection), and the rule that the stream
+// ends after `final` (Ends).
+//
+// # Numbering
+//
+// seq counts the frames of one chain (one run): 1, 2, 3… whatever else the
+// run logs, and the SSE id is the same number. The count is a pure function
+// of the run's events, so an encoder fed the run from its first event
+// numbers every frame the same way each time; a stream resumed with
+// Last-Event-ID N replays the run from its start through an encoder made
+// with Options.After = N, which counts the first N frames without writing
+// them. trace_id is the run id (a UUIDv7), one for the whole chain.
 //
 // # Mapping
 //
-//   - step.started → chain.step, payload the step name (planner, executor, check, …).
+//   - step.started of planner, executor or check → chain.step, payload the
+//     step name. Other steps (the router's router and worker) are not chain
+//     stages and are dropped.
 //   - plan → planner.plan, payload the planner's plan object.
 //   - tool call ready (or running, for a stream that missed ready) → call.start
 //     {name, status:"start", input, output:"", server}; a call awaiting a person
 //     → call.start {…, status:"awaiting_input", confirmationId, expiresAt,
 //     message}, and call.start with status "start" again once it runs.
-//   - tool result → call.end {name, status:"success"|"failure", input, output,
-//     server}; a partial result counts as success, with its text.
+//   - tool result → call.end {name, status:"success"|"error", input, output,
+//     server}: success with the tool's text (a partial result counts as
+//     success), or error with the error text (a refused or failed call).
 //   - check → check.summary, payload the checker's verdict.
 //   - error → error {code, message}.
 //   - run.finished → final, payload the final text: the run's last completed
@@ -30,14 +43,16 @@
 //
 // # Dropped
 //
-// conversation.created, run.started, run.resumed, step.finished, iterations,
-// text and reasoning deltas (final carries the text), tool-call argument
-// fragments, retrieval, context patches, and every statistic.
+// conversation.created, run.started, run.resumed, step.finished, steps that
+// are not chain stages, iterations, text and reasoning deltas (final carries
+// the text), tool-call argument fragments, retrieval, context patches, and
+// every statistic.
 package chain
 
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"github.com/agentchat/agentchat/internal/dialect"
@@ -63,19 +78,34 @@ const (
 	StatusStart         = "start"
 	StatusAwaitingInput = "awaiting_input"
 	StatusSuccess       = "success"
-	StatusFailure       = "failure"
+	StatusError         = "error"
 )
+
+// Stages are the step names the chain stream shows.
+var stages = map[string]bool{"planner": true, "executor": true, "check": true}
+
+// Options shape one stream.
+type Options struct {
+	// After is the Last-Event-ID the client resumes from: frames numbered up
+	// to it are counted but not written. The encoder must then be fed the
+	// run from its first event.
+	After int64
+}
 
 // Encoder writes chain envelopes. It is not safe for concurrent use.
 type Encoder struct {
+	after int64
 	run   string
 	trace string
+	seq   int64             // frames of the run so far
 	calls map[string]string // tool call id → last call.start status
 	final string            // last completed assistant message
 }
 
 // NewEncoder returns a chain-stream encoder.
-func NewEncoder() *Encoder { return &Encoder{calls: map[string]string{}} }
+func NewEncoder(opts Options) *Encoder {
+	return &Encoder{after: max(opts.After, 0), calls: map[string]string{}}
+}
 
 var _ dialect.Encoder = (*Encoder)(nil)
 
@@ -107,10 +137,13 @@ type errorPayload struct {
 // Encode appends the envelope of ev, if the chain stream shows it.
 func (e *Encoder) Encode(dst []byte, ev event.Event) []byte {
 	if ev.Run != e.run {
-		*e = Encoder{run: ev.Run, trace: ev.Run, calls: map[string]string{}}
+		*e = Encoder{after: e.after, run: ev.Run, trace: ev.Run, calls: map[string]string{}}
 	}
 	switch p := ev.Payload.(type) {
 	case event.StepStartedData:
+		if !stages[p.Name] {
+			return dst
+		}
 		return e.frame(dst, ev, Step, p.Name)
 	case event.PlanData:
 		return e.frame(dst, ev, PlannerPlan, object(p.Plan))
@@ -128,13 +161,15 @@ func (e *Encoder) Encode(dst []byte, ev event.Event) []byte {
 		}
 		return e.start(dst, ev, c, p.ToolCallID)
 	case event.ToolResultData:
-		status := StatusSuccess
-		if p.Status == event.ToolFailure || p.Denied {
-			status = StatusFailure
-		}
-		output := p.Content
+		status, output := StatusSuccess, p.Content
 		if output == "" {
 			output = text(p.Output)
+		}
+		if p.Status == event.ToolFailure || p.Denied {
+			status = StatusError
+			if p.Error != "" && !p.Denied {
+				output = p.Error
+			}
 		}
 		return e.frame(dst, ev, CallEnd, call{Name: p.Name, Status: status, Input: text(p.Args), Output: output, Server: ev.Step})
 	case event.MessageCompletedData:
@@ -188,15 +223,23 @@ func (e *Encoder) Abort(dst []byte, info event.ErrorInfo) []byte {
 	return dialect.AppendFrame(dst, dialect.Frame{Event: Error, Data: b})
 }
 
+// frame numbers a frame and writes it, unless the client has it already.
 func (e *Encoder) frame(dst []byte, ev event.Event, evt string, payload any) []byte {
-	b, err := json.Marshal(envelope{Evt: evt, Seq: ev.Seq, TS: dialect.Millis(ev.Time), TraceID: ev.Run, Schema: SchemaVersion, Payload: payload})
+	e.seq++
+	if e.seq <= e.after {
+		return dst
+	}
+	b, err := json.Marshal(envelope{Evt: evt, Seq: e.seq, TS: dialect.Millis(ev.Time), TraceID: ev.Run, Schema: SchemaVersion, Payload: payload})
 	if err != nil { // only plain data and checked RawMessages reach here
 		evt = Error
-		b, _ = json.Marshal(envelope{Evt: Error, Seq: ev.Seq, TS: dialect.Millis(ev.Time), TraceID: ev.Run, Schema: SchemaVersion,
+		b, _ = json.Marshal(envelope{Evt: Error, Seq: e.seq, TS: dialect.Millis(ev.Time), TraceID: ev.Run, Schema: SchemaVersion,
 			Payload: errorPayload{"encode_failed", "an event could not be encoded"}})
 	}
-	return dialect.AppendFrame(dst, dialect.Frame{ID: dialect.SeqID(ev), Event: evt, Data: b})
+	return dialect.AppendFrame(dst, dialect.Frame{ID: strconv.FormatInt(e.seq, 10), Event: evt, Data: b})
 }
+
+// Frames is how many frames the encoder has numbered, written or not.
+func (e *Encoder) Frames() int64 { return e.seq }
 
 // text is a JSON value as compact text: seed 003 carries input and output as strings.
 func text(raw json.RawMessage) string {

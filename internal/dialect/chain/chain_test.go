@@ -2,7 +2,9 @@ package chain_test
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -42,7 +44,7 @@ func TestGolden(t *testing.T) {
 	for _, name := range dialecttest.Names() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			got := dialecttest.Encode(chain.NewEncoder(), dialecttest.Script(name))
+			got := dialecttest.Encode(chain.NewEncoder(chain.Options{}), dialecttest.Script(name))
 			dialecttest.Golden(t, name+".chain.golden", got, *update)
 			envs := verify(t, got)
 			finals := 0
@@ -63,7 +65,7 @@ func TestGolden(t *testing.T) {
 
 func TestChainRun(t *testing.T) {
 	t.Parallel()
-	envs := verify(t, dialecttest.Encode(chain.NewEncoder(), dialecttest.Script(dialecttest.Chain)))
+	envs := verify(t, dialecttest.Encode(chain.NewEncoder(chain.Options{}), dialecttest.Script(dialecttest.Chain)))
 	var evts []string
 	for _, env := range envs {
 		evts = append(evts, env["evt"].(string))
@@ -86,7 +88,7 @@ func TestChainRun(t *testing.T) {
 
 func TestConfirmationAndFailures(t *testing.T) {
 	t.Parallel()
-	envs := verify(t, dialecttest.Encode(chain.NewEncoder(), dialecttest.Script(dialecttest.Rich)))
+	envs := verify(t, dialecttest.Encode(chain.NewEncoder(chain.Options{}), dialecttest.Script(dialecttest.Rich)))
 	var calls []string
 	for _, env := range envs {
 		if p, ok := env["payload"].(map[string]any); ok && strings.HasPrefix(env["evt"].(string), "call.") {
@@ -97,19 +99,105 @@ func TestConfirmationAndFailures(t *testing.T) {
 		}
 	}
 	want := []string{"call.start search_orders start", "call.start send_message start", "call.start send_message awaiting_input",
-		"call.end search_orders success", "call.start send_message start", "call.end send_message failure"}
+		"call.end search_orders success", "call.start send_message start", "call.end send_message error"}
 	if !slices.Equal(calls, want) {
 		t.Errorf("got  %q\nwant %q", calls, want)
 	}
-	envs = verify(t, dialecttest.Encode(chain.NewEncoder(), dialecttest.Script(dialecttest.Failed)))
+	envs = verify(t, dialecttest.Encode(chain.NewEncoder(chain.Options{}), dialecttest.Script(dialecttest.Failed)))
 	if n := len(envs); envs[n-2]["evt"] != "error" || envs[n-1]["payload"] != "The model provider is unavailable." {
 		t.Errorf("failed run ends %v %v", envs[n-2], envs[n-1])
 	}
 }
 
+// TestNumbering: seq counts the chain's frames from 1 whatever the log's
+// seqs, and an encoder resuming after N writes the frames from N+1 on with
+// the same numbers.
+func TestNumbering(t *testing.T) {
+	t.Parallel()
+	evs := dialecttest.Script(dialecttest.Chain)
+	full := verify(t, dialecttest.Encode(chain.NewEncoder(chain.Options{}), evs))
+	for i, env := range full {
+		if seq, _ := env["seq"].(json.Number).Int64(); seq != int64(i+1) {
+			t.Fatalf("frame %d has seq %d", i, seq)
+		}
+	}
+	for after := range len(full) + 1 {
+		rest := verify(t, dialecttest.Encode(chain.NewEncoder(chain.Options{After: int64(after)}), evs))
+		if len(rest) != len(full)-after {
+			t.Fatalf("after %d: %d frames, want %d", after, len(rest), len(full)-after)
+		}
+		for i, env := range rest {
+			want, _ := json.Marshal(full[after+i])
+			got, _ := json.Marshal(env)
+			if string(got) != string(want) {
+				t.Errorf("after %d, frame %d:\n got %s\nwant %s", after, i, got, want)
+			}
+		}
+	}
+}
+
+func TestParseRequest(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		query string // GET query, or a body when it starts with {
+		want  chain.Request
+		field string // the RequestError's field, "" for success
+	}{
+		{"seed example", "user_input=%E5%86%99%E4%B8%80%E4%B8%AA%E5%91%A8%E6%8A%A5&max_steps=10", chain.Request{UserInput: "写一个周报", MaxSteps: 10}, ""},
+		{"default steps", "user_input=hi&access_token=x", chain.Request{UserInput: "hi"}, ""},
+		{"missing input", "max_steps=3", chain.Request{}, "user_input"},
+		{"blank input", "user_input=%20%20", chain.Request{}, "user_input"},
+		{"attach", "run_id=r1", chain.Request{RunID: "r1"}, ""},
+		{"bad steps", "user_input=hi&max_steps=many", chain.Request{}, "max_steps"},
+		{"zero steps", "user_input=hi&max_steps=0", chain.Request{}, "max_steps"},
+		{"body", `{"user_input":"hi","max_steps":3,"conversationId":"c1","extra":true}`, chain.Request{UserInput: "hi", MaxSteps: 3, ConversationID: "c1"}, ""},
+		{"body null steps", `{"user_input":"hi","max_steps":null}`, chain.Request{UserInput: "hi"}, ""},
+		{"body no input", `{"max_steps":3}`, chain.Request{}, "user_input"},
+		{"body bad steps", `{"user_input":"hi","max_steps":"3"}`, chain.Request{}, "max_steps"},
+		{"body not json", `{"user_input":`, chain.Request{}, "body"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var got chain.Request
+			var err error
+			if strings.HasPrefix(tt.query, "{") {
+				got, err = chain.ParseBody([]byte(tt.query))
+			} else {
+				q, _ := url.ParseQuery(tt.query)
+				got, err = chain.ParseQuery(q)
+			}
+			var re *chain.RequestError
+			switch {
+			case tt.field == "" && err != nil:
+				t.Fatalf("error %v", err)
+			case tt.field != "" && (!errors.As(err, &re) || re.Field != tt.field):
+				t.Fatalf("error %v, want one about %s", err, tt.field)
+			case tt.field == "" && got != tt.want:
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+	if (chain.Request{}).Steps() != 6 || !(chain.Request{MaxSteps: 21}).OverLimit(20) || (chain.Request{MaxSteps: 20}).OverLimit(20) {
+		t.Error("steps and limit")
+	}
+}
+
+func TestRejection(t *testing.T) {
+	t.Parallel()
+	got := chain.Rejection(nil, 50, 20, "0190aaaa-0000-7000-8000-000000000000", dialecttest.T0)
+	dialecttest.Golden(t, "rejection.chain.golden", got, *update)
+	envs := verify(t, got)
+	if len(envs) != 1 || envs[0]["evt"] != "final" || envs[0]["seq"].(json.Number).String() != "1" ||
+		!strings.Contains(envs[0]["payload"].(string), "CHAIN_HARD_LIMIT") {
+		t.Errorf("rejection %v", envs)
+	}
+}
+
 func TestKeepAliveAndAbort(t *testing.T) {
 	t.Parallel()
-	enc := chain.NewEncoder()
+	enc := chain.NewEncoder(chain.Options{})
 	if got := string(enc.KeepAlive(nil, time.Now())); got != ": keep-alive\n\n" {
 		t.Errorf("keep-alive %q", got)
 	}
@@ -125,7 +213,7 @@ func BenchmarkEncodeChain(b *testing.B) {
 	var dst []byte
 	b.ReportAllocs()
 	for b.Loop() {
-		enc := chain.NewEncoder()
+		enc := chain.NewEncoder(chain.Options{})
 		for _, ev := range evs {
 			dst = enc.Encode(dst[:0], ev)
 		}

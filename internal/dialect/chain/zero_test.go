@@ -9,5 +9,5 @@ import (
 
 func TestZeroPayloads(t *testing.T) {
 	t.Parallel()
-	dialecttest.CheckZeroPayloads(t, chain.NewEncoder())
+	dialecttest.CheckZeroPayloads(t, chain.NewEncoder(chain.Options{}))
 }

@@ -178,7 +178,7 @@ func failed(code, msg string, u event.Usage) engine.Outcome {
 }
 
 func (r *runner) pause(st paused) engine.Outcome {
-	if o := r.t.Options; o.Structured || len(o.FrontendTools) > 0 || len(o.Context) > 0 {
+	if o := r.t.Options; o.Structured || len(o.FrontendTools) > 0 || len(o.Context) > 0 || o.Allowed != nil {
 		st.Options = &o
 	}
 	b, _ := json.Marshal(st)
@@ -264,13 +264,13 @@ func (r *runner) iterate(ctx context.Context, it int, msgs []llm.Message) (turnO
 		o.Usage = r.usage
 		return turnOut{}, o
 	}
-	info := modelError(err)
+	info := ModelError(err)
 	r.h.Emit(ctx, event.Event{Iteration: it, Step: "worker", Payload: event.ErrorData{ErrorInfo: info}})
 	return turnOut{}, &engine.Outcome{Status: engine.StatusFailed, Error: &info, Usage: r.usage}
 }
 
-// modelError turns a provider failure into text a person can act on.
-func modelError(err error) event.ErrorInfo {
+// ModelError turns a provider failure into text a person can act on.
+func ModelError(err error) event.ErrorInfo {
 	var le *llm.Error
 	if errors.As(err, &le) {
 		msg := map[string]string{
@@ -334,6 +334,9 @@ func (r *runner) toolSpecs() []llm.ToolSpec {
 	var specs []llm.ToolSpec
 	if r.a.tools != nil {
 		for _, s := range r.a.tools.List() {
+			if !r.t.Options.Allowed.Allows(s.Name) {
+				continue
+			}
 			specs = append(specs, llm.ToolSpec{Name: s.Name, Description: s.Description, Parameters: s.Parameters})
 		}
 	}
@@ -399,8 +402,10 @@ func (r *runner) runTools(ctx context.Context, it int, calls []llm.ToolCall) ([]
 	return out, awaiting, announce
 }
 
+// spec is the registry's tool of that name, if this run may use it: a tool
+// the run is not allowed is as unknown as one that does not exist.
 func (r *runner) spec(name string) (tool.Spec, bool) {
-	if r.a.tools == nil {
+	if r.a.tools == nil || !r.t.Options.Allowed.Allows(name) {
 		return tool.Spec{}, false
 	}
 	return r.a.tools.Get(name)

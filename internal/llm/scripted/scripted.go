@@ -44,6 +44,14 @@
 // denied the call gives "Okay, I did not send it." (or "… did not run it.").
 //
 // With Request.JSONObject the answer text is a JSON object {"answer": …}.
+//
+// # Chain roles
+//
+// A request with Request.Schema named WorkflowPlan or CheckOutput is the
+// chain engine's planner or checker; the model answers it with a fitting
+// JSON object (see chain.go for the phrases that bend it: "invalid plan",
+// "invalid plan once", "fail check once", "always fail check"). The
+// executor is the agent loop, so the phrase rules above apply to it.
 package scripted
 
 import (
@@ -153,8 +161,11 @@ func (m *Model) script(req llm.Request) ([]step, error) {
 	loop := strings.Contains(lower, "loop forever") && offered[ToolCurrentTime]
 
 	var calls []call
-	switch last.Role {
-	case llm.RoleUser:
+	structured, isStructured := structuredAnswer(req)
+	switch {
+	case isStructured:
+		answer = structured
+	case last.Role == llm.RoleUser:
 		if strings.Contains(lower, "fail please") {
 			return nil, &llm.Error{
 				Code:    llm.CodeUnavailable,
@@ -173,7 +184,7 @@ func (m *Model) script(req llm.Request) ([]step, error) {
 		if len(calls) == 0 {
 			answer = m.plainAnswer(last, missing)
 		}
-	case llm.RoleTool:
+	case last.Role == llm.RoleTool:
 		if loop {
 			calls = []call{{name: ToolCurrentTime, args: map[string]string{"timezone": "UTC"}}}
 		} else {
@@ -196,7 +207,7 @@ func (m *Model) script(req llm.Request) ([]step, error) {
 		}
 		finish = "tool_calls"
 	} else {
-		if req.JSONObject {
+		if req.JSONObject && !isStructured {
 			b, _ := marshal(map[string]string{"answer": answer})
 			answer = string(b)
 		}
@@ -445,14 +456,15 @@ func summariseOne(name string, args map[string]string, content string) string {
 		return ""
 	}
 	sending := name == ToolFeishu || name == ToolWebhook
+	// A failure first: its text may say "refused" without anyone declining.
+	if e := field("error"); e != "" || strings.HasPrefix(strings.ToLower(content), "error") {
+		return fmt.Sprintf("The %s tool failed: %s.", name, clip(oneLine(cmp.Or(e, content)), 200))
+	}
 	if declinedRe.MatchString(content) {
 		if sending {
 			return "Okay, I did not send it."
 		}
 		return "Okay, I did not run it."
-	}
-	if e := field("error"); e != "" || strings.HasPrefix(strings.ToLower(content), "error") {
-		return fmt.Sprintf("The %s tool failed: %s.", name, clip(oneLine(cmp.Or(e, content)), 200))
 	}
 	switch name {
 	case ToolCurrentTime:

@@ -1,0 +1,123 @@
+package httpapi
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/agentchat/agentchat/internal/dialect/chain"
+	"github.com/agentchat/agentchat/internal/run"
+	"github.com/agentchat/agentchat/internal/store"
+)
+
+// chainStream serves GET and POST /v1/chain/stream (seed 003): it starts a
+// chain and streams its envelopes, or, with Last-Event-ID (or run_id),
+// attaches to the chain the request names and continues after that frame.
+// Everything about the format is the chain dialect's; this translates HTTP.
+func (s *Server) chainStream(w http.ResponseWriter, r *http.Request) error {
+	req, err := s.chainRequest(r)
+	if err != nil {
+		return err
+	}
+	after, err := lastEventID(r)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	sc := scopeOf(ctx)
+	if req.OverLimit(s.chainHardLimit) {
+		if after > 0 {
+			w.WriteHeader(http.StatusNoContent) // the client has the rejection: EventSource stops here
+			return nil
+		}
+		writeHeader(w, chain.Header())
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(chain.Rejection(nil, req.Steps(), s.chainHardLimit, store.NewID(), time.Now()))
+		return nil
+	}
+	if req.RunID != "" || after > 0 {
+		return s.chainAttach(w, r, sc, req, after)
+	}
+	started, err := s.runs.StartChain(ctx, sc, run.ChainRequest{Input: req.UserInput, MaxSteps: req.Steps(), ConversationID: req.ConversationID})
+	if err != nil {
+		return conversationErr(err)
+	}
+	w.Header().Set("X-Run-ID", started.Run.ID)
+	w.Header().Set("X-Conversation-ID", started.Conversation.ID)
+	s.serveStream(w, r, started.Stream, chain.NewEncoder(chain.Options{}), streamOptions{header: chain.Header(), endAfter: chain.Ends})
+	return nil
+}
+
+// chainAttach replays the named chain from its first event (the frame
+// numbers are counted from there) and follows it live, writing the frames
+// after `after`. A finished chain the client has every frame of answers
+// 204, which tells an EventSource not to reconnect again.
+func (s *Server) chainAttach(w http.ResponseWriter, r *http.Request, sc store.Scope, req chain.Request, after int64) error {
+	ctx := r.Context()
+	var target store.Run
+	var err error
+	if req.RunID != "" {
+		target, err = s.runs.Get(ctx, sc, req.RunID)
+	} else {
+		target, err = s.runs.LatestChain(ctx, sc, req.ConversationID, req.UserInput)
+	}
+	if err != nil {
+		return runErr(err)
+	}
+	if !store.Active(target.Status) && after > 0 {
+		_, evs, err := s.runs.Timeline(ctx, sc, target.ID)
+		if err != nil {
+			return runErr(err)
+		}
+		if after >= chain.Count(evs) {
+			w.WriteHeader(http.StatusNoContent)
+			return nil
+		}
+	}
+	st, err := s.runs.Follow(ctx, sc, "", target.ID, 0)
+	if err != nil {
+		return runErr(err)
+	}
+	w.Header().Set("X-Run-ID", target.ID)
+	w.Header().Set("X-Conversation-ID", target.ConversationID)
+	s.serveStream(w, r, st, chain.NewEncoder(chain.Options{After: after}), streamOptions{header: chain.Header(), endAfter: chain.Ends})
+	return nil
+}
+
+// chainRequest decodes the query (GET) or the JSON body (POST).
+func (s *Server) chainRequest(r *http.Request) (chain.Request, error) {
+	var req chain.Request
+	var err error
+	if r.Method == http.MethodPost {
+		raw, rerr := io.ReadAll(r.Body)
+		if rerr != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(rerr, &mbe) {
+				return req, rerr
+			}
+			return req, apiErr(http.StatusBadRequest, "invalid_body", "the request body could not be read")
+		}
+		req, err = chain.ParseBody(raw)
+	} else {
+		req, err = chain.ParseQuery(r.URL.Query())
+	}
+	var re *chain.RequestError
+	if errors.As(err, &re) {
+		code := "invalid_field"
+		switch re.Field {
+		case "user_input":
+			code = "missing_field"
+		case "body":
+			code = "invalid_json"
+		}
+		return req, apiErr(http.StatusBadRequest, code, "%s", re.Message)
+	}
+	return req, err
+}
+
+func writeHeader(w http.ResponseWriter, h http.Header) {
+	for k, v := range h {
+		w.Header()[k] = v
+	}
+}
