@@ -209,6 +209,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		ConfirmTTL: cfg.ConfirmTTL, RunRetention: cfg.RunRetention, MaxInputChars: cfg.MaxInputChars, MaxRunsPerTenant: cfg.MaxRunsPerTenant,
 		LeaseTTL: cfg.LeaseTTL, ReplicaID: replicaID(), Sole: mustKind(cfg) != "postgres",
 	})
+	readyCtx, cancelReady := context.WithTimeout(ctx, 60*time.Second)
+	err = runs.Ready(readyCtx)
+	cancelReady()
+	if err != nil {
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		runs.Shutdown(shutdownCtx)
+		cancel()
+		return err
+	}
 	api := httpapi.New(httpapi.Config{
 		Store: st, Runs: runs, Tools: tools, Logger: log, Auth: httpapi.NewAuthenticator(tokens, cfg.JWTSecret),
 		TenantHeader: cfg.TenantHeader, MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval,

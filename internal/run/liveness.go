@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -119,13 +120,36 @@ type liveness struct {
 	mu    sync.Mutex
 	cur   *term
 	ready chan struct{} // closed when the first term began
+	// recovered is closed when the runs a previous process left were
+	// ended (sole), or with ready (otherwise).
+	recovered chan struct{}
 }
+
+// Ready waits until the service can run work: its first term began and, on
+// a store it owns alone, the runs a previous process left executing were
+// ended. A server listens only then, so no client sees those runs still
+// "running" after a restart.
+func (s *Service) Ready(ctx context.Context) error {
+	select {
+	case <-s.live.recovered:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: the store did not answer while the server started", store.ErrUnavailable)
+	}
+}
+
+// notReadyWait bounds how long a request waits for the first term.
+const notReadyWait = 2 * time.Second
 
 // term returns the current term, waiting for the first one. A fenced term
 // whose successor is not registered yet (the store is away) is unavailable.
 func (s *Service) term(ctx context.Context) (*term, error) {
+	wait := time.NewTimer(notReadyWait)
+	defer wait.Stop()
 	select {
 	case <-s.live.ready:
+	case <-wait.C:
+		return nil, fmt.Errorf("%w: this replica could not register with the store yet", store.ErrUnavailable)
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-s.ctx.Done():
@@ -184,8 +208,10 @@ func (s *Service) livenessLoop() {
 	}
 	if s.cfg.Sole {
 		s.recoverSole()
+		close(s.live.recovered)
 		return
 	}
+	close(s.live.recovered)
 	period := s.cfg.LeaseTTL / 3
 	retry := max(s.cfg.LeaseTTL/20, 50*time.Millisecond)
 	timer := time.NewTimer(period)
