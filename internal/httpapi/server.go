@@ -30,6 +30,9 @@ type Config struct {
 	PingInterval time.Duration // default 15s
 	// HistoryLocation is the time zone that cuts the history's days. Default UTC.
 	HistoryLocation *time.Location
+	// CORSOrigins are the browser origins allowed to call the API (exact, or
+	// "*" for any); none by default. See cors.go.
+	CORSOrigins []string
 }
 
 // Server holds the handlers. Create it with New.
@@ -44,6 +47,7 @@ type Server struct {
 	ping         time.Duration
 	historyLoc   *time.Location
 	mux          *http.ServeMux
+	cors         *cors
 
 	// closing is closed when the server begins to shut down, so streams end cleanly.
 	closing   chan struct{}
@@ -72,6 +76,7 @@ func New(cfg Config) *Server {
 	if s.historyLoc == nil {
 		s.historyLoc = time.UTC
 	}
+	s.cors = newCORS(cfg.CORSOrigins, s.tenantHeader)
 	s.routes()
 	return s
 }
@@ -86,6 +91,7 @@ func (s *Server) routes() {
 
 	open("GET /healthz", s.healthz)
 	open("GET /readyz", s.readyz)
+	s.consoleRoutes() // the web console at /, and GET /v1/me: console.go
 
 	api("POST /v1/conversations", s.createConversation)
 	api("GET /v1/conversations", s.listConversations)
@@ -155,6 +161,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Body != nil {
 		r.Body = http.MaxBytesReader(rec, r.Body, s.maxBody)
 	}
+	if s.handleCORS(rec, r) { // cors.go: preflights and refused origins end here
+		return
+	}
 	if _, pattern := s.mux.Handler(r); pattern == "" {
 		s.noRoute(rec, r)
 		return
@@ -164,14 +173,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // noRoute answers 405 when the path exists under another method, else 404.
 func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
-	var allowed []string
-	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete} {
-		probe := r.Clone(r.Context())
-		probe.Method = m
-		if _, p := s.mux.Handler(probe); p != "" {
-			allowed = append(allowed, m)
-		}
-	}
+	allowed := s.methodsOf(r)
 	if len(allowed) > 0 {
 		for _, m := range allowed {
 			w.Header().Add("Allow", m)

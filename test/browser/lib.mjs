@@ -1,0 +1,169 @@
+// Shared pieces of the browser tests: the server under test, fake upstreams,
+// Debian's chromium driven by playwright-core (never a downloaded browser),
+// and a guard that fails a test on any browser console error, uncaught page
+// error, or request to a host the test did not name.
+
+import { spawn, execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import http from 'node:http';
+import { chromium } from 'playwright-core';
+
+const here = dirname(fileURLToPath(import.meta.url));
+export const BIN = process.env.AGENTCHAT_BIN || join(here, '.bin', 'agentchat');
+export const SHOTS = join(here, 'screenshots');
+export const WAIT = 20_000;
+
+/** CHROMIUM is the system browser; CHROMIUM_PATH overrides it. */
+export const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+
+export function within(promise, what, ms = WAIT) {
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms}ms: ${what}`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+export function listen(server, host = '127.0.0.1') {
+  return new Promise((ok, fail) => {
+    server.once('error', fail);
+    server.listen(0, host, () => ok(`http://${host}:${server.address().port}`));
+  });
+}
+
+export function close(server) {
+  server.closeAllConnections?.();
+  return within(new Promise((ok) => server.close(() => ok())), 'server close', 5_000);
+}
+
+/**
+ * startAgentchat runs the binary (built when missing) on a free port with a
+ * fresh data directory and returns its URL, the console URL and token it
+ * printed, and stop().
+ */
+export async function startAgentchat(env = {}) {
+  if (!existsSync(BIN)) {
+    execFileSync('go', ['build', '-o', BIN, './cmd/agentchat'], { cwd: resolve(here, '../..'), stdio: 'inherit' });
+  }
+  const dataDir = mkdtempSync(join(tmpdir(), 'agentchat-browser-'));
+  const child = spawn(BIN, ['serve'], {
+    env: {
+      PATH: process.env.PATH,
+      HOME: dataDir,
+      AGENTCHAT_ADDR: '127.0.0.1:0',
+      AGENTCHAT_DATA_DIR: dataDir,
+      AGENTCHAT_LLM: 'scripted',
+      AGENTCHAT_LOG_LEVEL: 'warn',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const started = new Promise((ok, fail) => {
+    child.stdout.on('data', (b) => {
+      output += b;
+      const url = /listening on (http:\/\/[0-9.:]+)/.exec(output)?.[1];
+      const consoleURL = /Open the console in a browser: (http:\/\/\S+)/.exec(output)?.[1];
+      if (url && consoleURL) ok({ url, consoleURL, token: /export TOKEN=(\S+)/.exec(output)?.[1] });
+    });
+    child.stderr.on('data', (b) => (output += b));
+    child.once('exit', (code) => fail(new Error(`agentchat exited (${code}):\n${output}`)));
+  });
+  const info = await within(started, 'agentchat to start');
+  const exited = new Promise((ok) => child.once('exit', ok));
+  return {
+    ...info,
+    output: () => output,
+    async stop() {
+      child.kill('SIGTERM');
+      await within(exited, 'agentchat to stop', 10_000).catch(() => child.kill('SIGKILL'));
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** fakeFeishu is a Feishu custom-bot webhook that records the texts it was sent. */
+export async function fakeFeishu() {
+  const hook = { texts: [] };
+  const server = http.createServer(async (req, res) => {
+    let raw = '';
+    for await (const chunk of req) raw += chunk;
+    hook.texts.push(JSON.parse(raw).content?.text);
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{"code":0,"msg":"success","data":{}}');
+  });
+  hook.url = await listen(server);
+  hook.close = () => close(server);
+  return hook;
+}
+
+/**
+ * launch starts chromium headless with no background traffic. playwright
+ * gives every launch a fresh temporary profile (user-data-dir) and removes it
+ * on close.
+ */
+export async function launch() {
+  if (!existsSync(CHROMIUM)) throw new Error(`no browser at ${CHROMIUM}: apt-get install -y chromium (or set CHROMIUM_PATH)`);
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run',
+      '--disable-component-update', '--disable-sync'],
+  });
+  return {
+    browser,
+    async close() {
+      await browser.close();
+    },
+  };
+}
+
+/**
+ * guard watches a page: every console error, uncaught exception, failed
+ * request, and request to an origin outside allowed becomes a problem.
+ * expectErrors(fn) runs fn while console errors matching a pattern are
+ * expected (a refused cross-origin request, say).
+ */
+export function guard(page, allowed) {
+  const problems = [];
+  let expected = null;
+  page.on('console', (m) => {
+    if (m.type() !== 'error') return;
+    if (expected && expected.test(m.text())) return;
+    problems.push(`console error: ${m.text()} (${m.location()?.url ?? ''})`);
+  });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('request', (r) => {
+    const url = r.url();
+    if (!allowed.some((origin) => url === origin || url.startsWith(`${origin}/`))) problems.push(`request to another host: ${url}`);
+  });
+  return {
+    problems,
+    async expectErrors(pattern, fn) {
+      expected = pattern;
+      try {
+        return await fn();
+      } finally {
+        expected = null;
+      }
+    },
+  };
+}
+
+export async function shot(page, name) {
+  mkdirSync(SHOTS, { recursive: true });
+  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+/** json calls the API from the test (not the browser). */
+export async function json(base, token, path, init = {}) {
+  const res = await fetch(base + path, {
+    ...init,
+    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', ...(init.headers ?? {}) },
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${init.method ?? 'GET'} ${path}: ${res.status} ${text}`);
+  return text ? JSON.parse(text) : null;
+}
