@@ -10,9 +10,11 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startAgentchat, fakeFeishu, launch, guard, shot, json, WAIT } from './lib.mjs';
+import { startAgentchat, fakeFeishu, fakeModel, launch, guard, shot, json, WAIT, SLOW_ANSWER, SLOW_BEFORE_GATE } from './lib.mjs';
 
-let server;
+let server; // the offline model: tools, reasoning, confirmations
+let gated; // a fake upstream model that pauses mid-answer until told: stop and reload
+let model;
 let feishu;
 let chromium;
 
@@ -20,19 +22,22 @@ before(async () => {
   feishu = await fakeFeishu();
   // Slow enough tokens that a test can act while an answer streams.
   server = await startAgentchat({ AGENTCHAT_SCRIPTED_TOKEN_DELAY: '25ms', AGENTCHAT_FEISHU_WEBHOOK_URL: feishu.url, AGENTCHAT_PING_INTERVAL: '1s' });
+  model = await fakeModel();
+  gated = await startAgentchat({ AGENTCHAT_LLM: 'openai', OPENAI_BASE_URL: `${model.url}/v1`, OPENAI_API_KEY: 'sk-fake',
+    AGENTCHAT_MODEL: 'fake', AGENTCHAT_LLM_RETRIES: '-1', AGENTCHAT_PING_INTERVAL: '1s' });
   chromium = await launch();
 });
 
 after(async () => {
   await chromium?.close();
   await server?.stop();
+  await gated?.stop();
+  await model?.close();
   await feishu?.close();
 });
 
-const LONG = 'Please tell me a long story about streaming servers, ' + 'tokens and reconnections and browsers and events, '.repeat(3);
-
 /** open starts a page (optionally phone-sized) signed in through the form. */
-async function open(t, { viewport = { width: 1280, height: 800 } } = {}) {
+async function open(t, { viewport = { width: 1280, height: 800 }, server = theServer() } = {}) {
   const context = await chromium.browser.newContext({ viewport });
   const page = await context.newPage();
   page.setDefaultTimeout(WAIT);
@@ -57,6 +62,10 @@ async function send(page, text) {
   await page.press('#composer-input', 'Enter');
 }
 
+function theServer() {
+  return server;
+}
+
 const lastRun = (page) => page.locator('#messages .run').last();
 
 async function finished(page) {
@@ -64,10 +73,10 @@ async function finished(page) {
 }
 
 /** stored is the conversation's stored messages, from the API. */
-async function stored(page) {
+async function stored(page, srv = server) {
   const id = /#\/c\/(.+)$/.exec(page.url())?.[1];
   assert.ok(id, `a conversation is open: ${page.url()}`);
-  return (await json(server.url, server.token, `/v1/conversations/${id}/messages`)).messages;
+  return (await json(srv.url, srv.token, `/v1/conversations/${id}/messages`)).messages;
 }
 
 test('the printed URL serves the console and the printed token signs in', async (t) => {
@@ -176,21 +185,21 @@ test('a confirmation started elsewhere shows up, and its card moves on live', as
 });
 
 test('Stop cancels the run on the server and keeps the partial answer', async (t) => {
-  const { page } = await open(t);
-  await send(page, LONG);
+  const { page } = await open(t, { server: gated });
+  await send(page, 'a slow answer, please');
+  await model.whenGated();
   const answer = lastRun(page).locator('.answer');
-  await page.waitForFunction(() => ([...document.querySelectorAll('#messages .answer')].at(-1)?.textContent.length ?? 0) > 20);
+  await page.locator('#messages .answer', { hasText: SLOW_BEFORE_GATE.trim() }).waitFor();
   await page.getByRole('button', { name: 'Stop' }).click();
   await lastRun(page).locator('.run-status.cancelled').waitFor();
+  await page.locator('#status', { hasText: 'Stopped' }).waitFor();
+  model.release();
   const shown = await answer.textContent();
-  assert.ok(shown.length > 20, 'the partial answer stays');
-  assert.match(await page.textContent('#status'), /Stopped/);
-  const messages = await stored(page);
-  const run = await json(server.url, server.token, `/v1/agent/runs/${messages.at(-1).runId}`);
+  assert.equal(shown, SLOW_BEFORE_GATE, 'the partial answer stays');
+  const messages = await stored(page, gated);
+  const run = await json(gated.url, gated.token, `/v1/agent/runs/${messages.at(-1).runId}`);
   assert.equal(run.status, 'cancelled');
-  const kept = messages.filter((m) => m.role === 'assistant').at(-1);
-  assert.equal(kept.content, shown, 'the partial answer shown is the one stored');
-  assert.ok(kept.content.length < 300, 'it really was cut short');
+  assert.equal(messages.filter((m) => m.role === 'assistant').at(-1).content, shown, 'the partial answer shown is the one stored');
   await shot(page, 'stopped');
 });
 
@@ -222,21 +231,25 @@ test('a run timeline opens from the run and replays step by step', async (t) => 
 });
 
 test('reloading mid-stream reattaches with Last-Event-ID: no text twice, none missing', async (t) => {
-  const { page } = await open(t);
-  await send(page, LONG);
-  await page.waitForFunction(() => ([...document.querySelectorAll('#messages .answer')].at(-1)?.textContent.length ?? 0) > 20);
+  const { page } = await open(t, { server: gated });
+  await send(page, 'a slow answer to reload in the middle of');
+  await model.whenGated();
+  await page.locator('#messages .answer', { hasText: SLOW_BEFORE_GATE.trim() }).waitFor();
   const resumed = page.waitForRequest((r) => /\/v1\/agent\/runs\/[^/]+\/events$/.test(r.url()));
   await page.reload();
   const request = await resumed;
   const lastEventId = request.headers()['last-event-id'];
   assert.match(lastEventId ?? '', /^[1-9][0-9]*$/, 'the reattach names the last event seen');
   assert.ok(!request.url().includes('access_token'), 'the token is not in the URL');
+  // The redrawn partial answer, then the rest once the model goes on.
+  await page.locator('#messages .answer', { hasText: SLOW_BEFORE_GATE.trim() }).waitFor();
+  model.release();
   await finished(page);
   const runs = page.locator('#messages .run');
-  const text = await runs.last().locator('.answer').textContent();
   assert.equal(await runs.last().locator('.answer').count(), 1);
-  const answer = (await stored(page)).filter((m) => m.role === 'assistant').at(-1);
-  assert.equal(text, answer.content, 'the answer after the reload is exactly the stored one');
+  assert.equal(await runs.last().locator('.answer').textContent(), SLOW_ANSWER, 'every word once, in order');
+  const answer = (await stored(page, gated)).filter((m) => m.role === 'assistant').at(-1);
+  assert.equal(answer.content, SLOW_ANSWER);
   assert.equal(await page.locator('#messages .msg.user').count(), 1, 'the question once');
   await shot(page, 'reloaded');
 });

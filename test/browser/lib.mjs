@@ -167,3 +167,57 @@ export async function json(base, token, path, init = {}) {
   if (!res.ok) throw new Error(`${init.method ?? 'GET'} ${path}: ${res.status} ${text}`);
   return text ? JSON.parse(text) : null;
 }
+
+/**
+ * fakeModel is an OpenAI-compatible upstream (POST /v1/chat/completions,
+ * streamed). An input containing "slow" gets an answer that stops after
+ * its first words until release() — whenGated() resolves once an answer
+ * waits there — so a test can act mid-stream without racing the model.
+ */
+export async function fakeModel() {
+  const fake = {};
+  let gate = null;
+  let waiters = [];
+  fake.whenGated = () => (gate ? Promise.resolve() : new Promise((ok) => waiters.push(ok)));
+  fake.release = () => {
+    gate?.open();
+    gate = null;
+  };
+  const server = http.createServer(async (req, res) => {
+    let raw = '';
+    for await (const chunk of req) raw += chunk;
+    if (req.method !== 'POST' || req.url !== '/v1/chat/completions') return res.writeHead(404).end();
+    const body = JSON.parse(raw);
+    const last = (body.messages ?? []).at(-1) ?? {};
+    const text = typeof last.content === 'string' ? last.content : JSON.stringify(last.content ?? '');
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    const send = (delta, finish = null) =>
+      res.write(`data: ${JSON.stringify({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: 1, model: body.model,
+        choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`);
+    send({ role: 'assistant', content: '' });
+    const slow = text.includes('slow');
+    const parts = (slow ? SLOW_ANSWER : 'Hello from the fake model.').split(/(?= )/);
+    for (let i = 0; i < parts.length; i++) {
+      if (slow && i === SLOW_GATE_AFTER) {
+        const opened = new Promise((open) => (gate = { open }));
+        waiters.splice(0).forEach((ok) => ok());
+        await opened;
+      }
+      if (res.destroyed) return;
+      send({ content: parts[i] });
+    }
+    send({}, 'stop');
+    res.end('data: [DONE]\n\n');
+  });
+  fake.url = await listen(server);
+  fake.close = () => {
+    fake.release();
+    return close(server);
+  };
+  return fake;
+}
+
+/** SLOW_ANSWER is what fakeModel answers to "slow"; it pauses after SLOW_GATE_AFTER words. */
+export const SLOW_ANSWER = 'These first words arrive at once, and after the gate opens the rest of this answer follows, word by word.';
+export const SLOW_GATE_AFTER = 5;
+export const SLOW_BEFORE_GATE = SLOW_ANSWER.split(/(?= )/).slice(0, SLOW_GATE_AFTER).join('');
