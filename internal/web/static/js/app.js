@@ -399,9 +399,9 @@ async function stop() {
   const live = state.live;
   if (!live?.runId) return;
   $('stop').disabled = true;
+  say('Stopping…'); // before the request: agent.end may arrive before its answer
   try {
     await api(`/v1/agent/runs/${live.runId}/cancel`, { method: 'POST' });
-    say('Stopping…');
   } finally {
     $('stop').disabled = false;
   }
