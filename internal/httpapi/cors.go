@@ -109,8 +109,18 @@ func (s *Server) methodsOf(r *http.Request) []string {
 
 // sameOrigin reports whether origin names the host the request was sent to,
 // as the console's own requests do. The scheme is not compared: behind a TLS
-// proxy the browser's https origin reaches us as plain http.
+// proxy the browser's https origin reaches us as plain http. A proxy that
+// rewrites Host says the original in X-Forwarded-Host; trusting it gives a
+// page on another origin nothing, since a browser sends a header it sets
+// itself only after a preflight, which names that page's origin.
 func sameOrigin(origin string, r *http.Request) bool {
 	_, hostPart, ok := strings.Cut(origin, "://")
-	return ok && strings.EqualFold(hostPart, r.Host)
+	if !ok {
+		return false
+	}
+	if strings.EqualFold(hostPart, r.Host) {
+		return true
+	}
+	fwd, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Host"), ",")
+	return fwd != "" && strings.EqualFold(hostPart, strings.TrimSpace(fwd))
 }

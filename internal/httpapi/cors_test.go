@@ -115,11 +115,10 @@ func TestCORSRequests(t *testing.T) {
 		}
 	})
 	t.Run("same origin and no origin pass without CORS headers", func(t *testing.T) {
-		for _, origin := range []string{"", e.url} {
-			r := req{method: "POST", path: "/v1/conversations", token: alice, body: map[string]string{}}
-			if origin != "" {
-				r.header = map[string]string{"Origin": origin}
-			}
+		behindProxy := map[string]string{"Origin": "https://chat.example.com", "X-Forwarded-Host": "chat.example.com"}
+		for _, header := range []map[string]string{nil, {"Origin": e.url}, behindProxy} {
+			r := req{method: "POST", path: "/v1/conversations", token: alice, body: map[string]string{}, header: header}
+			origin := header["Origin"]
 			resp := e.send(r)
 			resp.Body.Close()
 			if resp.StatusCode != 200 || resp.Header.Get("Access-Control-Allow-Origin") != "" {

@@ -197,6 +197,7 @@ async function openConversation(id) {
     if (['queued', 'running', 'awaiting_input'].includes(run.status)) active = run;
   }
   if (seq !== state.openSeq) return;
+  forgetFinished(id, active?.id);
   const nodes = [];
   for (const group of groupByRun(messages)) {
     for (const m of group.messages.filter((x) => x.role === 'user')) nodes.push(userBubble(m.content));
@@ -271,6 +272,15 @@ function loadLive(runId) {
 
 function forgetLive(runId) {
   sessionStorage.removeItem(LIVE_PREFIX + runId);
+}
+
+// forgetFinished drops the mirrors of a conversation's runs that have ended
+// while this tab was elsewhere.
+function forgetFinished(conversationId, activeRunId) {
+  for (const key of Object.keys(sessionStorage)) {
+    if (!key.startsWith(LIVE_PREFIX) || key === LIVE_PREFIX + activeRunId) continue;
+    if (loadLive(key.slice(LIVE_PREFIX.length))?.conversationId === conversationId) sessionStorage.removeItem(key);
+  }
 }
 
 // record keeps a frame in the live run's mirror, merging token deltas into
