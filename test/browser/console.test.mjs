@@ -256,13 +256,16 @@ test('reloading mid-stream reattaches with Last-Event-ID: no text twice, none mi
 
 test('the conversation list pages, renames and deletes', async (t) => {
   for (let i = 1; i <= 22; i++) {
-    await json(server.url, server.token, '/v1/conversations', { method: 'POST', body: JSON.stringify({ title: `Paged ${String(i).padStart(2, '0')}` }) });
+    await json(server.url, server.token, '/v1/conversations', { method: 'POST', body: JSON.stringify({ title: `Paged ${String(i).padStart(2, '0')}${i === 22 ? ', with a title far too long for the sidebar' : ''}` }) });
   }
   const { page } = await open(t);
   const items = page.locator('#conversations .conv');
   await items.first().waitFor();
   assert.equal(await items.count(), 20);
   assert.match(await items.first().textContent(), /Paged 22/, 'newest first');
+  const sidebar = await page.locator('#sidebar').boundingBox();
+  const delBox = await items.first().getByRole('button', { name: /^Delete/ }).boundingBox();
+  assert.ok(delBox.x + delBox.width <= sidebar.x + sidebar.width, 'the buttons of a long title stay in the sidebar');
   await page.getByRole('button', { name: 'Load more' }).click();
   await page.waitForFunction(() => document.querySelectorAll('#conversations .conv').length > 20);
 
