@@ -218,10 +218,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		cancel()
 		return err
 	}
+	corsOrigins, _ := cfg.CORSOriginList() // validated by Load
 	api := httpapi.New(httpapi.Config{
 		Store: st, Runs: runs, Tools: tools, Logger: log, Auth: httpapi.NewAuthenticator(tokens, cfg.JWTSecret),
 		TenantHeader: cfg.TenantHeader, MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval,
-		HistoryLocation: cfg.HistoryLocation(), ChainHardLimit: cfg.ChainHardLimit,
+		HistoryLocation: cfg.HistoryLocation(), ChainHardLimit: cfg.ChainHardLimit, CORSOrigins: corsOrigins,
 	})
 	srv := &http.Server{
 		Handler:           api,
@@ -236,6 +237,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	log.Info("agentchat listening", "addr", ln.Addr().String(), "store", mustKind(cfg), "llm", model.Name(), "tools", len(tools.List()))
 	fmt.Fprintf(stdout, "agentchat is listening on http://%s (model: %s)\n", ln.Addr(), model.Name())
+	fmt.Fprintf(stdout, "Open the console in a browser: %s\n", consoleURL(ln.Addr()))
 
 	if cfg.DebugAddr != "" {
 		go func() {

@@ -44,6 +44,11 @@ type Config struct {
 	JWTSecret string
 	// TenantHeader names the header that may name the tenant. Default X-Tenant-ID.
 	TenantHeader string
+	// CORSOrigins lists the browser origins (scheme://host[:port], exact,
+	// comma-separated) whose pages may call the API, or "*" for any page
+	// (then never with credentials). Empty (the default) allows none: only
+	// same-origin pages such as the console. See CORSOriginList.
+	CORSOrigins string
 
 	// MaxBodyBytes bounds request bodies. Default 1 MiB.
 	MaxBodyBytes int64
@@ -183,6 +188,7 @@ func fields() []field {
 	add("tokens", "AGENTCHAT_TOKENS", "static bearer tokens, comma-separated token:tenant:user", true, str(func(c *Config) *string { return &c.Tokens }))
 	add("jwt-secret", "AGENTCHAT_JWT_SECRET", "HS256 secret for JWTs carrying sub, tenant, exp", true, str(func(c *Config) *string { return &c.JWTSecret }))
 	add("tenant-header", "TENANT_ID_HEADER", "header that may name the tenant (default X-Tenant-ID)", false, str(func(c *Config) *string { return &c.TenantHeader }))
+	add("cors-origins", "AGENTCHAT_CORS_ORIGINS", "browser origins allowed to call the API, exact and comma-separated, e.g. http://localhost:3000, or * for any (default none)", false, str(func(c *Config) *string { return &c.CORSOrigins }))
 	add("max-body-bytes", "AGENTCHAT_MAX_BODY_BYTES", "request body limit in bytes (default 1048576)", false, integer(func(c *Config) *int64 { return &c.MaxBodyBytes }))
 	add("max-input-chars", "AGENTCHAT_MAX_INPUT_CHARS", "limit on one user input in characters (default 32000)", false, integer(func(c *Config) *int { return &c.MaxInputChars }))
 	add("ping-interval", "AGENTCHAT_PING_INTERVAL", "keep-alive period of streams (default 15s)", false, dur(func(c *Config) *time.Duration { return &c.PingInterval }))
@@ -368,6 +374,9 @@ func (c Config) Validate() error {
 	}
 	if _, err := ParseTokens(c.Tokens); err != nil {
 		bad("tokens", "%v", err)
+	}
+	if _, err := c.CORSOriginList(); err != nil {
+		bad("cors-origins", "%v", err)
 	}
 	if c.JWTSecret != "" && len(c.JWTSecret) < 16 {
 		bad("jwt-secret", "must be at least 16 bytes")

@@ -90,3 +90,40 @@ func TestREADMEListsEverySetting(t *testing.T) {
 		}
 	}
 }
+
+func TestCORSOrigins(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in   string
+		want []string
+		bad  bool
+	}{
+		{in: "", want: nil},
+		{in: "http://localhost:3000", want: []string{"http://localhost:3000"}},
+		{in: " HTTPS://App.Example.com , http://127.0.0.1:5173", want: []string{"https://app.example.com", "http://127.0.0.1:5173"}},
+		{in: "*", want: []string{"*"}},
+		{in: "*,http://localhost:3000", bad: true},
+		{in: "http://localhost:3000/", bad: true},
+		{in: "http://localhost:3000/app", bad: true},
+		{in: "localhost:3000", bad: true},
+		{in: "ftp://example.com", bad: true},
+		{in: "http://user@example.com", bad: true},
+	}
+	for _, tt := range tests {
+		c, err := Load("serve", nil, env(map[string]string{"AGENTCHAT_CORS_ORIGINS": tt.in}), io.Discard)
+		if tt.bad {
+			if err == nil || !strings.Contains(err.Error(), "cors-origins") {
+				t.Errorf("%q: error %v, want one naming cors-origins", tt.in, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tt.in, err)
+			continue
+		}
+		got, _ := c.CORSOriginList()
+		if strings.Join(got, "|") != strings.Join(tt.want, "|") {
+			t.Errorf("%q: origins %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

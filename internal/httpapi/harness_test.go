@@ -50,6 +50,8 @@ type options struct {
 	// router then adjusts the router (its default, tenant rules).
 	engines func(reg *tool.Registry, local engine.Engine) map[string]engine.Engine
 	router  func(*engine.Router)
+	// corsOrigins is AGENTCHAT_CORS_ORIGINS, parsed.
+	corsOrigins []string
 }
 
 type env struct {
@@ -108,7 +110,8 @@ func setup(t *testing.T, o options) *env {
 		Store: st, Bus: b, ConfirmTTL: o.confirmTTL, SweepInterval: 20 * time.Millisecond, Engine: router, Sole: true, // one process over its SQLite file, as serve runs it
 	})
 	tokens, _ := config.ParseTokens("alice-token:acme:alice,bob-token:acme:bob,eve-token:evil:eve")
-	api := httpapi.New(httpapi.Config{Store: st, Runs: runs, Tools: reg, Auth: httpapi.NewAuthenticator(tokens, jwtSecret), PingInterval: o.ping, MaxBodyBytes: 64 << 10})
+	api := httpapi.New(httpapi.Config{Store: st, Runs: runs, Tools: reg, Auth: httpapi.NewAuthenticator(tokens, jwtSecret), PingInterval: o.ping, MaxBodyBytes: 64 << 10,
+		CORSOrigins: o.corsOrigins})
 	srv := httptest.NewServer(api)
 	e := &env{t: t, url: srv.URL, client: &http.Client{Transport: &http.Transport{}}, store: st, runs: runs, api: api, srv: srv, dbPath: o.dbPath}
 	t.Cleanup(e.stop)

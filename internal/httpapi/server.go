@@ -32,6 +32,9 @@ type Config struct {
 	HistoryLocation *time.Location
 	// ChainHardLimit caps a chain's max_steps (CHAIN_HARD_LIMIT). Default 20.
 	ChainHardLimit int
+	// CORSOrigins are the browser origins allowed to call the API (exact, or
+	// "*" for any); none by default. See cors.go.
+	CORSOrigins []string
 }
 
 // Server holds the handlers. Create it with New.
@@ -47,6 +50,7 @@ type Server struct {
 	historyLoc     *time.Location
 	chainHardLimit int
 	mux            *http.ServeMux
+	cors           *cors
 
 	// closing is closed when the server begins to shut down, so streams end cleanly.
 	closing   chan struct{}
@@ -79,6 +83,7 @@ func New(cfg Config) *Server {
 	if s.chainHardLimit <= 0 {
 		s.chainHardLimit = 20
 	}
+	s.cors = newCORS(cfg.CORSOrigins, s.tenantHeader)
 	s.routes()
 	return s
 }
@@ -93,6 +98,7 @@ func (s *Server) routes() {
 
 	open("GET /healthz", s.healthz)
 	open("GET /readyz", s.readyz)
+	s.consoleRoutes() // the web console at /, and GET /v1/me: console.go
 
 	api("POST /v1/conversations", s.createConversation)
 	api("GET /v1/conversations", s.listConversations)
@@ -166,6 +172,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Body != nil {
 		r.Body = http.MaxBytesReader(rec, r.Body, s.maxBody)
 	}
+	if s.handleCORS(rec, r) { // cors.go: preflights and refused origins end here
+		return
+	}
 	if _, pattern := s.mux.Handler(r); pattern == "" {
 		s.noRoute(rec, r)
 		return
@@ -175,14 +184,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // noRoute answers 405 when the path exists under another method, else 404.
 func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
-	var allowed []string
-	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete} {
-		probe := r.Clone(r.Context())
-		probe.Method = m
-		if _, p := s.mux.Handler(probe); p != "" {
-			allowed = append(allowed, m)
-		}
-	}
+	allowed := s.methodsOf(r)
 	if len(allowed) > 0 {
 		for _, m := range allowed {
 			w.Header().Add("Allow", m)

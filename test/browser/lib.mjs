@@ -1,0 +1,223 @@
+// Shared pieces of the browser tests: the server under test, fake upstreams,
+// Debian's chromium driven by playwright-core (never a downloaded browser),
+// and a guard that fails a test on any browser console error, uncaught page
+// error, or request to a host the test did not name.
+
+import { spawn, execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import http from 'node:http';
+import { chromium } from 'playwright-core';
+
+const here = dirname(fileURLToPath(import.meta.url));
+export const BIN = process.env.AGENTCHAT_BIN || join(here, '.bin', 'agentchat');
+export const SHOTS = join(here, 'screenshots');
+export const WAIT = 20_000;
+
+/** CHROMIUM is the system browser; CHROMIUM_PATH overrides it. */
+export const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+
+export function within(promise, what, ms = WAIT) {
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms}ms: ${what}`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+export function listen(server, host = '127.0.0.1') {
+  return new Promise((ok, fail) => {
+    server.once('error', fail);
+    server.listen(0, host, () => ok(`http://${host}:${server.address().port}`));
+  });
+}
+
+export function close(server) {
+  server.closeAllConnections?.();
+  return within(new Promise((ok) => server.close(() => ok())), 'server close', 5_000);
+}
+
+/**
+ * startAgentchat runs the binary (built when missing) on a free port with a
+ * fresh data directory and returns its URL, the console URL and token it
+ * printed, and stop().
+ */
+export async function startAgentchat(env = {}) {
+  if (!existsSync(BIN)) {
+    execFileSync('go', ['build', '-o', BIN, './cmd/agentchat'], { cwd: resolve(here, '../..'), stdio: 'inherit' });
+  }
+  const dataDir = mkdtempSync(join(tmpdir(), 'agentchat-browser-'));
+  const child = spawn(BIN, ['serve'], {
+    env: {
+      PATH: process.env.PATH,
+      HOME: dataDir,
+      AGENTCHAT_ADDR: '127.0.0.1:0',
+      AGENTCHAT_DATA_DIR: dataDir,
+      AGENTCHAT_LLM: 'scripted',
+      AGENTCHAT_LOG_LEVEL: 'warn',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const started = new Promise((ok, fail) => {
+    child.stdout.on('data', (b) => {
+      output += b;
+      const url = /listening on (http:\/\/[0-9.:]+)/.exec(output)?.[1];
+      const consoleURL = /Open the console in a browser: (http:\/\/\S+)/.exec(output)?.[1];
+      if (url && consoleURL) ok({ url, consoleURL, token: /export TOKEN=(\S+)/.exec(output)?.[1] });
+    });
+    child.stderr.on('data', (b) => (output += b));
+    child.once('exit', (code) => fail(new Error(`agentchat exited (${code}):\n${output}`)));
+  });
+  const info = await within(started, 'agentchat to start');
+  const exited = new Promise((ok) => child.once('exit', ok));
+  return {
+    ...info,
+    output: () => output,
+    async stop() {
+      child.kill('SIGTERM');
+      await within(exited, 'agentchat to stop', 10_000).catch(() => child.kill('SIGKILL'));
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** fakeFeishu is a Feishu custom-bot webhook that records the texts it was sent. */
+export async function fakeFeishu() {
+  const hook = { texts: [] };
+  const server = http.createServer(async (req, res) => {
+    let raw = '';
+    for await (const chunk of req) raw += chunk;
+    hook.texts.push(JSON.parse(raw).content?.text);
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{"code":0,"msg":"success","data":{}}');
+  });
+  hook.url = await listen(server);
+  hook.close = () => close(server);
+  return hook;
+}
+
+/**
+ * launch starts chromium headless with no background traffic. playwright
+ * gives every launch a fresh temporary profile (user-data-dir) and removes it
+ * on close.
+ */
+export async function launch() {
+  if (!existsSync(CHROMIUM)) throw new Error(`no browser at ${CHROMIUM}: apt-get install -y chromium (or set CHROMIUM_PATH)`);
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run',
+      '--disable-component-update', '--disable-sync'],
+  });
+  return {
+    browser,
+    async close() {
+      await browser.close();
+    },
+  };
+}
+
+/**
+ * guard watches a page: every console error, uncaught exception, failed
+ * request, and request to an origin outside allowed becomes a problem.
+ * expectErrors(fn) runs fn while console errors matching a pattern are
+ * expected (a refused cross-origin request, say).
+ */
+export function guard(page, allowed) {
+  const problems = [];
+  let expected = null;
+  page.on('console', (m) => {
+    if (m.type() !== 'error') return;
+    if (expected && expected.test(m.text())) return;
+    problems.push(`console error: ${m.text()} (${m.location()?.url ?? ''})`);
+  });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('request', (r) => {
+    const url = r.url();
+    if (!allowed.some((origin) => url === origin || url.startsWith(`${origin}/`))) problems.push(`request to another host: ${url}`);
+  });
+  return {
+    problems,
+    async expectErrors(pattern, fn) {
+      expected = pattern;
+      try {
+        return await fn();
+      } finally {
+        expected = null;
+      }
+    },
+  };
+}
+
+export async function shot(page, name) {
+  mkdirSync(SHOTS, { recursive: true });
+  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+/** json calls the API from the test (not the browser). */
+export async function json(base, token, path, init = {}) {
+  const res = await fetch(base + path, {
+    ...init,
+    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', ...(init.headers ?? {}) },
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${init.method ?? 'GET'} ${path}: ${res.status} ${text}`);
+  return text ? JSON.parse(text) : null;
+}
+
+/**
+ * fakeModel is an OpenAI-compatible upstream (POST /v1/chat/completions,
+ * streamed). An input containing "slow" gets an answer that stops after
+ * its first words until release() — whenGated() resolves once an answer
+ * waits there — so a test can act mid-stream without racing the model.
+ */
+export async function fakeModel() {
+  const fake = {};
+  let gate = null;
+  let waiters = [];
+  fake.whenGated = () => (gate ? Promise.resolve() : new Promise((ok) => waiters.push(ok)));
+  fake.release = () => {
+    gate?.open();
+    gate = null;
+  };
+  const server = http.createServer(async (req, res) => {
+    let raw = '';
+    for await (const chunk of req) raw += chunk;
+    if (req.method !== 'POST' || req.url !== '/v1/chat/completions') return res.writeHead(404).end();
+    const body = JSON.parse(raw);
+    const last = (body.messages ?? []).at(-1) ?? {};
+    const text = typeof last.content === 'string' ? last.content : JSON.stringify(last.content ?? '');
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    const send = (delta, finish = null) =>
+      res.write(`data: ${JSON.stringify({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: 1, model: body.model,
+        choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`);
+    send({ role: 'assistant', content: '' });
+    const slow = text.includes('slow');
+    const parts = (slow ? SLOW_ANSWER : 'Hello from the fake model.').split(/(?= )/);
+    for (let i = 0; i < parts.length; i++) {
+      if (slow && i === SLOW_GATE_AFTER) {
+        const opened = new Promise((open) => (gate = { open }));
+        waiters.splice(0).forEach((ok) => ok());
+        await opened;
+      }
+      if (res.destroyed) return;
+      send({ content: parts[i] });
+    }
+    send({}, 'stop');
+    res.end('data: [DONE]\n\n');
+  });
+  fake.url = await listen(server);
+  fake.close = () => {
+    fake.release();
+    return close(server);
+  };
+  return fake;
+}
+
+/** SLOW_ANSWER is what fakeModel answers to "slow"; it pauses after SLOW_GATE_AFTER words. */
+export const SLOW_ANSWER = 'These first words arrive at once, and after the gate opens the rest of this answer follows, word by word.';
+export const SLOW_GATE_AFTER = 5;
+export const SLOW_BEFORE_GATE = SLOW_ANSWER.split(/(?= )/).slice(0, SLOW_GATE_AFTER).join('');
