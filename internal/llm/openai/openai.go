@@ -13,8 +13,16 @@
 //
 // A stream ends cleanly only after its end marker, data: [DONE] or a finish
 // reason; a body that stops before is llm.ErrStreamCut, never a short answer
-// passed off as complete. The SDK's own retries are off: llm.WithRetry does
-// the retrying, so there is one bounded, cancellable retry loop.
+// passed off as complete. An event that is not JSON is llm.CodeBadStream; an
+// in-stream error event ({"error":{…}}) is mapped by its type. The SDK's own
+// retries are off: llm.WithRetry does the retrying, so there is one bounded,
+// cancellable retry loop.
+//
+// The SDK builds, authenticates and sends the request and maps a refused
+// call to its error; the stream itself (SSE framing and chunk JSON) is
+// decoded here, into only the fields above and without reflection, since
+// the SDK's reflective decoder cost more than a third of the server's CPU
+// (docs/benchmarks.md). FuzzDecodeChunk holds the decoder to encoding/json.
 //
 // Errors are *llm.Error (see llm's codes), except a cancelled ctx, which is
 // reported as the context's error. Their texts never contain the API key.
