@@ -3,7 +3,6 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"io"
 	"math"
 	"os"
@@ -14,6 +13,9 @@ import (
 	"testing"
 
 	sdk "github.com/openai/openai-go/v3"
+
+	"github.com/agentchat/agentchat/internal/llm/internal/jsonscan"
+	"github.com/agentchat/agentchat/internal/llm/internal/sse"
 )
 
 // decoded is what the adapter takes from a chunk, in a comparable form.
@@ -228,8 +230,8 @@ func TestDecodeChunkErrors(t *testing.T) {
 	} {
 		if _, err := narrow([]byte(in)); err == nil {
 			t.Errorf("%.40q: no error", in)
-		} else if _, ok := err.(*decodeError); !ok {
-			t.Errorf("%.40q: error %T, want *decodeError", in, err)
+		} else if _, ok := err.(*jsonscan.Error); !ok {
+			t.Errorf("%.40q: error %T, want *jsonscan.Error", in, err)
 		}
 	}
 	// The depth bound is encoding/json's: 10000 levels are fine.
@@ -316,69 +318,6 @@ func FuzzDecodeMatchesSDK(f *testing.F) {
 	})
 }
 
-func TestEventReader(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name string
-		body string
-		want []string
-		done bool
-	}{
-		{"events", "data: a\n\ndata:b\n\n", []string{"a\n", "b\n"}, false},
-		{"CRLF, comments, other fields", ": keep-alive\r\nevent: x\r\nid: 1\r\ndata: a\r\n\r\n", []string{"a\n"}, false},
-		{"multi-line data", "data: {\"a\":\ndata: 1}\n\n", []string{"{\"a\":\n1}\n"}, false},
-		{"blank lines without data", "\n\n: c\n\ndata: a\n\n", []string{"a\n"}, false},
-		{"only one space is dropped", "data:  a\n\n", []string{" a\n"}, false},
-		{"data without colon", "data\n\n", []string{"\n"}, false},
-		{"unterminated event dropped", "data: a\n\ndata: b\n", []string{"a\n"}, false},
-		{"done", "data: a\n\ndata: [DONE]\n\n", []string{"a\n", "[DONE]\n"}, true},
-		{"done without its blank line", "data: [DONE]", nil, true},
-		{"done inside text is not done", "data: x data: [DONE]\n\n", []string{"x data: [DONE]\n"}, false},
-		{"long line", "data: " + strings.Repeat("x", 10000) + "\n\n", []string{strings.Repeat("x", 10000) + "\n"}, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			// One byte per read: every line crosses reads.
-			e := newEventReader(&oneByteReader{strings.NewReader(tt.body)})
-			var got []string
-			for {
-				data, err := e.next()
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				got = append(got, string(data))
-			}
-			if !reflect.DeepEqual(got, tt.want) || e.done != tt.done {
-				t.Errorf("events %q done %v, want %q %v", got, e.done, tt.want, tt.done)
-			}
-		})
-	}
-	t.Run("too large", func(t *testing.T) {
-		t.Parallel()
-		e := newEventReader(io.MultiReader(strings.NewReader("data: "), zeros{}))
-		if _, err := e.next(); !errors.Is(err, errEventTooLarge) {
-			t.Errorf("err %v, want errEventTooLarge", err)
-		}
-	})
-}
-
-type oneByteReader struct{ r io.Reader }
-
-func (o *oneByteReader) Read(p []byte) (int, error) { return o.r.Read(p[:min(len(p), 1)]) }
-
-type zeros struct{}
-
-func (zeros) Read(p []byte) (int, error) {
-	for i := range p {
-		p[i] = 'x'
-	}
-	return len(p), nil
-}
-
 // FuzzEvents feeds arbitrary bodies through the event reader and the
 // decoder: nothing may panic.
 func FuzzEvents(f *testing.F) {
@@ -387,11 +326,11 @@ func FuzzEvents(f *testing.F) {
 	}
 	f.Add([]byte("data: [DONE]\r\n\r\n: x\ndata\n\n"))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		e := newEventReader(bytes.NewReader(body))
+		e := sse.NewReader(bytes.NewReader(body))
 		var d chunkDecoder
 		var c chunk
 		for {
-			data, err := e.next()
+			_, data, err := e.Next()
 			if err != nil {
 				return
 			}

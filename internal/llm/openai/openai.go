@@ -51,6 +51,8 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/agentchat/agentchat/internal/llm"
+	"github.com/agentchat/agentchat/internal/llm/internal/jsonscan"
+	"github.com/agentchat/agentchat/internal/llm/internal/sse"
 	"github.com/agentchat/agentchat/internal/llm/internal/upstream"
 )
 
@@ -154,13 +156,11 @@ func (m *Model) Stream(ctx context.Context, req llm.Request) (llm.Stream, error)
 	reqCtx, stop, cancel := upstream.FirstAnswer(ctx, m.cfg.Timeout)
 	// The SDK builds, authenticates and sends the request and maps a refusal
 	// to its error; WithResponseBodyInto hands us the response with its body
-	// unread, so the chunks are decoded here, without the SDK's reflective
-	// decoder on the path of every token.
+	// unread (the SDK's stream is left without a decoder), so the chunks are
+	// decoded here, without the SDK's reflective decoder on the path of
+	// every token.
 	var resp *http.Response
-	_, err = m.service.New(reqCtx, params,
-		option.WithJSONSet("stream", true),
-		option.WithResponseBodyInto(&resp),
-	)
+	err = m.service.NewStreaming(reqCtx, params, option.WithResponseBodyInto(&resp)).Err()
 	timedOut := stop()
 	if err != nil || timedOut {
 		if err == nil && resp != nil {
@@ -174,7 +174,7 @@ func (m *Model) Stream(ctx context.Context, req llm.Request) (llm.Stream, error)
 		cancel:   cancel,
 		provider: m.provider,
 		body:     resp.Body,
-		events:   newEventReader(resp.Body),
+		events:   sse.NewReader(resp.Body),
 	}, nil
 }
 
@@ -288,7 +288,7 @@ type stream struct {
 	cancel   func()          // ends the request
 	provider upstream.Provider
 	body     io.ReadCloser
-	events   *eventReader
+	events   *sse.Reader
 	dec      chunkDecoder
 	chunk    chunk // the last decoded; its slices are reused
 
@@ -321,7 +321,7 @@ func (s *stream) Next() bool {
 		if s.ended {
 			return false
 		}
-		data, err := s.events.next()
+		_, data, err := s.events.Next()
 		switch {
 		case errors.Is(err, io.EOF):
 			s.end(nil)
@@ -411,15 +411,15 @@ func (s *stream) end(err error) {
 		return
 	}
 	var evErr *eventError
-	var decErr *decodeError
+	var decErr *jsonscan.Error
 	switch {
 	case errors.As(err, &evErr):
 		s.err = s.inStreamError(evErr)
-	case errors.As(err, &decErr), errors.Is(err, errEventTooLarge):
+	case errors.As(err, &decErr), errors.Is(err, sse.ErrTooLarge):
 		s.err = s.provider.BadStream(err)
 	case err != nil:
 		s.err = s.provider.StreamCut(err)
-	case !s.finished && !s.events.done:
+	case !s.finished && !s.events.Done():
 		s.err = s.provider.StreamCut(nil)
 	case s.usage != nil:
 		s.queue = append(s.queue, llm.Chunk{Usage: s.usage})
