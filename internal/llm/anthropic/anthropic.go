@@ -19,7 +19,9 @@
 //
 // A stream ends cleanly only with message_stop; a body that stops before it
 // is llm.ErrStreamCut. The SDK's own retries are off: llm.WithRetry does the
-// retrying. Errors are *llm.Error, except a cancelled ctx, which is reported
+// retrying. The SDK builds, authenticates and sends the request and maps a
+// refused call to its error; the event stream itself is decoded here, into
+// only the fields above and without reflection (see the openai adapter). Errors are *llm.Error, except a cancelled ctx, which is reported
 // as the context's error. Their texts never contain the API key.
 //
 // A Model is safe for concurrent use. A stream belongs to its caller, who
@@ -49,9 +51,10 @@ import (
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
-	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 
 	"github.com/agentchat/agentchat/internal/llm"
+	"github.com/agentchat/agentchat/internal/llm/internal/jsonscan"
+	"github.com/agentchat/agentchat/internal/llm/internal/sse"
 	"github.com/agentchat/agentchat/internal/llm/internal/upstream"
 )
 
@@ -148,17 +151,24 @@ func (m *Model) Stream(ctx context.Context, req llm.Request) (llm.Stream, error)
 		return nil, err
 	}
 	reqCtx, stop, cancel := upstream.FirstAnswer(ctx, m.cfg.Timeout)
+	// The SDK builds, authenticates and sends the request and maps a refusal
+	// to its error; WithResponseBodyInto hands us the response with its body
+	// unread (the SDK's stream is left without a decoder), so the events are
+	// decoded here, without the SDK's reflective decoder on the path of
+	// every token.
 	var resp *http.Response
-	sdkStream := m.messages.NewStreaming(reqCtx, params, option.WithResponseInto(&resp))
+	err = m.messages.NewStreaming(reqCtx, params, option.WithResponseBodyInto(&resp)).Err()
 	timedOut := stop()
-	if err := sdkStream.Err(); err != nil || timedOut {
-		sdkStream.Close()
+	if err != nil || timedOut {
+		if err == nil && resp != nil {
+			resp.Body.Close()
+		}
 		cancel()
 		return nil, m.startError(ctx, err, resp, timedOut)
 	}
 	return &stream{
-		ctx: ctx, cancel: cancel, provider: m.provider, sdk: sdkStream,
-		tools: map[int64]int{},
+		ctx: ctx, cancel: cancel, provider: m.provider,
+		resp: resp, events: sse.NewReader(resp.Body),
 	}, nil
 }
 
@@ -312,14 +322,18 @@ func inputSchema(raw json.RawMessage) (sdk.ToolInputSchemaParam, error) {
 	return s, nil
 }
 
-// stream adapts the SDK's event stream to llm.Stream.
+// stream decodes a Messages event stream into llm chunks.
 type stream struct {
 	ctx      context.Context // the caller's: tells cancellation from failure
 	cancel   func()
 	provider upstream.Provider
-	sdk      *ssestream.Stream[sdk.MessageStreamEventUnion]
+	resp     *http.Response
+	events   *sse.Reader
+	dec      eventDecoder
+	ev       event // the last decoded
 
-	pending []llm.Chunk
+	queue   []llm.Chunk // converted from the current event; reused
+	queued  int         // how many of queue were delivered
 	cur     llm.Chunk
 	tools   map[int64]int // content block index → tool call index
 	usage   llm.Usage
@@ -335,13 +349,16 @@ func (s *stream) Next() bool {
 		if !s.ended && s.ctx.Err() != nil {
 			// Once ctx has ended, nothing more is delivered, not even
 			// chunks already received: the caller has moved on.
-			s.pending = nil
+			s.queue, s.queued = s.queue[:0], 0
 			s.end(s.ctx.Err())
 		}
-		if len(s.pending) > 0 {
-			s.cur, s.pending = s.pending[0], s.pending[1:]
+		if s.queued < len(s.queue) {
+			s.cur = s.queue[s.queued]
+			s.queue[s.queued] = llm.Chunk{}
+			s.queued++
 			return true
 		}
+		s.queue, s.queued = s.queue[:0], 0
 		if s.ended {
 			return false
 		}
@@ -351,64 +368,96 @@ func (s *stream) Next() bool {
 			s.end(nil)
 			continue
 		}
-		if !s.sdk.Next() {
-			s.end(s.sdk.Err())
-			continue
+		typ, data, err := s.events.Next()
+		switch {
+		case errors.Is(err, io.EOF):
+			s.end(nil)
+		case err != nil:
+			s.end(err)
+		// The SDK's rules: events without a name, pings and events
+		// without data are skipped; an error event ends the stream.
+		case len(typ) == 0, string(typ) == "ping", len(bytes.TrimSuffix(data, []byte("\n"))) == 0:
+		case string(typ) == "error":
+			s.end(s.eventError(bytes.TrimSuffix(data, []byte("\n"))))
+		default:
+			if err := s.dec.decode(data, &s.ev); err != nil {
+				s.end(err)
+			} else {
+				s.convert(&s.ev)
+			}
 		}
-		s.convert(s.sdk.Current())
 	}
 }
 
-func (s *stream) convert(ev sdk.MessageStreamEventUnion) {
-	switch ev.Type {
+// eventError is the error of an error event, as the SDK makes it: an
+// *sdk.Error when the event is JSON.
+func (s *stream) eventError(data []byte) error {
+	e := &sdk.Error{
+		StatusCode:  s.resp.StatusCode,
+		Request:     s.resp.Request,
+		Response:    s.resp,
+		RequestID:   s.resp.Header.Get("request-id"),
+		WorkspaceID: s.resp.Header.Get("anthropic-workspace-id"),
+	}
+	if e.UnmarshalJSON(data) != nil {
+		return fmt.Errorf("received error while streaming: %s", data)
+	}
+	return e
+}
+
+func (s *stream) convert(ev *event) {
+	switch ev.typ {
 	case "message_start":
-		u := ev.Message.Usage
-		s.usage.InputTokens = int(u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens)
-		s.usage.OutputTokens = int(u.OutputTokens)
+		u := ev.messageUsage
+		s.usage.InputTokens = int(u.input())
+		s.usage.OutputTokens = int(u.outputTokens)
 		s.hasUse = true
 	case "content_block_start":
-		b := ev.ContentBlock
-		switch b.Type {
+		b := &ev.block
+		switch b.typ {
 		case "tool_use":
+			if s.tools == nil {
+				s.tools = map[int64]int{}
+			}
 			i := len(s.tools)
-			s.tools[ev.Index] = i
-			s.pending = append(s.pending, llm.Chunk{ToolCall: &llm.ToolCallDelta{Index: i, ID: b.ID, Name: b.Name}})
+			s.tools[ev.index] = i
+			s.queue = append(s.queue, llm.Chunk{ToolCall: &llm.ToolCallDelta{Index: i, ID: b.id, Name: b.name}})
 		case "text":
-			if b.Text != "" {
-				s.pending = append(s.pending, llm.Chunk{Text: b.Text})
+			if b.text != "" {
+				s.queue = append(s.queue, llm.Chunk{Text: b.text})
 			}
 		case "thinking":
-			if b.Thinking != "" {
-				s.pending = append(s.pending, llm.Chunk{Reasoning: b.Thinking})
+			if b.thinking != "" {
+				s.queue = append(s.queue, llm.Chunk{Reasoning: b.thinking})
 			}
 		}
 	case "content_block_delta":
-		d := ev.Delta
-		switch d.Type {
+		d := &ev.delta
+		switch d.typ {
 		case "text_delta":
-			if d.Text != "" {
-				s.pending = append(s.pending, llm.Chunk{Text: d.Text})
+			if d.text != "" {
+				s.queue = append(s.queue, llm.Chunk{Text: d.text})
 			}
 		case "thinking_delta":
-			if d.Thinking != "" {
-				s.pending = append(s.pending, llm.Chunk{Reasoning: d.Thinking})
+			if d.thinking != "" {
+				s.queue = append(s.queue, llm.Chunk{Reasoning: d.thinking})
 			}
 		case "input_json_delta":
-			if i, ok := s.tools[ev.Index]; ok && d.PartialJSON != "" {
-				s.pending = append(s.pending, llm.Chunk{ToolCall: &llm.ToolCallDelta{Index: i, ArgsDelta: d.PartialJSON}})
+			if i, ok := s.tools[ev.index]; ok && d.partialJSON != "" {
+				s.queue = append(s.queue, llm.Chunk{ToolCall: &llm.ToolCallDelta{Index: i, ArgsDelta: d.partialJSON}})
 			}
 		}
 	case "message_delta":
-		if r := finishReason(string(ev.Delta.StopReason)); r != "" {
-			s.pending = append(s.pending, llm.Chunk{FinishReason: r})
+		if r := finishReason(ev.delta.stopReason); r != "" {
+			s.queue = append(s.queue, llm.Chunk{FinishReason: r})
 		}
 		// message_delta's usage is cumulative: it replaces message_start's
 		// output count, and repeats the input count when it has one.
-		s.usage.OutputTokens = int(ev.Usage.OutputTokens)
-		if in := ev.Usage.InputTokens + ev.Usage.CacheCreationInputTokens + ev.Usage.CacheReadInputTokens; in > 0 {
+		s.usage.OutputTokens = int(ev.usage.outputTokens)
+		if in := ev.usage.input(); in > 0 {
 			s.usage.InputTokens = int(in)
 		}
-		s.usage.ReasoningTokens = int(ev.Usage.OutputTokensDetails.ThinkingTokens)
+		s.usage.ReasoningTokens = int(ev.usage.thinkingTokens)
 		s.hasUse = true
 	case "message_stop":
 		s.stopped = true
@@ -439,7 +488,7 @@ func (s *stream) end(err error) {
 	if s.stopped && s.ctx.Err() == nil {
 		if s.hasUse {
 			u := s.usage
-			s.pending = append(s.pending, llm.Chunk{Usage: &u})
+			s.queue = append(s.queue, llm.Chunk{Usage: &u})
 		}
 		return
 	}
@@ -448,13 +497,14 @@ func (s *stream) end(err error) {
 		return
 	}
 	var apiErr *sdk.Error
+	var decErr *jsonscan.Error
 	switch {
 	case errors.As(err, &apiErr):
 		s.err = s.inStreamError(apiErr)
 	case err != nil && strings.HasPrefix(err.Error(), "received error while streaming"):
 		// An error event the SDK could not decode.
 		s.err = &llm.Error{Code: llm.CodeUnknown, Message: "the model provider failed mid-answer", Err: s.provider.Cause(err)}
-	case err != nil && upstream.IsParseError(err):
+	case errors.As(err, &decErr), errors.Is(err, sse.ErrTooLarge):
 		s.err = s.provider.BadStream(err)
 	default:
 		s.err = s.provider.StreamCut(err)
@@ -496,6 +546,6 @@ func (s *stream) release() {
 		return
 	}
 	s.closed = true
-	s.sdk.Close()
+	s.resp.Body.Close()
 	s.cancel()
 }

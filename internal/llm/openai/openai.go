@@ -13,8 +13,16 @@
 //
 // A stream ends cleanly only after its end marker, data: [DONE] or a finish
 // reason; a body that stops before is llm.ErrStreamCut, never a short answer
-// passed off as complete. The SDK's own retries are off: llm.WithRetry does
-// the retrying, so there is one bounded, cancellable retry loop.
+// passed off as complete. An event that is not JSON is llm.CodeBadStream; an
+// in-stream error event ({"error":{…}}) is mapped by its type. The SDK's own
+// retries are off: llm.WithRetry does the retrying, so there is one bounded,
+// cancellable retry loop.
+//
+// The SDK builds, authenticates and sends the request and maps a refused
+// call to its error; the stream itself (SSE framing and chunk JSON) is
+// decoded here, into only the fields above and without reflection, since
+// the SDK's reflective decoder cost more than a third of the server's CPU
+// (docs/benchmarks.md). FuzzDecodeChunk holds the decoder to encoding/json.
 //
 // Errors are *llm.Error (see llm's codes), except a cancelled ctx, which is
 // reported as the context's error. Their texts never contain the API key.
@@ -40,10 +48,11 @@ import (
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/agentchat/agentchat/internal/llm"
+	"github.com/agentchat/agentchat/internal/llm/internal/jsonscan"
+	"github.com/agentchat/agentchat/internal/llm/internal/sse"
 	"github.com/agentchat/agentchat/internal/llm/internal/upstream"
 )
 
@@ -145,20 +154,28 @@ func (m *Model) Stream(ctx context.Context, req llm.Request) (llm.Stream, error)
 	}
 
 	reqCtx, stop, cancel := upstream.FirstAnswer(ctx, m.cfg.Timeout)
-	s := &stream{ctx: ctx, cancel: cancel, provider: m.provider, tools: newToolIndex()}
+	// The SDK builds, authenticates and sends the request and maps a refusal
+	// to its error; WithResponseBodyInto hands us the response with its body
+	// unread (the SDK's stream is left without a decoder), so the chunks are
+	// decoded here, without the SDK's reflective decoder on the path of
+	// every token.
 	var resp *http.Response
-	sdkStream := m.service.NewStreaming(reqCtx, params,
-		option.WithResponseInto(&resp),
-		option.WithMiddleware(s.watchDone),
-	)
+	err = m.service.NewStreaming(reqCtx, params, option.WithResponseBodyInto(&resp)).Err()
 	timedOut := stop()
-	if err := sdkStream.Err(); err != nil || timedOut {
-		sdkStream.Close()
+	if err != nil || timedOut {
+		if err == nil && resp != nil {
+			resp.Body.Close()
+		}
 		cancel()
 		return nil, m.startError(ctx, err, resp, timedOut)
 	}
-	s.sdk = sdkStream
-	return s, nil
+	return &stream{
+		ctx:      ctx,
+		cancel:   cancel,
+		provider: m.provider,
+		body:     resp.Body,
+		events:   sse.NewReader(resp.Body),
+	}, nil
 }
 
 func (m *Model) startError(ctx context.Context, err error, resp *http.Response, timedOut bool) error {
@@ -265,17 +282,20 @@ func message(msg llm.Message) (sdk.ChatCompletionMessageParamUnion, error) {
 	return sdk.ChatCompletionMessageParamUnion{}, fmt.Errorf("unknown role %q", msg.Role)
 }
 
-// stream adapts the SDK's chunk stream to llm.Stream.
+// stream decodes a Chat Completions event stream into llm chunks.
 type stream struct {
 	ctx      context.Context // the caller's: tells cancellation from failure
 	cancel   func()          // ends the request
 	provider upstream.Provider
-	sdk      *ssestream.Stream[sdk.ChatCompletionChunk]
-	done     *doneWatcher
+	body     io.ReadCloser
+	events   *sse.Reader
+	dec      chunkDecoder
+	chunk    chunk // the last decoded; its slices are reused
 
-	pending  []llm.Chunk // converted from the current SDK chunk, not yet delivered
+	queue    []llm.Chunk // converted from the current chunk; reused
+	queued   int         // how many of queue were delivered
 	cur      llm.Chunk
-	tools    *toolIndex
+	tools    toolIndex
 	usage    *llm.Usage
 	finished bool // a finish reason arrived
 	ended    bool
@@ -283,94 +303,82 @@ type stream struct {
 	closed   bool
 }
 
-// watchDone is a per-request SDK middleware: it wraps the streaming body to
-// notice the data: [DONE] line, since the SDK ends a stream the same way on
-// [DONE] and on a body that simply stopped.
-func (s *stream) watchDone(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-	resp, err := next(req)
-	if err == nil && resp != nil && resp.StatusCode < 300 && resp.Body != nil {
-		s.done = &doneWatcher{ReadCloser: resp.Body}
-		resp.Body = s.done
-	}
-	return resp, err
-}
-
 func (s *stream) Next() bool {
 	for {
 		if !s.ended && s.ctx.Err() != nil {
 			// Once ctx has ended, nothing more is delivered, not even
 			// chunks already received: the caller has moved on.
-			s.pending = nil
+			s.queue, s.queued = s.queue[:0], 0
 			s.end(s.ctx.Err())
 		}
-		if len(s.pending) > 0 {
-			s.cur, s.pending = s.pending[0], s.pending[1:]
+		if s.queued < len(s.queue) {
+			s.cur = s.queue[s.queued]
+			s.queue[s.queued] = llm.Chunk{}
+			s.queued++
 			return true
 		}
+		s.queue, s.queued = s.queue[:0], 0
 		if s.ended {
 			return false
 		}
-		if !s.sdk.Next() {
-			s.end(s.sdk.Err())
-			continue
+		_, data, err := s.events.Next()
+		switch {
+		case errors.Is(err, io.EOF):
+			s.end(nil)
+		case err != nil:
+			s.end(err)
+		case bytes.HasPrefix(data, []byte("[DONE]")):
+			// The SDK's rule: the event that starts with the marker ends
+			// the stream, whatever follows.
+			s.end(nil)
+		default:
+			if err := s.dec.decode(data, &s.chunk); err != nil {
+				s.end(err)
+			} else if s.chunk.isError {
+				s.end(&eventError{data: bytes.Clone(data)})
+			} else {
+				s.convert(&s.chunk)
+			}
 		}
-		s.convert(s.sdk.Current())
 	}
 }
 
-// convert queues the llm chunks of one SDK chunk, in the order a reader
+// convert queues the llm chunks of one decoded chunk, in the order a reader
 // would see them: reasoning, text, tool calls, finish.
-func (s *stream) convert(c sdk.ChatCompletionChunk) {
-	if c.JSON.Usage.Valid() {
+func (s *stream) convert(c *chunk) {
+	if c.hasUsage {
 		u := llm.Usage{
-			InputTokens:     int(c.Usage.PromptTokens),
-			OutputTokens:    int(c.Usage.CompletionTokens),
-			ReasoningTokens: int(c.Usage.CompletionTokensDetails.ReasoningTokens),
+			InputTokens:     int(c.usage.promptTokens),
+			OutputTokens:    int(c.usage.completionTokens),
+			ReasoningTokens: int(c.usage.reasoningTokens),
 		}
 		s.usage = &u
 	}
-	for _, ch := range c.Choices {
-		if ch.Index != 0 { // we never ask for n > 1
+	for i := range c.choices {
+		ch := &c.choices[i]
+		if ch.index != 0 { // we never ask for n > 1
 			continue
 		}
-		d := ch.Delta
-		if r := reasoning(d); r != "" {
-			s.pending = append(s.pending, llm.Chunk{Reasoning: r})
+		d := &ch.delta
+		if r := cmp.Or(d.reasoningContent, d.reasoning); r != "" {
+			s.queue = append(s.queue, llm.Chunk{Reasoning: r})
 		}
-		if d.Content != "" {
-			s.pending = append(s.pending, llm.Chunk{Text: d.Content})
+		if d.content != "" {
+			s.queue = append(s.queue, llm.Chunk{Text: d.content})
 		}
-		if d.Refusal != "" { // the model's own words, shown like text
-			s.pending = append(s.pending, llm.Chunk{Text: d.Refusal})
+		if d.refusal != "" { // the model's own words, shown like text
+			s.queue = append(s.queue, llm.Chunk{Text: d.refusal})
 		}
-		for _, tc := range d.ToolCalls {
+		for _, tc := range d.toolCalls {
 			if delta, ok := s.tools.delta(tc); ok {
-				s.pending = append(s.pending, llm.Chunk{ToolCall: &delta})
+				s.queue = append(s.queue, llm.Chunk{ToolCall: &delta})
 			}
 		}
-		if ch.FinishReason != "" {
+		if ch.finishReason != "" {
 			s.finished = true
-			s.pending = append(s.pending, llm.Chunk{FinishReason: finishReason(ch.FinishReason)})
+			s.queue = append(s.queue, llm.Chunk{FinishReason: finishReason(ch.finishReason)})
 		}
 	}
-}
-
-// reasoning reads the reasoning delta that DeepSeek, Qwen, vLLM and others
-// add to the OpenAI delta as reasoning_content (some newer servers:
-// reasoning). The SDK keeps unknown fields raw.
-func reasoning(d sdk.ChatCompletionChunkChoiceDelta) string {
-	for _, name := range [...]string{"reasoning_content", "reasoning"} {
-		// The SDK marks unknown fields as not Valid; their raw JSON is kept.
-		f, ok := d.JSON.ExtraFields[name]
-		if !ok {
-			continue
-		}
-		var text string
-		if json.Unmarshal([]byte(f.Raw()), &text) == nil && text != "" {
-			return text
-		}
-	}
-	return ""
 }
 
 func finishReason(r string) string {
@@ -380,7 +388,20 @@ func finishReason(r string) string {
 	return r
 }
 
-// end settles how the SDK stream ended: cleanly after its end marker (then
+// eventError is an in-stream error event, such as
+// {"error":{"message":"…","type":"server_error"}}.
+type eventError struct{ data []byte }
+
+func (e *eventError) Error() string {
+	const max = 1 << 10
+	d := bytes.TrimSpace(e.data)
+	if len(d) > max {
+		return "error event while streaming: " + string(d[:max]) + "…"
+	}
+	return "error event while streaming: " + string(d)
+}
+
+// end settles how the stream ended: cleanly after its end marker (then
 // the usage, if any, is the last chunk), or with the error to report.
 func (s *stream) end(err error) {
 	s.ended = true
@@ -389,24 +410,25 @@ func (s *stream) end(err error) {
 		s.err = cerr
 		return
 	}
-	var streamErr *ssestream.StreamError
+	var evErr *eventError
+	var decErr *jsonscan.Error
 	switch {
-	case errors.As(err, &streamErr):
-		s.err = s.inStreamError(streamErr)
-	case err != nil && upstream.IsParseError(err):
+	case errors.As(err, &evErr):
+		s.err = s.inStreamError(evErr)
+	case errors.As(err, &decErr), errors.Is(err, sse.ErrTooLarge):
 		s.err = s.provider.BadStream(err)
 	case err != nil:
 		s.err = s.provider.StreamCut(err)
-	case !s.finished && (s.done == nil || !s.done.seen):
+	case !s.finished && !s.events.Done():
 		s.err = s.provider.StreamCut(nil)
 	case s.usage != nil:
-		s.pending = append(s.pending, llm.Chunk{Usage: s.usage})
+		s.queue = append(s.queue, llm.Chunk{Usage: s.usage})
 	}
 }
 
-// inStreamError maps an error event sent after the stream began, such as
-// {"error":{"message":"…","type":"server_error"}}.
-func (s *stream) inStreamError(e *ssestream.StreamError) *llm.Error {
+// inStreamError maps an error event sent after the stream began. It is
+// rare, so encoding/json decodes it.
+func (s *stream) inStreamError(e *eventError) *llm.Error {
 	var body struct {
 		Error struct {
 			Message string `json:"message"`
@@ -414,7 +436,7 @@ func (s *stream) inStreamError(e *ssestream.StreamError) *llm.Error {
 			Code    any    `json:"code"`
 		} `json:"error"`
 	}
-	json.Unmarshal(e.Event.Data, &body)
+	json.Unmarshal(e.data, &body)
 	code := llm.CodeUnknown
 	switch kind := strings.ToLower(body.Error.Type + " " + fmt.Sprint(body.Error.Code)); {
 	case strings.Contains(kind, "rate_limit"):
@@ -446,7 +468,7 @@ func (s *stream) release() {
 		return
 	}
 	s.closed = true
-	s.sdk.Close()
+	s.body.Close()
 	s.cancel()
 }
 
@@ -458,52 +480,24 @@ type toolIndex struct {
 	ids        []string
 }
 
-func newToolIndex() *toolIndex { return &toolIndex{byUpstream: map[int64]int{}} }
-
-func (t *toolIndex) delta(tc sdk.ChatCompletionChunkChoiceDeltaToolCall) (llm.ToolCallDelta, bool) {
-	i, known := t.byUpstream[tc.Index]
-	if !known || (tc.ID != "" && t.ids[i] != "" && t.ids[i] != tc.ID) {
+func (t *toolIndex) delta(tc toolCall) (llm.ToolCallDelta, bool) {
+	i, known := t.byUpstream[tc.index]
+	if !known || (tc.id != "" && t.ids[i] != "" && t.ids[i] != tc.id) {
+		if t.byUpstream == nil {
+			t.byUpstream = map[int64]int{}
+		}
 		i = len(t.ids)
-		t.ids = append(t.ids, "")
-		t.byUpstream[tc.Index] = i
-		d := llm.ToolCallDelta{Index: i, ID: tc.ID, Name: tc.Function.Name, ArgsDelta: tc.Function.Arguments}
-		t.ids[i] = tc.ID
-		return d, true
+		t.ids = append(t.ids, tc.id)
+		t.byUpstream[tc.index] = i
+		return llm.ToolCallDelta{Index: i, ID: tc.id, Name: tc.name, ArgsDelta: tc.args}, true
 	}
-	if t.ids[i] == "" && tc.ID != "" {
-		t.ids[i] = tc.ID
+	if t.ids[i] == "" && tc.id != "" {
+		t.ids[i] = tc.id
 	}
 	// Later deltas carry only argument fragments; some servers repeat the
 	// name on each, which consumers must not take for a new call.
-	if tc.Function.Arguments == "" {
+	if tc.args == "" {
 		return llm.ToolCallDelta{}, false
 	}
-	return llm.ToolCallDelta{Index: i, ArgsDelta: tc.Function.Arguments}, true
-}
-
-// doneWatcher notices a "data: [DONE]" line in the bytes read through it.
-type doneWatcher struct {
-	io.ReadCloser
-	line []byte // the start of the current line
-	long bool   // the current line is longer than any marker
-	seen bool
-}
-
-func (d *doneWatcher) Read(p []byte) (int, error) {
-	n, err := d.ReadCloser.Read(p)
-	for _, b := range p[:n] {
-		switch {
-		case b == '\n' || b == '\r':
-			if l := string(d.line); !d.long && (l == "data: [DONE]" || l == "data:[DONE]") {
-				d.seen = true
-			}
-			d.line, d.long = d.line[:0], false
-		case d.long:
-		case len(d.line) < 16:
-			d.line = append(d.line, b)
-		default:
-			d.long = true
-		}
-	}
-	return n, err
+	return llm.ToolCallDelta{Index: i, ArgsDelta: tc.args}, true
 }

@@ -297,14 +297,6 @@ func (p Provider) BadStream(cause error) *llm.Error {
 	}
 }
 
-// IsParseError reports whether err came from decoding an event's JSON
-// rather than from reading the connection.
-func IsParseError(err error) bool {
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	return errors.As(err, &syn) || errors.As(err, &typ)
-}
-
 func isTransport(err error) bool {
 	var netErr net.Error
 	var opErr *net.OpError

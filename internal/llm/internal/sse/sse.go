@@ -1,0 +1,107 @@
+// Package sse reads text/event-stream bodies for the provider adapters,
+// without allocating per event: an event's type and data are valid until
+// the next call to Next.
+//
+// It reads as the provider SDKs' own decoders do: lines end in LF (a CR
+// before it is dropped); a blank line dispatches the event if it has data;
+// the values of its data lines are joined, each followed by a newline; the
+// event line names it; comments and other fields are ignored. An event not
+// ended by a blank line when the body ends is dropped.
+package sse
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+)
+
+// MaxEvent bounds the data of one event, as the SDKs bound a line: a
+// provider that never ends an event must not grow memory without limit.
+const MaxEvent = 32 << 20
+
+// ErrTooLarge is an event larger than MaxEvent.
+var ErrTooLarge = errors.New("a stream event is larger than 32 MiB")
+
+// Reader reads the events of one body. It also notes whether a data line
+// was exactly [DONE], the OpenAI end marker: the body may stop right after
+// that line, before its blank line.
+type Reader struct {
+	r    *bufio.Reader
+	typ  []byte // the event's type; reused
+	data []byte // the event's data; reused
+	long []byte // a line longer than r's buffer; reused
+	done bool
+}
+
+// NewReader returns a Reader of body.
+func NewReader(body io.Reader) *Reader {
+	return &Reader{r: bufio.NewReaderSize(body, 4096)}
+}
+
+// Done reports whether a data: [DONE] line was read.
+func (e *Reader) Done() bool { return e.done }
+
+// Next returns the type (empty if the event named none) and the data of
+// the next event, both valid until the following call, or the error that
+// ended the body (io.EOF at its clean end, ErrTooLarge).
+func (e *Reader) Next() (typ, data []byte, err error) {
+	e.typ, e.data = e.typ[:0], e.data[:0]
+	for {
+		line, err := e.line()
+		if len(line) == 0 && err != nil {
+			return nil, nil, err
+		}
+		if len(line) == 0 {
+			if len(e.data) > 0 {
+				return e.typ, e.data, nil
+			}
+			e.typ = e.typ[:0]
+			continue
+		}
+		name, value, _ := bytes.Cut(line, []byte(":"))
+		if len(value) > 0 && value[0] == ' ' {
+			value = value[1:]
+		}
+		switch string(name) {
+		case "data":
+			if string(value) == "[DONE]" {
+				e.done = true
+			}
+			if len(e.data)+len(value) >= MaxEvent {
+				return nil, nil, ErrTooLarge
+			}
+			e.data = append(e.data, value...)
+			e.data = append(e.data, '\n')
+		case "event":
+			e.typ = append(e.typ[:0], value...)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+}
+
+// line reads one line without its line ending. At the end of the body it
+// returns the unterminated rest, if any, with the error.
+func (e *Reader) line() ([]byte, error) {
+	line, err := e.r.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		e.long = append(e.long[:0], line...)
+		for err == bufio.ErrBufferFull {
+			if len(e.long) >= MaxEvent {
+				return nil, ErrTooLarge
+			}
+			line, err = e.r.ReadSlice('\n')
+			e.long = append(e.long, line...)
+		}
+		line = e.long
+	}
+	if err == nil {
+		line = line[:len(line)-1] // the LF
+	}
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line, err
+}

@@ -1,0 +1,74 @@
+package sse
+
+import (
+	"errors"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestReader(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		body string
+		want []string // type, then data, of each event
+		done bool
+	}{
+		{"events", "data: a\n\ndata:b\n\n", []string{"", "a\n", "", "b\n"}, false},
+		{"CRLF, comments, other fields", ": keep-alive\r\nevent: x\r\nid: 1\r\ndata: a\r\n\r\n", []string{"x", "a\n"}, false},
+		{"a blank line without data forgets the type", "event: x\n\ndata: a\n\n", []string{"", "a\n"}, false},
+		{"the last type line counts", "event: x\nevent:y\ndata: a\n\n", []string{"y", "a\n"}, false},
+		{"multi-line data", "data: {\"a\":\ndata: 1}\n\n", []string{"", "{\"a\":\n1}\n"}, false},
+		{"blank lines without data", "\n\n: c\n\ndata: a\n\n", []string{"", "a\n"}, false},
+		{"only one space is dropped", "data:  a\n\n", []string{"", " a\n"}, false},
+		{"data without colon", "data\n\n", []string{"", "\n"}, false},
+		{"unterminated event dropped", "data: a\n\ndata: b\n", []string{"", "a\n"}, false},
+		{"done", "data: a\n\ndata: [DONE]\n\n", []string{"", "a\n", "", "[DONE]\n"}, true},
+		{"done without its blank line", "data: [DONE]", nil, true},
+		{"done inside text is not done", "data: x data: [DONE]\n\n", []string{"", "x data: [DONE]\n"}, false},
+		{"long line", "data: " + strings.Repeat("x", 10000) + "\n\n", []string{"", strings.Repeat("x", 10000) + "\n"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			// One byte per read: every line crosses reads.
+			e := NewReader(&oneByteReader{strings.NewReader(tt.body)})
+			var got []string
+			for {
+				typ, data, err := e.Next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, string(typ), string(data))
+			}
+			if !reflect.DeepEqual(got, tt.want) || e.Done() != tt.done {
+				t.Errorf("events %q done %v, want %q %v", got, e.Done(), tt.want, tt.done)
+			}
+		})
+	}
+	t.Run("too large", func(t *testing.T) {
+		t.Parallel()
+		e := NewReader(io.MultiReader(strings.NewReader("data: "), zeros{}))
+		if _, _, err := e.Next(); !errors.Is(err, ErrTooLarge) {
+			t.Errorf("err %v, want ErrTooLarge", err)
+		}
+	})
+}
+
+type oneByteReader struct{ r io.Reader }
+
+func (o *oneByteReader) Read(p []byte) (int, error) { return o.r.Read(p[:min(len(p), 1)]) }
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'x'
+	}
+	return len(p), nil
+}
