@@ -456,7 +456,7 @@ func TestPostgresUnavailable(t *testing.T) {
 	})
 	time.Sleep(500 * time.Millisecond) // a's log writer has retried by now
 	checkAgainstTimeline(t, c, a, runID, frames)
-	if !strings.Contains(a.Log(), "stopped executing a run") || !strings.Contains(b.Log(), "ending a run whose executor stopped") {
+	if !strings.Contains(a.Log(), "stopped executing this replica's runs") || !strings.Contains(b.Log(), "ending a run whose executor stopped") {
 		t.Fatal("a did not fence itself, or b did not take the run over")
 	}
 	if !a.Alive() || !b.Alive() {

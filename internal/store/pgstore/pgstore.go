@@ -59,6 +59,13 @@ var migrations embed.FS
 // Store is the PostgreSQL store.Store.
 type Store struct {
 	pool *pgxpool.Pool
+	// live is a pool of its own for the replica heartbeat: behind a burst of
+	// starts and event writes the main pool's queue can be seconds long,
+	// and a heartbeat that waits in it lets other replicas take this one's
+	// runs while it is alive. The heartbeat is one small write per replica
+	// per period, so one connection (two for a registration racing a
+	// renewal) is all it needs.
+	live *pgxpool.Pool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -74,13 +81,20 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	liveCfg := cfg.Copy()
+	liveCfg.MaxConns, liveCfg.MinConns = 2, 0
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: open: %w", interpretError(err))
 	}
-	s := &Store{pool: pool}
-	if err := s.migrate(ctx, schema); err != nil {
+	live, err := pgxpool.NewWithConfig(ctx, liveCfg)
+	if err != nil {
 		pool.Close()
+		return nil, fmt.Errorf("pgstore: open: %w", interpretError(err))
+	}
+	s := &Store{pool: pool, live: live}
+	if err := s.migrate(ctx, schema); err != nil {
+		s.Close()
 		return nil, err
 	}
 	return s, nil
@@ -179,6 +193,7 @@ func (s *Store) migrate(ctx context.Context, schema string) error {
 // Close closes the pool, waiting for connections in use to be returned.
 func (s *Store) Close() error {
 	s.pool.Close()
+	s.live.Close()
 	return nil
 }
 

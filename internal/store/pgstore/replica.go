@@ -13,12 +13,12 @@ import (
 // RegisterReplica begins a new term of replica id, in one statement.
 func (s *Store) RegisterReplica(ctx context.Context, id string, until time.Time, sole bool) (int64, error) {
 	if sole {
-		if _, err := s.pool.Exec(ctx, `UPDATE replicas SET alive_until = '-infinity' WHERE id <> $1`, id); err != nil {
+		if _, err := s.live.Exec(ctx, `UPDATE replicas SET alive_until = '-infinity' WHERE id <> $1`, id); err != nil {
 			return 0, fmt.Errorf("register replica %s: %w", id, interpretError(err))
 		}
 	}
 	var epoch int64
-	err := s.pool.QueryRow(ctx, `INSERT INTO replicas (id, epoch, alive_until) VALUES ($1, 1, $2)
+	err := s.live.QueryRow(ctx, `INSERT INTO replicas (id, epoch, alive_until) VALUES ($1, 1, $2)
 		ON CONFLICT (id) DO UPDATE SET epoch = replicas.epoch + 1, alive_until = excluded.alive_until
 		RETURNING epoch`, id, ms(until)).Scan(&epoch)
 	if err != nil {
@@ -28,9 +28,9 @@ func (s *Store) RegisterReplica(ctx context.Context, id string, until time.Time,
 }
 
 // RenewReplica extends a term that is still alive: the heartbeat, one
-// single-row UPDATE per replica per period.
+// single-row UPDATE per replica per period, on the pool of its own.
 func (s *Store) RenewReplica(ctx context.Context, id string, epoch int64, at, until time.Time) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE replicas SET alive_until = $3 WHERE id = $1 AND epoch = $2 AND alive_until >= $4`,
+	tag, err := s.live.Exec(ctx, `UPDATE replicas SET alive_until = $3 WHERE id = $1 AND epoch = $2 AND alive_until >= $4`,
 		id, epoch, ms(until), ms(at))
 	if err != nil {
 		return fmt.Errorf("renew replica %s: %w", id, interpretError(err))
