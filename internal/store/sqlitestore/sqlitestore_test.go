@@ -1,12 +1,8 @@
 package sqlitestore_test
 
 import (
-	"fmt"
 	"path/filepath"
 	"testing"
-	"time"
-
-	"github.com/agentchat/agentchat/internal/event"
 
 	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/store/sqlitestore"
@@ -35,28 +31,17 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	}
 }
 
-// BenchmarkAppendEvents measures the event log's write path: batches of 200
-// token events spread over 50 threads, as the group-commit writer sends them.
+// BenchmarkAppendEvents measures the event log's write path with the batch
+// shapes of storetest.AppendBenchmarks.
 func BenchmarkAppendEvents(b *testing.B) {
-	s, err := sqlitestore.Open(b.Context(), filepath.Join(b.TempDir(), "bench.db"))
-	if err != nil {
-		b.Fatal(err)
+	for _, bc := range storetest.AppendBenchmarks {
+		b.Run(bc.Name, func(b *testing.B) {
+			s, err := sqlitestore.Open(b.Context(), filepath.Join(b.TempDir(), "bench.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			storetest.BenchAppendEvents(b, s, bc.Batch, bc.Threads)
+		})
 	}
-	defer s.Close()
-	seqs := make([]int64, 50)
-	batch := make([]event.Event, 200)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		for i := range batch {
-			th := i % len(seqs)
-			seqs[th]++
-			batch[i] = event.Event{Tenant: "t", Thread: fmt.Sprintf("thread-%02d", th), Run: "run", Seq: seqs[th], Time: time.Now(),
-				Type: event.TextDelta, Turn: "run", Iteration: 1, Step: "worker", Payload: event.TextDeltaData{MessageID: "m", Delta: " token"}}
-		}
-		if err := s.AppendEvents(b.Context(), batch); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(batch)), "ns/event")
 }
