@@ -178,6 +178,27 @@ func TestStartRunIsAtomic(t *testing.T) {
 	}
 }
 
+// TestDeltasShareARow counts the event log's rows: a message's deltas in one
+// batch are one row, however many streams the batch interleaves.
+func TestDeltasShareARow(t *testing.T) {
+	t.Parallel()
+	dbURL := testenv.Postgres(t)
+	schema := newSchema(t, dbURL)
+	s := open(t, withParam(t, dbURL, "schema", schema))
+	conn, err := pgx.Connect(t.Context(), withParam(t, dbURL, "search_path", schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	storetest.CountRows(t, s, func(thread string) (rows, lastSeqEnd int64) {
+		t.Helper()
+		if err := conn.QueryRow(t.Context(), `SELECT count(*), COALESCE(max(COALESCE(seq_end, seq)), 0) FROM events WHERE thread_id = $1`, thread).Scan(&rows, &lastSeqEnd); err != nil {
+			t.Fatal(err)
+		}
+		return rows, lastSeqEnd
+	})
+}
+
 // BenchmarkAppendEvents measures the event log's write path over PostgreSQL
 // with the batch shapes of storetest.AppendBenchmarks.
 func BenchmarkAppendEvents(b *testing.B) {

@@ -82,7 +82,7 @@ func (s *Store) startRun(ctx context.Context, sc store.Scope, in store.RunStart)
 		WHERE EXISTS (SELECT 1 FROM conversations WHERE id = $4 AND tenant = $2 AND owner = $3)`,
 		r.ID, r.Tenant, r.Owner, r.ConversationID, r.TurnID, r.Status, r.Input, r.Engine, r.Model, nullJSON(r.State),
 		r.CreatedAt, r.StartedAt, r.LeaseOwner, r.LeaseUntil)
-	b.Queue(`SELECT COALESCE(max(seq), 0) FROM events WHERE thread_id = $1 AND tenant = $2`, r.ConversationID, sc.Tenant)
+	b.Queue(lastSeqSQL, r.ConversationID, sc.Tenant)
 
 	m := in.Message
 	m.ConversationID, m.RunID = r.ConversationID, r.ID

@@ -1,6 +1,7 @@
 package sqlitestore_test
 
 import (
+	"database/sql"
 	"path/filepath"
 	"testing"
 
@@ -44,4 +45,28 @@ func BenchmarkAppendEvents(b *testing.B) {
 			storetest.BenchAppendEvents(b, s, bc.Batch, bc.Threads)
 		})
 	}
+}
+
+// TestDeltasShareARow counts the event log's rows: a message's deltas in one
+// batch are one row, however many streams the batch interleaves.
+func TestDeltasShareARow(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "agentchat.db")
+	s, err := sqlitestore.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	storetest.CountRows(t, s, func(thread string) (rows, lastSeqEnd int64) {
+		t.Helper()
+		if err := db.QueryRowContext(t.Context(), `SELECT count(*), coalesce(max(coalesce(seq_end, seq)), 0) FROM events WHERE thread_id = ?`, thread).Scan(&rows, &lastSeqEnd); err != nil {
+			t.Fatal(err)
+		}
+		return rows, lastSeqEnd
+	})
 }
