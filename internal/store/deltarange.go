@@ -71,11 +71,14 @@ func packable(e event.Event) (msg, text string, ok bool) {
 	return "", "", false
 }
 
-// openRange is a range row being built.
+// openRange is a range row being built. Most batches hold one delta of a
+// stream (the writer commits often), so the first delta is kept inline and
+// the slices made only when a second one joins.
 type openRange struct {
 	row    int // index in the rows
 	msg    string
-	deltas []string
+	first  string
+	deltas []string // nil while the range holds only first
 	ms     []int64
 	lastMS int64 // the last delta's time
 }
@@ -91,9 +94,9 @@ type threadState struct {
 // thread is ErrConflict (it could not be stored), found before anything is
 // written.
 func PackEvents(evs []event.Event) ([]EventRow, error) {
-	rows := make([]EventRow, 0, len(evs))
+	rows := make([]EventRow, 0, min(len(evs), 64))
 	var ranges []openRange
-	threads := make(map[string]threadState)
+	threads := make(map[string]threadState, min(len(evs), 64))
 	unordered := false
 	for _, e := range evs {
 		th, seen := threads[e.Thread]
@@ -109,8 +112,11 @@ func PackEvents(evs []event.Event) ([]EventRow, error) {
 			o := &ranges[th.open]
 			r := &rows[o.row]
 			if e.Seq == r.SeqEnd+1 && o.msg == msg && r.Type == e.Type && r.Run == e.Run && r.Tenant == e.Tenant &&
-				r.Turn == e.Turn && r.Iteration == e.Iteration && r.Step == e.Step && len(o.deltas) < MaxDeltaRange {
+				r.Turn == e.Turn && r.Iteration == e.Iteration && r.Step == e.Step && r.SeqEnd-r.Seq+1 < MaxDeltaRange {
 				r.SeqEnd = e.Seq
+				if o.deltas == nil {
+					o.deltas, o.ms = append(make([]string, 0, 8), o.first), append(make([]int64, 0, 8), 0)
+				}
 				o.deltas = append(o.deltas, text)
 				o.ms = append(o.ms, at-o.lastMS)
 				o.lastMS = at
@@ -121,7 +127,7 @@ func PackEvents(evs []event.Event) ([]EventRow, error) {
 		rows = append(rows, EventRow{Tenant: e.Tenant, Thread: e.Thread, Run: e.Run, Seq: e.Seq, SeqEnd: e.Seq,
 			Time: time.UnixMilli(at).UTC(), Type: e.Type, Turn: e.Turn, Iteration: e.Iteration, Step: e.Step})
 		if ok {
-			ranges = append(ranges, openRange{row: len(rows) - 1, msg: msg, deltas: []string{text}, ms: []int64{0}, lastMS: at})
+			ranges = append(ranges, openRange{row: len(rows) - 1, msg: msg, first: text, lastMS: at})
 			th.open = len(ranges) - 1
 		} else {
 			p, err := event.EncodePayload(e.Payload)
@@ -141,9 +147,9 @@ func PackEvents(evs []event.Event) ([]EventRow, error) {
 	for _, o := range ranges {
 		r := &rows[o.row]
 		var err error
-		if len(o.deltas) == 1 {
+		if o.deltas == nil {
 			// A lone delta is stored as any event is.
-			r.Payload, err = event.EncodePayload(deltaPayload(r.Type, o.msg, o.deltas[0]))
+			r.Payload, err = event.EncodePayload(deltaPayload(r.Type, o.msg, o.first))
 		} else {
 			r.Payload, err = json.Marshal(deltaRange{MessageID: o.msg, Deltas: o.deltas, MS: o.ms})
 		}

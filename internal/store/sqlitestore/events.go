@@ -14,14 +14,14 @@ import (
 // rewrite) and the last seq of a range otherwise.
 
 // insertEventSQL inserts one row unless it overlaps a stored row of its
-// thread. The only stored row that can overlap seqs ?2..?3 is the last one
-// starting at or before ?3 (rows never overlap); when it reaches ?2, the new
+// thread. The only stored row that can overlap seqs s..e is the last one
+// starting at or before e (rows never overlap); when it reaches s, the new
 // row is given that row's seq, and the (thread, seq) unique index refuses it
 // as it refuses any repeated seq: one index probe, no second statement, and
 // rows inserted earlier in the same transaction are seen.
 const insertEventSQL = `INSERT INTO events (thread_id, seq, seq_end, tenant, run_id, type, turn, iteration, step, at, payload)
-	VALUES (?1, coalesce((SELECT CASE WHEN coalesce(seq_end, seq) >= ?2 THEN seq END FROM events
-		WHERE thread_id = ?1 AND seq <= ?3 ORDER BY seq DESC LIMIT 1), ?2), ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)`
+	VALUES (?, coalesce((SELECT CASE WHEN coalesce(seq_end, seq) >= ? THEN seq END FROM events
+		WHERE thread_id = ? AND seq <= ? ORDER BY seq DESC LIMIT 1), ?), ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // lastSeqSQL reads a thread's last seq (?1 thread, ?2 tenant): the end of its
 // row with the greatest seq, one backward probe of the (thread, seq) index.
@@ -47,7 +47,9 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 			if r.IsRange() {
 				end = r.SeqEnd
 			}
-			if _, err := stmt.ExecContext(ctx, r.Thread, r.Seq, r.SeqEnd, end, r.Tenant, r.Run, string(r.Type), r.Turn, r.Iteration, r.Step,
+			// Plain ? parameters, each bound once: numbered ones cost the
+			// driver a name lookup per parameter per row.
+			if _, err := stmt.ExecContext(ctx, r.Thread, r.Seq, r.Thread, r.SeqEnd, r.Seq, end, r.Tenant, r.Run, string(r.Type), r.Turn, r.Iteration, r.Step,
 				ms(r.Time), string(r.Payload)); err != nil {
 				return err
 			}
