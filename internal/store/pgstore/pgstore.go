@@ -36,7 +36,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"net"
 	"net/url"
 	"path"
@@ -716,89 +715,6 @@ func (s *Store) DeleteRunsEndedBefore(ctx context.Context, t time.Time) (int, er
 		SELECT count(*) FROM gone`, ms(t)).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("delete old runs: %w", interpretError(err))
-	}
-	return n, nil
-}
-
-// ---- events ----
-
-// AppendEvents writes a batch of events as one INSERT of unnest(arrays): one
-// statement (all or nothing) and one round trip however large the batch.
-func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
-	if len(evs) == 0 {
-		return nil
-	}
-	n := len(evs)
-	threads, tenants, runs, types := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	turns, steps, payloads := make([]string, n), make([]string, n), make([]string, n)
-	seqs, iterations, ats := make([]int64, n), make([]int32, n), make([]time.Time, n)
-	for i, e := range evs {
-		p, err := event.EncodePayload(e.Payload)
-		if err != nil {
-			return fmt.Errorf("append %d events: encode %s: %w", len(evs), e.Type, err)
-		}
-		if e.Iteration > math.MaxInt32 || e.Iteration < math.MinInt32 {
-			return fmt.Errorf("append %d events: iteration %d out of range", len(evs), e.Iteration)
-		}
-		threads[i], seqs[i], tenants[i], runs[i], types[i] = e.Thread, e.Seq, e.Tenant, e.Run, string(e.Type)
-		turns[i], iterations[i], steps[i], ats[i], payloads[i] = e.Turn, int32(e.Iteration), e.Step, ms(e.Time), string(p)
-	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO events (thread_id, seq, tenant, run_id, type, turn, iteration, step, at, payload)
-		SELECT t, s, te, r, ty, tu, i, st, a, p::json
-		FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::integer[], $8::text[], $9::timestamptz[], $10::text[])
-			AS u (t, s, te, r, ty, tu, i, st, a, p)`,
-		threads, seqs, tenants, runs, types, turns, iterations, steps, ats, payloads)
-	if err != nil {
-		return fmt.Errorf("append %d events: %w", len(evs), interpretError(err))
-	}
-	return nil
-}
-
-// ListEvents reads a thread's log in seq order: a range scan of the primary key.
-func (s *Store) ListEvents(ctx context.Context, sc store.Scope, thread, runID string, after, until int64, limit int) ([]event.Event, error) {
-	if until <= 0 {
-		until = math.MaxInt64
-	}
-	q := `SELECT thread_id, seq, tenant, run_id, type, turn, iteration, step, at, payload FROM events
-		WHERE thread_id = $1 AND tenant = $2 AND seq > $3 AND seq <= $4`
-	args := []any{thread, sc.Tenant, after, until}
-	if runID != "" {
-		args = append(args, runID)
-		q += ` AND run_id = $` + strconv.Itoa(len(args))
-	}
-	q += ` ORDER BY seq`
-	if limit > 0 {
-		args = append(args, limit)
-		q += ` LIMIT $` + strconv.Itoa(len(args))
-	}
-	var out []event.Event
-	err := s.scoped(ctx, sc, thread, q, args, func(rows pgx.Rows) error {
-		var err error
-		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (event.Event, error) {
-			var e event.Event
-			var typ string
-			var iteration int32
-			var payload []byte
-			if err := row.Scan(&e.Thread, &e.Seq, &e.Tenant, &e.Run, &typ, &e.Turn, &iteration, &e.Step, &e.Time, &payload); err != nil {
-				return e, err
-			}
-			e.Type, e.Iteration, e.Time = event.Type(typ), int(iteration), e.Time.UTC()
-			e.Payload, err = event.DecodePayload(e.Type, payload)
-			return e, err
-		})
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list events of %s: %w", thread, err)
-	}
-	return out, nil
-}
-
-// LastSeq is the thread's highest stored seq (one backward index probe).
-func (s *Store) LastSeq(ctx context.Context, tenant, thread string) (int64, error) {
-	var n int64
-	if err := s.pool.QueryRow(ctx, `SELECT COALESCE(max(seq), 0) FROM events WHERE thread_id = $1 AND tenant = $2`, thread, tenant).Scan(&n); err != nil {
-		return 0, fmt.Errorf("last seq of %s: %w", thread, interpretError(err))
 	}
 	return n, nil
 }

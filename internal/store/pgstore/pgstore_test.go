@@ -31,7 +31,7 @@ func newSchema(t *testing.T, dbURL string) string {
 }
 
 // exec runs one statement on a connection of its own, outside any store.
-func exec(t *testing.T, dbURL, sql string) {
+func exec(t testing.TB, dbURL, sql string) {
 	t.Helper()
 	// Not t.Context(): cleanups run after it is cancelled.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -47,7 +47,7 @@ func exec(t *testing.T, dbURL, sql string) {
 }
 
 // withParam returns dbURL with one query parameter set.
-func withParam(t *testing.T, dbURL, key, value string) string {
+func withParam(t testing.TB, dbURL, key, value string) string {
 	t.Helper()
 	u, err := url.Parse(dbURL)
 	if err != nil {
@@ -175,5 +175,47 @@ func TestStartRunIsAtomic(t *testing.T) {
 	}
 	if runs, err := s.OrphanedRuns(t.Context(), time.Now().Add(time.Hour), 10); err != nil || len(runs) != 0 {
 		t.Fatalf("the failed start left runs: %v (%v)", runs, err)
+	}
+}
+
+// TestDeltasShareARow counts the event log's rows: a message's deltas in one
+// batch are one row, however many streams the batch interleaves.
+func TestDeltasShareARow(t *testing.T) {
+	t.Parallel()
+	dbURL := testenv.Postgres(t)
+	schema := newSchema(t, dbURL)
+	s := open(t, withParam(t, dbURL, "schema", schema))
+	conn, err := pgx.Connect(t.Context(), withParam(t, dbURL, "search_path", schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	storetest.CountRows(t, s, func(thread string) (rows, lastSeqEnd int64) {
+		t.Helper()
+		if err := conn.QueryRow(t.Context(), `SELECT count(*), COALESCE(max(COALESCE(seq_end, seq)), 0) FROM events WHERE thread_id = $1`, thread).Scan(&rows, &lastSeqEnd); err != nil {
+			t.Fatal(err)
+		}
+		return rows, lastSeqEnd
+	})
+}
+
+// BenchmarkAppendEvents measures the event log's write path over PostgreSQL
+// with the batch shapes of storetest.AppendBenchmarks.
+func BenchmarkAppendEvents(b *testing.B) {
+	dbURL := testenv.Postgres(b)
+	for _, bc := range storetest.AppendBenchmarks {
+		b.Run(bc.Name, func(b *testing.B) {
+			schema := "agentchat_bench_" + hex.EncodeToString([]byte(bc.Name))
+			exec(b, dbURL, `DROP SCHEMA IF EXISTS `+schema+` CASCADE`) // left by an interrupted run
+			s, err := pgstore.Open(b.Context(), withParam(b, dbURL, "schema", schema))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer func() {
+				s.Close()
+				exec(b, dbURL, `DROP SCHEMA `+schema+` CASCADE`)
+			}()
+			storetest.BenchAppendEvents(b, s, bc.Batch, bc.Threads)
+		})
 	}
 }

@@ -84,11 +84,11 @@ func (s *Store) startRun(ctx context.Context, sc store.Scope, in store.RunStart)
 	out.Run = r
 	b.Queue(`INSERT INTO runs (id, tenant, owner, conversation_id, turn_id, status, input, engine, model, state, created_at, started_at, lease_owner, lease_epoch, seq_reserved)
 		SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text, $9::text, $10::json, $11::timestamptz, $12::timestamptz, $13::text, $14::bigint,
-			CASE WHEN $15::bigint > 0 THEN (SELECT COALESCE(max(seq), 0) FROM events WHERE thread_id = $4 AND tenant = $2) + $15 ELSE 0 END
+			CASE WHEN $15::bigint > 0 THEN COALESCE((SELECT COALESCE(seq_end, seq) FROM events WHERE thread_id = $4 AND tenant = $2 ORDER BY seq DESC LIMIT 1), 0) + $15 ELSE 0 END
 		WHERE EXISTS (SELECT 1 FROM conversations WHERE id = $4 AND tenant = $2 AND owner = $3)`,
 		r.ID, r.Tenant, r.Owner, r.ConversationID, r.TurnID, r.Status, r.Input, r.Engine, r.Model, nullJSON(r.State),
 		r.CreatedAt, r.StartedAt, r.LeaseOwner, r.LeaseEpoch, in.ReserveSeqs)
-	b.Queue(`SELECT COALESCE(max(seq), 0) FROM events WHERE thread_id = $1 AND tenant = $2`, r.ConversationID, sc.Tenant)
+	b.Queue(lastSeqSQL, r.ConversationID, sc.Tenant)
 
 	m := in.Message
 	m.ConversationID, m.RunID = r.ConversationID, r.ID

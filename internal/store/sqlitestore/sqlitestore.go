@@ -530,7 +530,7 @@ func (s *Store) StartRun(ctx context.Context, sc store.Scope, in store.RunStart)
 		r := in.Run
 		r.ConversationID = out.Conversation.ID
 		var last sql.NullInt64
-		if err := tx.QueryRowContext(ctx, `SELECT max(seq) FROM events WHERE thread_id = ? AND tenant = ?`, r.ConversationID, sc.Tenant).Scan(&last); err != nil {
+		if err := tx.QueryRowContext(ctx, lastSeqSQL, r.ConversationID, sc.Tenant).Scan(&last); err != nil {
 			return err
 		}
 		out.LastSeq = last.Int64
@@ -717,86 +717,6 @@ func (s *Store) DeleteRunsEndedBefore(ctx context.Context, t time.Time) (int, er
 		return 0, fmt.Errorf("delete old runs: %w", err)
 	}
 	return int(n), nil
-}
-
-// ---- events ----
-
-// AppendEvents writes a batch of events in one transaction.
-func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
-	if len(evs) == 0 {
-		return nil
-	}
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO events (thread_id, seq, tenant, run_id, type, turn, iteration, step, at, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
-		for _, e := range evs {
-			p, err := event.EncodePayload(e.Payload)
-			if err != nil {
-				return fmt.Errorf("encode %s: %w", e.Type, err)
-			}
-			if _, err := stmt.ExecContext(ctx, e.Thread, e.Seq, e.Tenant, e.Run, string(e.Type), e.Turn, e.Iteration, e.Step, ms(e.Time), string(p)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("append %d events: %w", len(evs), err)
-	}
-	return nil
-}
-
-// ListEvents reads a thread's log in seq order.
-func (s *Store) ListEvents(ctx context.Context, sc store.Scope, thread, runID string, after, until int64, limit int) ([]event.Event, error) {
-	if _, err := s.GetConversation(ctx, sc, thread); err != nil {
-		return nil, err
-	}
-	q := `SELECT thread_id, seq, tenant, run_id, type, turn, iteration, step, at, payload FROM events WHERE thread_id = ? AND tenant = ? AND seq > ?`
-	args := []any{thread, sc.Tenant, after}
-	if until > 0 {
-		q += ` AND seq <= ?`
-		args = append(args, until)
-	}
-	if runID != "" {
-		q += ` AND run_id = ?`
-		args = append(args, runID)
-	}
-	q += ` ORDER BY seq`
-	if limit > 0 {
-		q += ` LIMIT ?`
-		args = append(args, limit)
-	}
-	out, err := collect(scanEvent)(s.read.QueryContext(ctx, q, args...))
-	if err != nil {
-		return nil, fmt.Errorf("list events of %s: %w", thread, err)
-	}
-	return out, nil
-}
-
-func scanEvent(row scanner) (event.Event, error) {
-	var e event.Event
-	var typ, payload string
-	var at int64
-	if err := row.Scan(&e.Thread, &e.Seq, &e.Tenant, &e.Run, &typ, &e.Turn, &e.Iteration, &e.Step, &at, &payload); err != nil {
-		return e, err
-	}
-	e.Type, e.Time = event.Type(typ), fromMS(at)
-	var err error
-	e.Payload, err = event.DecodePayload(e.Type, []byte(payload))
-	return e, err
-}
-
-// LastSeq is the thread's highest stored seq.
-func (s *Store) LastSeq(ctx context.Context, tenant, thread string) (int64, error) {
-	var n sql.NullInt64
-	// The write pool sees every committed batch, including one committed an instant ago.
-	if err := s.write.QueryRowContext(ctx, `SELECT max(seq) FROM events WHERE thread_id = ? AND tenant = ?`, thread, tenant).Scan(&n); err != nil {
-		return 0, fmt.Errorf("last seq of %s: %w", thread, interpret(err))
-	}
-	return n.Int64, nil
 }
 
 // ---- confirmations ----

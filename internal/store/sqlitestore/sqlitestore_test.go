@@ -1,12 +1,9 @@
 package sqlitestore_test
 
 import (
-	"fmt"
+	"database/sql"
 	"path/filepath"
 	"testing"
-	"time"
-
-	"github.com/agentchat/agentchat/internal/event"
 
 	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/store/sqlitestore"
@@ -35,28 +32,41 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	}
 }
 
-// BenchmarkAppendEvents measures the event log's write path: batches of 200
-// token events spread over 50 threads, as the group-commit writer sends them.
+// BenchmarkAppendEvents measures the event log's write path with the batch
+// shapes of storetest.AppendBenchmarks.
 func BenchmarkAppendEvents(b *testing.B) {
-	s, err := sqlitestore.Open(b.Context(), filepath.Join(b.TempDir(), "bench.db"))
+	for _, bc := range storetest.AppendBenchmarks {
+		b.Run(bc.Name, func(b *testing.B) {
+			s, err := sqlitestore.Open(b.Context(), filepath.Join(b.TempDir(), "bench.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			storetest.BenchAppendEvents(b, s, bc.Batch, bc.Threads)
+		})
+	}
+}
+
+// TestDeltasShareARow counts the event log's rows: a message's deltas in one
+// batch are one row, however many streams the batch interleaves.
+func TestDeltasShareARow(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "agentchat.db")
+	s, err := sqlitestore.Open(t.Context(), path)
 	if err != nil {
-		b.Fatal(err)
+		t.Fatal(err)
 	}
 	defer s.Close()
-	seqs := make([]int64, 50)
-	batch := make([]event.Event, 200)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		for i := range batch {
-			th := i % len(seqs)
-			seqs[th]++
-			batch[i] = event.Event{Tenant: "t", Thread: fmt.Sprintf("thread-%02d", th), Run: "run", Seq: seqs[th], Time: time.Now(),
-				Type: event.TextDelta, Turn: "run", Iteration: 1, Step: "worker", Payload: event.TextDeltaData{MessageID: "m", Delta: " token"}}
-		}
-		if err := s.AppendEvents(b.Context(), batch); err != nil {
-			b.Fatal(err)
-		}
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(batch)), "ns/event")
+	defer db.Close()
+	storetest.CountRows(t, s, func(thread string) (rows, lastSeqEnd int64) {
+		t.Helper()
+		if err := db.QueryRowContext(t.Context(), `SELECT count(*), coalesce(max(coalesce(seq_end, seq)), 0) FROM events WHERE thread_id = ?`, thread).Scan(&rows, &lastSeqEnd); err != nil {
+			t.Fatal(err)
+		}
+		return rows, lastSeqEnd
+	})
 }

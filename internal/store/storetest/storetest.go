@@ -53,6 +53,10 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"RacingClaimsOneWinner", testRacingClaims},
 		{"UnappliedDecisions", testUnappliedDecisions},
 		{"StartRunFailureWritesNothing", testStartRunFailureWritesNothing},
+		{"DeltaRangesRoundTrip", testDeltaRangesRoundTrip},
+		{"DeltaRangeBounds", testDeltaRangeBounds},
+		{"DeltaRangesAcrossBatches", testDeltaRangesAcrossBatches},
+		{"DeltaRangeConflicts", testDeltaRangeConflicts},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
