@@ -48,6 +48,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"RacingClaimsOneWinner", testRacingClaims},
 		{"UnappliedDecisions", testUnappliedDecisions},
 		{"StartRunFailureWritesNothing", testStartRunFailureWritesNothing},
+		{"TextRoundTrip", testTextRoundTrip}, // text.go
+		{"BadCursors", testBadCursors},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
