@@ -601,7 +601,7 @@ func decodeAGUIInput(r *http.Request, v any) error {
 	if dec.More() {
 		return apiErr(http.StatusBadRequest, "invalid_json", "the request body has data after the JSON object")
 	}
-	return nil
+	return checkJSONText(body)
 }
 
 // checkAGUIIDs refuses ids that could not be stored or echoed safely.

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -113,13 +114,13 @@ func decodeJSON(r *http.Request, v any, allowEmpty bool) error {
 		}
 		return apiErr(http.StatusBadRequest, "invalid_body", "the request body could not be read")
 	}
-	if len(strings.TrimSpace(string(body))) == 0 {
+	if len(bytes.TrimSpace(body)) == 0 {
 		if allowEmpty {
 			return nil
 		}
 		return apiErr(http.StatusBadRequest, "invalid_json", "the request body is empty; a JSON object is expected")
 	}
-	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return jsonError(err)
@@ -127,7 +128,7 @@ func decodeJSON(r *http.Request, v any, allowEmpty bool) error {
 	if dec.More() {
 		return apiErr(http.StatusBadRequest, "invalid_json", "the request body has data after the JSON object")
 	}
-	return nil
+	return checkJSONText(body)
 }
 
 func jsonError(err error) *Error {

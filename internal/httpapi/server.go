@@ -9,7 +9,9 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -80,9 +82,9 @@ func New(cfg Config) *Server {
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 func (s *Server) routes() {
-	open := func(pattern string, h handlerFunc) { s.mux.Handle(pattern, s.wrap(h)) }
-	api := func(pattern string, h handlerFunc) { s.mux.Handle(pattern, s.authenticate(s.wrap(h), false)) }
-	stream := func(pattern string, h handlerFunc) { s.mux.Handle(pattern, s.authenticate(s.wrap(h), true)) }
+	open := func(pattern string, h handlerFunc) { s.mux.Handle(pattern, s.wrap(pattern, h)) }
+	api := func(pattern string, h handlerFunc) { s.mux.Handle(pattern, s.authenticate(s.wrap(pattern, h), false)) }
+	stream := func(pattern string, h handlerFunc) { s.mux.Handle(pattern, s.authenticate(s.wrap(pattern, h), true)) }
 
 	open("GET /healthz", s.healthz)
 	open("GET /readyz", s.readyz)
@@ -112,13 +114,58 @@ func (s *Server) routes() {
 	api("GET /api/v1/agent/history", s.aguiHistory)
 }
 
-// wrap renders a handler's error.
-func (s *Server) wrap(h handlerFunc) http.Handler {
+// wrap renders a handler's error. Before the handler, it answers 404 for a
+// path id that cannot exist and 400 for a query that is not text (text.go),
+// so what reaches a handler, and a store, is text.
+func (s *Server) wrap(pattern string, h handlerFunc) http.Handler {
+	ids := pathIDs(pattern)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := h(w, r); err != nil {
+		err := checkQueryText(r)
+		for _, id := range ids {
+			if !possibleID(r.PathValue(id.name)) {
+				err = id.notFound
+				break
+			}
+		}
+		if err == nil {
+			err = h(w, r)
+		}
+		if err != nil {
 			writeError(w, r, s.log, toAPIError(err, "not_found", "resource"))
 		}
 	})
+}
+
+// pathID is a wildcard of a route that names a stored object.
+type pathID struct {
+	name     string
+	notFound *Error
+}
+
+var wildcard = regexp.MustCompile(`\{(\w+)\}`)
+
+// pathIDs lists the id wildcards of a route pattern with the answer for an
+// id that cannot exist. The AI SDK's chat id is not one: its handler answers
+// a bad one with 400 (the client chose it) and an unknown one with 204.
+func pathIDs(pattern string) []pathID {
+	var out []pathID
+	for _, m := range wildcard.FindAllStringSubmatch(pattern, -1) {
+		var e *Error
+		switch name := m[1]; {
+		case name == "runId":
+			e = notFound("run_not_found", "run")
+		case name == "threadId":
+			e = notFound("thread_not_found", "thread")
+		case name == "id" && strings.Contains(pattern, "/confirmations/"):
+			e = notFound("confirmation_not_found", "confirmation")
+		case name == "id":
+			e = notFound("conversation_not_found", "conversation")
+		default:
+			continue
+		}
+		out = append(out, pathID{m[1], e})
+	}
+	return out
 }
 
 // ServeHTTP runs the middleware chain: request id, access log, panic

@@ -577,5 +577,5 @@ func decodeLenient(r *http.Request, v any) error {
 	if err := json.Unmarshal(raw, v); err != nil {
 		return jsonError(err)
 	}
-	return nil
+	return checkJSONText(raw)
 }
