@@ -126,13 +126,14 @@ func (s *Server) aguiRun(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	if in.ThreadID != "" {
-		switch _, err := s.st.GetConversation(ctx, sc, in.ThreadID); {
-		case err == nil:
-			req.ConversationID = in.ThreadID
-		case errors.Is(err, store.ErrNotFound):
-			req.CreateWithID = in.ThreadID
-		default:
+		id, exists, err := s.clientConversation(ctx, sc, in.ThreadID)
+		if err != nil {
 			return err
+		}
+		if exists {
+			req.ConversationID = id
+		} else {
+			req.CreateWithID = id
 		}
 	}
 	if err := s.newInput(ctx, sc, in.Messages, &req); err != nil {
@@ -142,8 +143,7 @@ func (s *Server) aguiRun(w http.ResponseWriter, r *http.Request) error {
 	started, err := s.runs.Start(ctx, sc, req, stream)
 	var busy *store.BusyError
 	if errors.Is(err, store.ErrConflict) && !errors.As(err, &busy) && req.CreateWithID != "" {
-		// Created meanwhile by a concurrent request of this principal, or
-		// the id belongs to someone else (who is not to be told).
+		// Created meanwhile by a concurrent request of this principal.
 		if _, gerr := s.st.GetConversation(ctx, sc, req.CreateWithID); gerr != nil {
 			return notFound("thread_not_found", "thread")
 		}
@@ -154,11 +154,11 @@ func (s *Server) aguiRun(w http.ResponseWriter, r *http.Request) error {
 		return aguiStartErr(err)
 	}
 	if !stream {
-		writeJSON(w, http.StatusAccepted, accepted{TaskID: started.Run.ID, ThreadID: started.Conversation.ID,
+		writeJSON(w, http.StatusAccepted, accepted{TaskID: started.Run.ID, ThreadID: aguiOr(in.ThreadID, started.Conversation.ID),
 			RunID: aguiOr(in.RunID, started.Run.ID), Created: started.Created})
 		return nil
 	}
-	enc := agui.NewEncoder(agui.Options{Mode: agui.Standard})
+	enc := agui.NewEncoder(agui.Options{Mode: agui.Standard, ThreadID: in.ThreadID})
 	s.serveStream(w, r, started.Stream, enc, streamOptions{endAfter: oneAGUIRun(enc)})
 	return nil
 }
@@ -412,8 +412,9 @@ func (s *Server) aguiResume(w http.ResponseWriter, r *http.Request, in runAgentI
 	if in.ThreadID == "" {
 		return apiErr(http.StatusUnprocessableEntity, "invalid_input", "field \"threadId\" is required with \"resume\"")
 	}
-	if _, err := s.st.GetConversation(ctx, sc, in.ThreadID); err != nil {
-		return toAPIError(err, "thread_not_found", "thread")
+	thread, err := s.clientThread(ctx, sc, in.ThreadID)
+	if err != nil {
+		return err
 	}
 	type answer struct {
 		c         store.Confirmation
@@ -427,7 +428,7 @@ func (s *Server) aguiResume(w http.ResponseWriter, r *http.Request, in runAgentI
 			return err
 		}
 		c, err := s.st.GetConfirmation(ctx, sc, e.InterruptID)
-		if errors.Is(err, store.ErrNotFound) || (err == nil && c.ConversationID != in.ThreadID) {
+		if errors.Is(err, store.ErrNotFound) || (err == nil && c.ConversationID != thread) {
 			return notFound("interrupt_not_found", "interrupt")
 		}
 		if err != nil {
@@ -469,7 +470,7 @@ func (s *Server) aguiResume(w http.ResponseWriter, r *http.Request, in runAgentI
 			break
 		}
 	}
-	enc := agui.NewEncoder(agui.Options{Mode: agui.Standard})
+	enc := agui.NewEncoder(agui.Options{Mode: agui.Standard, ThreadID: in.ThreadID})
 	var scratch []byte
 	for _, ev := range evs {
 		if ev.Seq > at {
@@ -477,6 +478,7 @@ func (s *Server) aguiResume(w http.ResponseWriter, r *http.Request, in runAgentI
 		}
 		scratch = enc.Encode(scratch[:0], ev)
 	}
+	enc.NameNextRun(in.RunID)
 	st, err := s.runs.Follow(ctx, sc, "", runID, at)
 	if err != nil {
 		return runErr(err)
@@ -530,7 +532,11 @@ func (s *Server) aguiEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ctx, sc, thread := r.Context(), scopeOf(r.Context()), r.PathValue("threadId")
+	ctx, sc, name := r.Context(), scopeOf(r.Context()), r.PathValue("threadId")
+	thread, err := s.clientThread(ctx, sc, name)
+	if err != nil {
+		return err
+	}
 	var opt streamOptions
 	if r.URL.Query().Get("snapshot") == "messages" && after == 0 {
 		// Load-then-follow in one request: the thread's messages as they are
@@ -550,7 +556,7 @@ func (s *Server) aguiEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return toAPIError(err, "thread_not_found", "thread")
 	}
-	enc := agui.NewEncoder(agui.Options{Mode: agui.Seed})
+	enc := agui.NewEncoder(agui.Options{Mode: agui.Seed, ThreadID: name})
 	if after > 0 {
 		s.primeAGUI(ctx, sc, thread, after, enc)
 	}

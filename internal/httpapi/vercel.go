@@ -10,11 +10,8 @@ package httpapi
 // it: the last user message (a new turn), the approval decisions in the
 // assistant message being continued, or the answer to regenerate.
 //
-// Chat ids are the client's. A chat id names the principal's conversation
-// with that id when there is one; otherwise it maps to a conversation id
-// derived from the tenant, the user and the chat id (a name-based UUID), so
-// two principals choosing the same chat id never meet, and a chat id says
-// nothing about conversations of others.
+// Chat ids are the client's, in the principal's own namespace
+// (clientConversation in clientid.go, shared with AG-UI thread ids).
 //
 // The assistant message of a run has the run's id. A response ends with
 // `finish` and `data: [DONE]` when its run ends, or when the run pauses for a
@@ -30,8 +27,6 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-
-	"github.com/google/uuid"
 
 	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/dialect/vercel"
@@ -89,8 +84,6 @@ const (
 var (
 	chatIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:~-]{1,128}$`)
 	enginePattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
-	// chatNamespace is the UUID namespace of conversation ids derived from chat ids.
-	chatNamespace = uuid.MustParse("5b0c6a56-2f0e-4c59-9f4e-2b7c8e4f6a10")
 )
 
 // vercelChat serves POST /v1/agent/chat?format=vercel-ai.
@@ -175,7 +168,7 @@ func (s *Server) vercelResume(w http.ResponseWriter, r *http.Request) error {
 	if !chatIDPattern.MatchString(chatID) {
 		return apiErr(http.StatusBadRequest, "invalid_chat_id", "the chat id must be 1 to 128 letters, digits or ._:~-")
 	}
-	convID, exists, err := s.findChat(ctx, sc, chatID)
+	convID, exists, err := s.clientConversation(ctx, sc, chatID)
 	if err != nil {
 		return err
 	}
@@ -465,24 +458,9 @@ func (s *Server) vercelConversation(ctx context.Context, sc store.Scope, body ui
 		if !chatIDPattern.MatchString(body.ID) {
 			return "", false, apiErr(http.StatusBadRequest, "invalid_field", "field \"id\" (the chat id) must be 1 to 128 letters, digits or ._:~-")
 		}
-		return s.findChat(ctx, sc, body.ID)
+		return s.clientConversation(ctx, sc, body.ID)
 	}
 	return "", false, nil
-}
-
-// findChat returns the conversation of a chat id, or the id to create it with.
-func (s *Server) findChat(ctx context.Context, sc store.Scope, chatID string) (string, bool, error) {
-	derived := uuid.NewSHA1(chatNamespace, []byte(sc.Tenant+"\x00"+sc.User+"\x00"+chatID)).String()
-	for _, id := range []string{chatID, derived} {
-		_, err := s.st.GetConversation(ctx, sc, id)
-		if err == nil {
-			return id, true, nil
-		}
-		if !errors.Is(err, store.ErrNotFound) {
-			return "", false, err
-		}
-	}
-	return derived, false, nil
 }
 
 // continued returns the assistant message a submit-message request continues
