@@ -122,6 +122,9 @@ func (s *Server) aguiRun(w http.ResponseWriter, r *http.Request) error {
 	}
 	if props, ok := aguiObject(in.ForwardedProps); ok {
 		if name, ok := props["engine"].(string); ok {
+			if err := s.checkEngine("forwardedProps.engine", name); err != nil {
+				return err
+			}
 			req.Engine, req.Options.Engine = name, name
 		}
 	}

@@ -3,6 +3,8 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"net/http"
+	"regexp"
 
 	"github.com/google/uuid"
 
@@ -52,4 +54,19 @@ func (s *Server) clientThread(ctx context.Context, sc store.Scope, threadID stri
 		return "", notFound("thread_not_found", "thread")
 	}
 	return id, nil
+}
+
+// enginePattern is the shape of an engine name.
+var enginePattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
+
+// checkEngine refuses an engine name the run service cannot route, naming
+// the request field that asked for it ("" asks for none).
+func (s *Server) checkEngine(field, name string) error {
+	if name == "" {
+		return nil
+	}
+	if !enginePattern.MatchString(name) || !s.runs.KnowsEngine(name) {
+		return apiErr(http.StatusBadRequest, "invalid_field", "field %q must name an engine this server runs, like local", field)
+	}
+	return nil
 }

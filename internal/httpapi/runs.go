@@ -72,8 +72,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 	if strings.TrimSpace(body.Input) == "" {
 		return apiErr(http.StatusUnprocessableEntity, "invalid_input", "field \"input\" is required")
 	}
-	if body.Engine != "" && !enginePattern.MatchString(body.Engine) {
-		return apiErr(http.StatusUnprocessableEntity, "invalid_field", "field \"engine\" must name an engine, like local or openclaw")
+	if err := s.checkEngine("engine", body.Engine); err != nil {
+		return err
 	}
 	sc := scopeOf(r.Context())
 	started, err := s.runs.Start(r.Context(), sc, run.StartRequest{ConversationID: body.ConversationID, Input: body.Input, Title: body.Title, Engine: body.Engine}, true)

@@ -38,7 +38,7 @@ import (
 // uiRequest is the body DefaultChatTransport sends (plus the fields an app
 // adds through the transport's body option, and our native fields).
 type uiRequest struct {
-	ID        string      `json:"id"`
+	ID        *string     `json:"id"` // nil when absent; "" is refused
 	Messages  []uiMessage `json:"messages"`
 	Trigger   string      `json:"trigger"`
 	MessageID string      `json:"messageId"`
@@ -83,7 +83,6 @@ const (
 
 var (
 	chatIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:~-]{1,128}$`)
-	enginePattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
 )
 
 // vercelChat serves POST /v1/agent/chat?format=vercel-ai.
@@ -92,8 +91,8 @@ func (s *Server) vercelChat(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeLenient(r, &body); err != nil {
 		return err
 	}
-	if body.Engine != "" && !enginePattern.MatchString(body.Engine) {
-		return apiErr(http.StatusUnprocessableEntity, "invalid_field", "field \"engine\" must name an engine, like local or openclaw")
+	if err := s.checkEngine("engine", body.Engine); err != nil {
+		return err
 	}
 	switch body.Trigger {
 	case "", triggerSubmit, triggerRegenerate:
@@ -454,11 +453,11 @@ func (s *Server) vercelConversation(ctx context.Context, sc store.Scope, body ui
 			return "", false, conversationErr(err)
 		}
 		return body.ConversationID, true, nil
-	case body.ID != "":
-		if !chatIDPattern.MatchString(body.ID) {
+	case body.ID != nil:
+		if !chatIDPattern.MatchString(*body.ID) {
 			return "", false, apiErr(http.StatusBadRequest, "invalid_field", "field \"id\" (the chat id) must be 1 to 128 letters, digits or ._:~-")
 		}
-		return s.clientConversation(ctx, sc, body.ID)
+		return s.clientConversation(ctx, sc, *body.ID)
 	}
 	return "", false, nil
 }
