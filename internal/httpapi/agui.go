@@ -37,7 +37,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 
@@ -48,60 +47,23 @@ import (
 	"github.com/agentchat/agentchat/internal/store"
 )
 
-// runAgentInput is AG-UI's RunAgentInput. Unknown fields are ignored, as
-// AG-UI peers may send newer ones.
-type runAgentInput struct {
-	ThreadID       string          `json:"threadId"`
-	RunID          string          `json:"runId"`
-	ParentRunID    string          `json:"parentRunId"`
-	State          json.RawMessage `json:"state"`
-	Messages       []aguiMessage   `json:"messages"`
-	Tools          []aguiTool      `json:"tools"`
-	Context        []aguiContext   `json:"context"`
-	ForwardedProps json.RawMessage `json:"forwardedProps"`
-	Resume         []resumeEntry   `json:"resume"`
-}
-
-type aguiMessage struct {
-	ID         string          `json:"id"`
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	ToolCallID string          `json:"toolCallId"`
-	Error      string          `json:"error"`
-}
-
-type aguiTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Parameters  json.RawMessage `json:"parameters"`
-}
-
-type aguiContext struct {
-	Description string `json:"description"`
-	Value       string `json:"value"`
-}
-
-// resumeEntry answers one interrupt: status resolved with payload
-// {approved, args?}, or cancelled (a rejection).
-type resumeEntry struct {
-	InterruptID string          `json:"interruptId"`
-	Status      string          `json:"status"`
-	Payload     json.RawMessage `json:"payload"`
-}
+// The request's shapes are the agui package's (agui.RunAgentInput).
+type (
+	runAgentInput = agui.RunAgentInput
+	aguiMessage   = agui.InputMessage
+	aguiTool      = agui.InputTool
+	resumeEntry   = agui.ResumeEntry
+)
 
 // Limits on what one input may carry.
 const (
 	maxFrontendTools = 64
 	maxContextItems  = 64
-	maxIDLength      = 128
 )
 
 func (s *Server) aguiRun(w http.ResponseWriter, r *http.Request) error {
 	var in runAgentInput
 	if err := decodeAGUIInput(r, &in); err != nil {
-		return err
-	}
-	if err := checkAGUIIDs(in); err != nil {
 		return err
 	}
 	stream := strings.Contains(r.Header.Get("Accept"), "text/event-stream")
@@ -590,50 +552,14 @@ func (s *Server) primeAGUI(ctx context.Context, sc store.Scope, thread string, a
 	}
 }
 
-// decodeAGUIInput reads one JSON object, ignoring unknown fields.
-func decodeAGUIInput(r *http.Request, v any) error {
-	body, err := io.ReadAll(r.Body)
+// decodeAGUIInput reads a RunAgentInput.
+func decodeAGUIInput(r *http.Request, v *runAgentInput) error {
+	body, err := readBody(r)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return err
-		}
-		return apiErr(http.StatusBadRequest, "invalid_body", "the request body could not be read")
+		return err
 	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return apiErr(http.StatusBadRequest, "invalid_json", "the request body is empty; a JSON object is expected")
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(v); err != nil {
-		return jsonError(err)
-	}
-	if dec.More() {
-		return apiErr(http.StatusBadRequest, "invalid_json", "the request body has data after the JSON object")
-	}
-	return checkJSONText(body)
-}
-
-// checkAGUIIDs refuses ids that could not be stored or echoed safely.
-func checkAGUIIDs(in runAgentInput) error {
-	for field, id := range map[string]string{"threadId": in.ThreadID, "runId": in.RunID} {
-		if id != "" && aguiID(id) == "" {
-			return apiErr(http.StatusBadRequest, "invalid_field", "field %q must be at most %d letters, digits, '-', '_', '.' or ':'", field, maxIDLength)
-		}
-	}
-	return nil
-}
-
-// aguiID is id when a client may name an object with it, else "".
-func aguiID(id string) string {
-	if id == "" || len(id) > maxIDLength {
-		return ""
-	}
-	for _, c := range id {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
-			return ""
-		}
-	}
-	return id
+	*v, err = agui.DecodeRunAgentInput(body)
+	return err
 }
 
 // aguiObject decodes raw as a JSON object; ok is false for anything else.

@@ -13,6 +13,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/agentchat/agentchat/internal/config"
+	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/store"
 )
 
@@ -94,7 +95,7 @@ func validClaims(token, tenant, subject string) bool {
 		return false
 	}
 	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil || checkJSONText(payload) != nil {
+	if err != nil || dialect.CheckJSONText(payload) != nil {
 		return false
 	}
 	for _, s := range []string{tenant, subject} {

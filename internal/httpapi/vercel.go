@@ -23,7 +23,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"regexp"
 	"strings"
@@ -35,45 +34,11 @@ import (
 	"github.com/agentchat/agentchat/internal/store"
 )
 
-// uiRequest is the body DefaultChatTransport sends (plus the fields an app
-// adds through the transport's body option, and our native fields).
-type uiRequest struct {
-	ID        *string     `json:"id"` // nil when absent; "" is refused
-	Messages  []uiMessage `json:"messages"`
-	Trigger   string      `json:"trigger"`
-	MessageID string      `json:"messageId"`
-
-	ConversationID string `json:"conversationId"`
-	Input          string `json:"input"`
-	Title          string `json:"title"`
-	Engine         string `json:"engine"`
-}
-
-// uiMessage is a UIMessage as the client holds it. Only what the server
-// reads is declared; every other field is ignored.
-type uiMessage struct {
-	ID    string   `json:"id"`
-	Role  string   `json:"role"`
-	Parts []uiPart `json:"parts"`
-}
-
-// uiPart is one part of a UIMessage: text, a file, or a tool invocation
-// (type "tool-<name>" or "dynamic-tool").
-type uiPart struct {
-	Type       string      `json:"type"`
-	Text       string      `json:"text"`
-	MediaType  string      `json:"mediaType"`
-	URL        string      `json:"url"`
-	ToolCallID string      `json:"toolCallId"`
-	State      string      `json:"state"`
-	Approval   *uiApproval `json:"approval"`
-}
-
-type uiApproval struct {
-	ID       string `json:"id"`
-	Approved *bool  `json:"approved"`
-	Reason   string `json:"reason"`
-}
+// The request's shapes are the vercel package's (vercel.Request).
+type (
+	uiRequest = vercel.Request
+	uiMessage = vercel.RequestMessage
+)
 
 // Triggers of DefaultChatTransport.
 const (
@@ -88,7 +53,7 @@ var (
 // vercelChat serves POST /v1/agent/chat?format=vercel-ai.
 func (s *Server) vercelChat(w http.ResponseWriter, r *http.Request) error {
 	var body uiRequest
-	if err := decodeLenient(r, &body); err != nil {
+	if err := decodeUIRequest(r, &body); err != nil {
 		return err
 	}
 	if err := s.checkEngine("engine", body.Engine); err != nil {
@@ -536,23 +501,12 @@ func isBusy(err error) bool {
 	return errors.As(err, &busy)
 }
 
-// decodeLenient reads one JSON object, ignoring fields it does not declare:
-// the AI SDK's messages carry more than the server reads, and apps add their
-// own body fields.
-func decodeLenient(r *http.Request, v any) error {
-	raw, err := io.ReadAll(r.Body)
+// decodeUIRequest reads the AI SDK transport's body.
+func decodeUIRequest(r *http.Request, v *uiRequest) error {
+	body, err := readBody(r)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return err
-		}
-		return apiErr(http.StatusBadRequest, "invalid_body", "the request body could not be read")
+		return err
 	}
-	if len(strings.TrimSpace(string(raw))) == 0 {
-		return apiErr(http.StatusBadRequest, "invalid_json", "the request body is empty; a JSON object is expected")
-	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		return jsonError(err)
-	}
-	return checkJSONText(raw)
+	*v, err = vercel.DecodeRequest(body)
+	return err
 }
