@@ -47,4 +47,3 @@ func checkQueryText(r *http.Request) error {
 	}
 	return nil
 }
-
