@@ -66,6 +66,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 	if err := s.checkEngine("engine", body.Engine); err != nil {
 		return err
 	}
+	if body.Title, err = checkTitle(body.Title); err != nil {
+		return err
+	}
 	sc := scopeOf(r.Context())
 	started, err := s.runs.Start(r.Context(), sc, run.StartRequest{ConversationID: body.ConversationID, Input: body.Input, Title: body.Title, Engine: body.Engine}, true)
 	if err != nil {

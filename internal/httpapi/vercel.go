@@ -59,6 +59,10 @@ func (s *Server) vercelChat(w http.ResponseWriter, r *http.Request) error {
 	if err := s.checkEngine("engine", body.Engine); err != nil {
 		return err
 	}
+	var err error
+	if body.Title, err = checkTitle(body.Title); err != nil {
+		return err
+	}
 	switch body.Trigger {
 	case "", triggerSubmit, triggerRegenerate:
 	default:

@@ -50,8 +50,13 @@ type ResumeEntry struct {
 	Payload     json.RawMessage `json:"payload"`
 }
 
-// MaxIDLength bounds the threadId and runId a client chooses.
-const MaxIDLength = 128
+// Limits of one input.
+const (
+	// MaxIDLength bounds the threadId and runId a client chooses.
+	MaxIDLength = 128
+	// MaxResume bounds the interrupts one input answers: each is looked up.
+	MaxResume = 64
+)
 
 // DecodeRunAgentInput decodes a run request: one JSON object whose unknown
 // fields are ignored (AG-UI peers may send newer ones), whose strings are
@@ -61,6 +66,9 @@ func DecodeRunAgentInput(body []byte) (RunAgentInput, error) {
 	var in RunAgentInput
 	if err := dialect.DecodeJSON(body, &in, dialect.Lenient, false); err != nil {
 		return RunAgentInput{}, err
+	}
+	if len(in.Resume) > MaxResume {
+		return RunAgentInput{}, dialect.Unusable("invalid_resume", "one input answers at most %d interrupts", MaxResume)
 	}
 	for _, f := range []struct{ name, id string }{{"threadId", in.ThreadID}, {"runId", in.RunID}} {
 		if f.id != "" && !ValidID(f.id) {

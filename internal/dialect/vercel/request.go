@@ -43,6 +43,9 @@ type Approval struct {
 	Reason   string `json:"reason"`
 }
 
+// MaxApprovals bounds the approvals one message answers: each is looked up.
+const MaxApprovals = 64
+
 // DecodeRequest decodes the transport's body: one JSON object whose fields
 // the server does not read are ignored (UIMessages carry more, and apps add
 // their own body fields), and whose strings are text (dialect.DecodeJSON).
@@ -50,6 +53,17 @@ func DecodeRequest(body []byte) (Request, error) {
 	var r Request
 	if err := dialect.DecodeJSON(body, &r, dialect.Lenient, false); err != nil {
 		return Request{}, err
+	}
+	for _, m := range r.Messages {
+		n := 0
+		for _, p := range m.Parts {
+			if p.State == "approval-responded" {
+				n++
+			}
+		}
+		if n > MaxApprovals {
+			return Request{}, dialect.Unusable("invalid_field", "a message answers at most %d approvals", MaxApprovals)
+		}
 	}
 	return r, nil
 }
