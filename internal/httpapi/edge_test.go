@@ -1,8 +1,16 @@
 package httpapi_test
 
 import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/agentchat/agentchat/internal/tool/builtin"
 )
 
 // TestRequestFieldsRefusedBeforeTheStream: a request a run could not serve
@@ -73,5 +81,69 @@ func TestProbedLimits(t *testing.T) {
 		body: map[string]any{"id": "c-many", "messages": []any{userMessage("m1", "hi"), map[string]any{"id": "a1", "role": "assistant", "parts": parts}}}}, 422, "invalid_field")
 	if list := e.call(req{method: "GET", path: "/v1/conversations", token: alice}, 200)["conversations"].([]any); len(list) != 0 {
 		t.Fatalf("refused requests left %d conversations", len(list))
+	}
+}
+
+// TestSlowBody: a request body that does not arrive in time is answered
+// 408 and its connection closed, rather than holding them forever.
+func TestSlowBody(t *testing.T) {
+	t.Parallel()
+	e := setup(t, options{bodyTimeout: 200 * time.Millisecond})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// Bounds the test, not the server: without the fix it would hang.
+	conn.SetDeadline(time.Now().Add(20 * time.Second))
+	fmt.Fprintf(conn, "POST /v1/conversations HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: 100\r\n\r\n{\"title\":", alice)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(raw), `"body_timeout"`) {
+		t.Fatalf("status %d: %s", resp.StatusCode, raw)
+	}
+}
+
+// TestStreamOutlivesBodyTimeout: once its body is read, a streaming POST
+// goes on past the body's deadline (here: waiting for a person, with pings
+// spanning several deadlines, then finishing).
+func TestStreamOutlivesBodyTimeout(t *testing.T) {
+	t.Parallel()
+	hook := newFeishu(t)
+	const bodyTimeout = 50 * time.Millisecond
+	e := setup(t, options{bodyTimeout: bodyTimeout, ping: 20 * time.Millisecond,
+		builtin: builtin.Config{Feishu: builtin.FeishuConfig{WebhookURL: hook.srv.URL}}})
+	rd, resp := e.stream(req{method: "POST", path: "/v1/agent/chat", token: alice, body: map[string]any{"input": `Send a Feishu message saying "later"`}})
+	defer resp.Body.Close()
+	aw := last(readNative(t, rd, "tool.awaiting_input"))
+	var first time.Time
+	for {
+		f, err := rd.Next()
+		if err != nil {
+			t.Fatalf("the stream ended while waiting: %v", err)
+		}
+		if f.Event != "ping" {
+			continue
+		}
+		var p struct {
+			Data struct {
+				At time.Time `json:"at"`
+			} `json:"data"`
+		}
+		f.JSON(t, &p)
+		if first.IsZero() {
+			first = p.Data.At
+		}
+		if p.Data.At.Sub(first) > 4*bodyTimeout {
+			break
+		}
+	}
+	e.call(req{method: "POST", path: "/v1/agent/confirmations/" + aw.Data["confirmationId"].(string), token: alice, body: map[string]any{"decision": "approve"}}, 200)
+	if end := last(readNative(t, rd, "")); end.Event != "agent.end" || end.Data["status"] != "succeeded" {
+		t.Fatalf("the stream ends with %v", end)
 	}
 }

@@ -7,7 +7,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
+	"time"
 
 	"github.com/agentchat/agentchat/internal/bus"
 	"github.com/agentchat/agentchat/internal/dialect"
@@ -109,6 +111,14 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // readBody reads a request body within the server's limit.
 func readBody(r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(r.Body)
+	if rc, ok := r.Context().Value(bodyDeadlineKey{}).(*http.ResponseController); ok && err == nil {
+		// Read whole: lift the deadline. (After a failed read it stays, so
+		// the server's discard of the rest fails fast and drops the connection.)
+		_ = rc.SetReadDeadline(time.Time{})
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, apiErr(http.StatusRequestTimeout, "body_timeout", "the request body did not arrive in time")
+	}
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {

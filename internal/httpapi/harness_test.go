@@ -56,6 +56,8 @@ type options struct {
 	// router then adjusts the router (its default, tenant rules).
 	engines func(reg *tool.Registry, local engine.Engine) map[string]engine.Engine
 	router  func(*engine.Router)
+	// bodyTimeout is httpapi.Config.BodyTimeout.
+	bodyTimeout time.Duration
 	// postgres runs the stack on PostgreSQL (a schema of its own) instead of SQLite.
 	postgres bool
 }
@@ -122,7 +124,7 @@ func setup(t *testing.T, o options) *env {
 		Store: st, Bus: b, ConfirmTTL: o.confirmTTL, SweepInterval: 20 * time.Millisecond, Engine: router,
 	})
 	tokens, _ := config.ParseTokens("alice-token:acme:alice,bob-token:acme:bob,eve-token:evil:eve")
-	api := httpapi.New(httpapi.Config{Store: st, Runs: runs, Tools: reg, Auth: httpapi.NewAuthenticator(tokens, jwtSecret), PingInterval: o.ping, MaxBodyBytes: 64 << 10})
+	api := httpapi.New(httpapi.Config{Store: st, Runs: runs, Tools: reg, Auth: httpapi.NewAuthenticator(tokens, jwtSecret), PingInterval: o.ping, MaxBodyBytes: 64 << 10, BodyTimeout: o.bodyTimeout})
 	srv := httptest.NewServer(api)
 	e := &env{t: t, url: srv.URL, client: &http.Client{Transport: &http.Transport{}}, store: st, runs: runs, api: api, srv: srv, dbPath: o.dbPath}
 	t.Cleanup(e.stop)

@@ -27,8 +27,12 @@ type Config struct {
 	Auth         *Authenticator
 	Tools        *tool.Registry
 	Logger       *slog.Logger
-	TenantHeader string        // default X-Tenant-ID
-	MaxBodyBytes int64         // default 1 MiB
+	TenantHeader string // default X-Tenant-ID
+	MaxBodyBytes int64  // default 1 MiB
+	// BodyTimeout bounds the time a request body takes to arrive after its
+	// headers; default 30s. A client trickling a body would otherwise hold
+	// a connection and a goroutine for as long as it likes.
+	BodyTimeout  time.Duration
 	PingInterval time.Duration // default 15s
 	// HistoryLocation is the time zone that cuts the history's days. Default UTC.
 	HistoryLocation *time.Location
@@ -43,6 +47,7 @@ type Server struct {
 	log          *slog.Logger
 	tenantHeader string
 	maxBody      int64
+	bodyTimeout  time.Duration
 	ping         time.Duration
 	historyLoc   *time.Location
 	mux          *http.ServeMux
@@ -56,7 +61,7 @@ type Server struct {
 func New(cfg Config) *Server {
 	s := &Server{
 		st: cfg.Store, runs: cfg.Runs, auth: cfg.Auth, tools: cfg.Tools, log: cfg.Logger,
-		tenantHeader: cfg.TenantHeader, maxBody: cfg.MaxBodyBytes, ping: cfg.PingInterval, historyLoc: cfg.HistoryLocation,
+		tenantHeader: cfg.TenantHeader, maxBody: cfg.MaxBodyBytes, bodyTimeout: cfg.BodyTimeout, ping: cfg.PingInterval, historyLoc: cfg.HistoryLocation,
 		mux: http.NewServeMux(), closing: make(chan struct{}),
 	}
 	if s.log == nil {
@@ -67,6 +72,9 @@ func New(cfg Config) *Server {
 	}
 	if s.maxBody == 0 {
 		s.maxBody = 1 << 20
+	}
+	if s.bodyTimeout == 0 {
+		s.bodyTimeout = 30 * time.Second
 	}
 	if s.ping == 0 {
 		s.ping = 15 * time.Second
@@ -199,8 +207,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", rec.code()),
 			slog.Duration("duration", time.Since(start)), slog.String("request_id", id), slog.String("tenant", tenant))
 	}()
-	if r.Body != nil {
+	if r.Body != nil && r.Body != http.NoBody {
 		r.Body = http.MaxBytesReader(rec, r.Body, s.maxBody)
+		// The body must arrive in time; readBody lifts the deadline once it
+		// has, so a stream answering the request is not cut by it.
+		rc := http.NewResponseController(rec)
+		if rc.SetReadDeadline(time.Now().Add(s.bodyTimeout)) == nil {
+			r = r.WithContext(context.WithValue(r.Context(), bodyDeadlineKey{}, rc))
+		}
 	}
 	if _, pattern := s.mux.Handler(r); pattern == "" {
 		s.noRoute(rec, r)
@@ -250,6 +264,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 }
 
 type requestIDKey struct{}
+
+// bodyDeadlineKey holds the controller whose read deadline bounds the body.
+type bodyDeadlineKey struct{}
 
 func requestID(ctx context.Context) string {
 	id, _ := ctx.Value(requestIDKey{}).(string)
