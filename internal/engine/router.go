@@ -56,3 +56,9 @@ func (r *Router) Execute(ctx context.Context, t Task, h Host) Outcome {
 	}
 	return o
 }
+
+// Has reports whether the router can run an engine of that name.
+func (r *Router) Has(name string) bool {
+	_, ok := r.Engines[name]
+	return ok
+}

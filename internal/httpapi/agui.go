@@ -37,7 +37,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 
@@ -48,60 +47,23 @@ import (
 	"github.com/agentchat/agentchat/internal/store"
 )
 
-// runAgentInput is AG-UI's RunAgentInput. Unknown fields are ignored, as
-// AG-UI peers may send newer ones.
-type runAgentInput struct {
-	ThreadID       string          `json:"threadId"`
-	RunID          string          `json:"runId"`
-	ParentRunID    string          `json:"parentRunId"`
-	State          json.RawMessage `json:"state"`
-	Messages       []aguiMessage   `json:"messages"`
-	Tools          []aguiTool      `json:"tools"`
-	Context        []aguiContext   `json:"context"`
-	ForwardedProps json.RawMessage `json:"forwardedProps"`
-	Resume         []resumeEntry   `json:"resume"`
-}
-
-type aguiMessage struct {
-	ID         string          `json:"id"`
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	ToolCallID string          `json:"toolCallId"`
-	Error      string          `json:"error"`
-}
-
-type aguiTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Parameters  json.RawMessage `json:"parameters"`
-}
-
-type aguiContext struct {
-	Description string `json:"description"`
-	Value       string `json:"value"`
-}
-
-// resumeEntry answers one interrupt: status resolved with payload
-// {approved, args?}, or cancelled (a rejection).
-type resumeEntry struct {
-	InterruptID string          `json:"interruptId"`
-	Status      string          `json:"status"`
-	Payload     json.RawMessage `json:"payload"`
-}
+// The request's shapes are the agui package's (agui.RunAgentInput).
+type (
+	runAgentInput = agui.RunAgentInput
+	aguiMessage   = agui.InputMessage
+	aguiTool      = agui.InputTool
+	resumeEntry   = agui.ResumeEntry
+)
 
 // Limits on what one input may carry.
 const (
 	maxFrontendTools = 64
 	maxContextItems  = 64
-	maxIDLength      = 128
 )
 
 func (s *Server) aguiRun(w http.ResponseWriter, r *http.Request) error {
 	var in runAgentInput
 	if err := decodeAGUIInput(r, &in); err != nil {
-		return err
-	}
-	if err := checkAGUIIDs(in); err != nil {
 		return err
 	}
 	stream := strings.Contains(r.Header.Get("Accept"), "text/event-stream")
@@ -122,17 +84,21 @@ func (s *Server) aguiRun(w http.ResponseWriter, r *http.Request) error {
 	}
 	if props, ok := aguiObject(in.ForwardedProps); ok {
 		if name, ok := props["engine"].(string); ok {
+			if err := s.checkEngine("forwardedProps.engine", name); err != nil {
+				return err
+			}
 			req.Engine, req.Options.Engine = name, name
 		}
 	}
 	if in.ThreadID != "" {
-		switch _, err := s.st.GetConversation(ctx, sc, in.ThreadID); {
-		case err == nil:
-			req.ConversationID = in.ThreadID
-		case errors.Is(err, store.ErrNotFound):
-			req.CreateWithID = in.ThreadID
-		default:
+		id, exists, err := s.clientConversation(ctx, sc, in.ThreadID)
+		if err != nil {
 			return err
+		}
+		if exists {
+			req.ConversationID = id
+		} else {
+			req.CreateWithID = id
 		}
 	}
 	if err := s.newInput(ctx, sc, in.Messages, &req); err != nil {
@@ -142,8 +108,7 @@ func (s *Server) aguiRun(w http.ResponseWriter, r *http.Request) error {
 	started, err := s.runs.Start(ctx, sc, req, stream)
 	var busy *store.BusyError
 	if errors.Is(err, store.ErrConflict) && !errors.As(err, &busy) && req.CreateWithID != "" {
-		// Created meanwhile by a concurrent request of this principal, or
-		// the id belongs to someone else (who is not to be told).
+		// Created meanwhile by a concurrent request of this principal.
 		if _, gerr := s.st.GetConversation(ctx, sc, req.CreateWithID); gerr != nil {
 			return notFound("thread_not_found", "thread")
 		}
@@ -154,11 +119,11 @@ func (s *Server) aguiRun(w http.ResponseWriter, r *http.Request) error {
 		return aguiStartErr(err)
 	}
 	if !stream {
-		writeJSON(w, http.StatusAccepted, accepted{TaskID: started.Run.ID, ThreadID: started.Conversation.ID,
+		writeJSON(w, http.StatusAccepted, accepted{TaskID: started.Run.ID, ThreadID: aguiOr(in.ThreadID, started.Conversation.ID),
 			RunID: aguiOr(in.RunID, started.Run.ID), Created: started.Created})
 		return nil
 	}
-	enc := agui.NewEncoder(agui.Options{Mode: agui.Standard})
+	enc := agui.NewEncoder(agui.Options{Mode: agui.Standard, ThreadID: in.ThreadID})
 	s.serveStream(w, r, started.Stream, enc, streamOptions{endAfter: oneAGUIRun(enc)})
 	return nil
 }
@@ -412,8 +377,9 @@ func (s *Server) aguiResume(w http.ResponseWriter, r *http.Request, in runAgentI
 	if in.ThreadID == "" {
 		return apiErr(http.StatusUnprocessableEntity, "invalid_input", "field \"threadId\" is required with \"resume\"")
 	}
-	if _, err := s.st.GetConversation(ctx, sc, in.ThreadID); err != nil {
-		return toAPIError(err, "thread_not_found", "thread")
+	thread, err := s.clientThread(ctx, sc, in.ThreadID)
+	if err != nil {
+		return err
 	}
 	type answer struct {
 		c         store.Confirmation
@@ -427,7 +393,7 @@ func (s *Server) aguiResume(w http.ResponseWriter, r *http.Request, in runAgentI
 			return err
 		}
 		c, err := s.st.GetConfirmation(ctx, sc, e.InterruptID)
-		if errors.Is(err, store.ErrNotFound) || (err == nil && c.ConversationID != in.ThreadID) {
+		if errors.Is(err, store.ErrNotFound) || (err == nil && c.ConversationID != thread) {
 			return notFound("interrupt_not_found", "interrupt")
 		}
 		if err != nil {
@@ -471,7 +437,7 @@ func (s *Server) aguiResume(w http.ResponseWriter, r *http.Request, in runAgentI
 			break
 		}
 	}
-	enc := agui.NewEncoder(agui.Options{Mode: agui.Standard})
+	enc := agui.NewEncoder(agui.Options{Mode: agui.Standard, ThreadID: in.ThreadID})
 	var scratch []byte
 	for _, ev := range evs {
 		if ev.Seq > at {
@@ -479,6 +445,7 @@ func (s *Server) aguiResume(w http.ResponseWriter, r *http.Request, in runAgentI
 		}
 		scratch = enc.Encode(scratch[:0], ev)
 	}
+	enc.NameNextRun(in.RunID)
 	st, err := s.runs.Follow(ctx, sc, "", runID, at)
 	if err != nil {
 		return runErr(err)
@@ -532,7 +499,11 @@ func (s *Server) aguiEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ctx, sc, thread := r.Context(), scopeOf(r.Context()), r.PathValue("threadId")
+	ctx, sc, name := r.Context(), scopeOf(r.Context()), r.PathValue("threadId")
+	thread, err := s.clientThread(ctx, sc, name)
+	if err != nil {
+		return err
+	}
 	var opt streamOptions
 	if r.URL.Query().Get("snapshot") == "messages" && after == 0 {
 		// Load-then-follow in one request: the thread's messages as they are
@@ -552,7 +523,7 @@ func (s *Server) aguiEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return toAPIError(err, "thread_not_found", "thread")
 	}
-	enc := agui.NewEncoder(agui.Options{Mode: agui.Seed})
+	enc := agui.NewEncoder(agui.Options{Mode: agui.Seed, ThreadID: name})
 	if after > 0 {
 		s.primeAGUI(ctx, sc, thread, after, enc)
 	}
@@ -583,50 +554,14 @@ func (s *Server) primeAGUI(ctx context.Context, sc store.Scope, thread string, a
 	}
 }
 
-// decodeAGUIInput reads one JSON object, ignoring unknown fields.
-func decodeAGUIInput(r *http.Request, v any) error {
-	body, err := io.ReadAll(r.Body)
+// decodeAGUIInput reads a RunAgentInput.
+func decodeAGUIInput(r *http.Request, v *runAgentInput) error {
+	body, err := readBody(r)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return err
-		}
-		return apiErr(http.StatusBadRequest, "invalid_body", "the request body could not be read")
+		return err
 	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return apiErr(http.StatusBadRequest, "invalid_json", "the request body is empty; a JSON object is expected")
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(v); err != nil {
-		return jsonError(err)
-	}
-	if dec.More() {
-		return apiErr(http.StatusBadRequest, "invalid_json", "the request body has data after the JSON object")
-	}
-	return nil
-}
-
-// checkAGUIIDs refuses ids that could not be stored or echoed safely.
-func checkAGUIIDs(in runAgentInput) error {
-	for field, id := range map[string]string{"threadId": in.ThreadID, "runId": in.RunID} {
-		if id != "" && aguiID(id) == "" {
-			return apiErr(http.StatusBadRequest, "invalid_field", "field %q must be at most %d letters, digits, '-', '_', '.' or ':'", field, maxIDLength)
-		}
-	}
-	return nil
-}
-
-// aguiID is id when a client may name an object with it, else "".
-func aguiID(id string) string {
-	if id == "" || len(id) > maxIDLength {
-		return ""
-	}
-	for _, c := range id {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
-			return ""
-		}
-	}
-	return id
+	*v, err = agui.DecodeRunAgentInput(body)
+	return err
 }
 
 // aguiObject decodes raw as a JSON object; ok is false for anything else.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/agentchat/agentchat/internal/config"
+	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/store"
 )
 
@@ -67,10 +69,41 @@ func (a *Authenticator) Authenticate(token string) (store.Scope, error) {
 	}
 	_, err := jwt.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return a.jwtSecret, nil },
 		jwt.WithValidMethods([]string{"HS256"}), jwt.WithExpirationRequired(), jwt.WithTimeFunc(a.now), jwt.WithLeeway(30*time.Second))
-	if err != nil || claims.Subject == "" || claims.Tenant == "" {
+	if err != nil || claims.Subject == "" || claims.Tenant == "" || !validClaims(token, claims.Tenant, claims.Subject) {
 		return store.Scope{}, errBadToken
 	}
 	return store.Scope{Tenant: claims.Tenant, User: claims.Subject}, nil
+}
+
+// bearerToken reads an Authorization header of the Bearer scheme (its name
+// is case-insensitive, RFC 9110 §11.1). Any other header carries no token:
+// a bare token is not taken for one.
+func bearerToken(h string) (string, bool) {
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimSpace(token), true
+}
+
+// validClaims checks the principal a verified JWT names: text a store holds
+// and keys it can index. The payload's raw JSON is checked as a request
+// body is, because decoding has already mended invalid UTF-8.
+func validClaims(token, tenant, subject string) bool {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return false
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil || dialect.CheckJSONText(payload) != nil {
+		return false
+	}
+	for _, s := range []string{tenant, subject} {
+		if !store.ValidText(s) || len(s) > store.MaxKeyBytes {
+			return false
+		}
+	}
+	return true
 }
 
 type scopeKey struct{}
@@ -86,11 +119,8 @@ func scopeOf(ctx context.Context) store.Scope {
 // when sent, must name the principal's tenant.
 func (s *Server) authenticate(h http.Handler, queryToken bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok {
-			token, ok = strings.CutPrefix(r.Header.Get("Authorization"), "bearer ")
-		}
-		if !ok && queryToken && r.Method == http.MethodGet {
+		token, ok := bearerToken(r.Header.Get("Authorization"))
+		if !ok && queryToken && r.Method == http.MethodGet && r.Header.Get("Authorization") == "" {
 			token = r.URL.Query().Get("access_token")
 		}
 		sc, err := s.auth.Authenticate(strings.TrimSpace(token))

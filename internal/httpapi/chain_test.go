@@ -418,21 +418,16 @@ func TestChainIsARun(t *testing.T) {
 		return p["status"] == "awaiting_input"
 	})
 	runID, conv := resp.Header.Get("X-Run-ID"), resp.Header.Get("X-Conversation-ID")
-	// A cancel that lands while the run is still recording its pause can be
-	// lost (the run service's race, not the chain's): cancel is idempotent,
-	// so ask until the run says it is cancelled.
-	for i := 0; ; i++ {
-		r := e.call(req{method: "POST", path: "/v1/agent/runs/" + runID + "/cancel", token: alice}, 200)
-		if r["status"] == "cancelled" {
-			break
-		}
-		if i == 5 {
-			t.Fatalf("the run is %v after cancelling", r["status"])
-		}
+	if r := e.call(req{method: "POST", path: "/v1/agent/runs/" + runID + "/cancel", token: alice}, 200); r["status"] != "cancelled" {
+		t.Fatalf("the run is %v after cancelling", r["status"])
 	}
+	// The call that waited ends with its run (issue 11), then the chain.
 	rest := rd.readAll(nil)
-	if len(rest) != 1 || rest[0].Event != "final" || rest[0].Env["payload"] != "The run was cancelled." {
+	if len(rest) != 2 || rest[0].Event != "call.end" || rest[1].Event != "final" || rest[1].Env["payload"] != "The run was cancelled." {
 		t.Fatalf("after cancel %v", evts(rest))
+	}
+	if p, _ := rest[0].Env["payload"].(map[string]any); p["status"] != "error" {
+		t.Fatalf("the waiting call ended %v", rest[0].Env["payload"])
 	}
 
 	ag, _ := e.aguiStream(req{method: "GET", path: "/api/v1/agent/runs/" + conv + "/events", token: alice})

@@ -15,7 +15,7 @@ func (s *Server) consoleRoutes() {
 	}))
 	s.mux.Handle("GET /{$}", console)
 	s.mux.Handle("GET "+web.Prefix, console)
-	s.mux.Handle("GET /v1/me", s.authenticate(s.wrap(s.me), false))
+	s.mux.Handle("GET /v1/me", s.authenticate(s.wrap("GET /v1/me", s.me), false))
 }
 
 // me answers the principal of the request's token.

@@ -7,10 +7,13 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentchat/agentchat/internal/bus"
+	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/run"
 	"github.com/agentchat/agentchat/internal/store"
 )
@@ -50,11 +53,14 @@ func notFound(code, what string) *Error {
 // 500 with a generic message; the caller logs the cause once.
 func toAPIError(err error, notFoundCode, what string) *Error {
 	var ae *Error
+	var re *dialect.RequestError
 	var busy *store.BusyError
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case errors.As(err, &re):
+		return &Error{Status: re.Status, Code: re.Code, Message: re.Message}
 	case errors.As(err, &busy):
 		return &Error{Status: http.StatusConflict, Code: "conversation_busy",
 			Message: "the conversation already has an active run; wait for it, or cancel it", Extra: map[string]any{"activeRunId": busy.ActiveRunID}}
@@ -109,61 +115,34 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
-// decodeJSON reads a JSON body strictly: one object, known fields, right types.
-// An empty body is allowed when allowEmpty is set.
-func decodeJSON(r *http.Request, v any, allowEmpty bool) error {
+// readBody reads a request body within the server's limit.
+func readBody(r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(r.Body)
+	if rc, ok := r.Context().Value(bodyDeadlineKey{}).(*http.ResponseController); ok && err == nil {
+		// Read whole: lift the deadline. (After a failed read it stays, so
+		// the server's discard of the rest fails fast and drops the connection.)
+		_ = rc.SetReadDeadline(time.Time{})
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, apiErr(http.StatusRequestTimeout, "body_timeout", "the request body did not arrive in time")
+	}
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return err
+			return nil, err
 		}
-		return apiErr(http.StatusBadRequest, "invalid_body", "the request body could not be read")
+		return nil, apiErr(http.StatusBadRequest, "invalid_body", "the request body could not be read")
 	}
-	if len(strings.TrimSpace(string(body))) == 0 {
-		if allowEmpty {
-			return nil
-		}
-		return apiErr(http.StatusBadRequest, "invalid_json", "the request body is empty; a JSON object is expected")
-	}
-	dec := json.NewDecoder(strings.NewReader(string(body)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return jsonError(err)
-	}
-	if dec.More() {
-		return apiErr(http.StatusBadRequest, "invalid_json", "the request body has data after the JSON object")
-	}
-	return nil
+	return body, nil
 }
 
-func jsonError(err error) *Error {
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se), errors.Is(err, io.ErrUnexpectedEOF):
-		return apiErr(http.StatusBadRequest, "invalid_json", "the request body is not valid JSON")
-	case errors.As(err, &te):
-		if te.Field == "" {
-			return apiErr(http.StatusBadRequest, "invalid_json", "the request body must be a JSON object")
-		}
-		return apiErr(http.StatusBadRequest, "invalid_field", "field %q must be %s, not %s", te.Field, jsonKind(te.Type.Kind().String()), te.Value)
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return apiErr(http.StatusBadRequest, "unknown_field", "unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+// decodeJSON reads a JSON body strictly: one object, known fields, right
+// types, text strings (dialect.DecodeJSON). An empty body is allowed when
+// allowEmpty is set.
+func decodeJSON(r *http.Request, v any, allowEmpty bool) error {
+	body, err := readBody(r)
+	if err != nil {
+		return err
 	}
-	return apiErr(http.StatusBadRequest, "invalid_json", "the request body is not valid JSON")
-}
-
-func jsonKind(k string) string {
-	switch k {
-	case "string":
-		return "a string"
-	case "struct", "map":
-		return "an object"
-	case "slice", "array":
-		return "an array"
-	case "bool":
-		return "a boolean"
-	}
-	return "a number"
+	return dialect.DecodeJSON(body, v, dialect.Strict, allowEmpty)
 }

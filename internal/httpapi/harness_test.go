@@ -3,16 +3,20 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/agentchat/agentchat/internal/bus/membus"
 	"github.com/agentchat/agentchat/internal/config"
@@ -24,7 +28,9 @@ import (
 	"github.com/agentchat/agentchat/internal/run"
 	"github.com/agentchat/agentchat/internal/ssetest"
 	"github.com/agentchat/agentchat/internal/store"
+	"github.com/agentchat/agentchat/internal/store/pgstore"
 	"github.com/agentchat/agentchat/internal/store/sqlitestore"
+	"github.com/agentchat/agentchat/internal/testenv"
 	"github.com/agentchat/agentchat/internal/tool"
 	"github.com/agentchat/agentchat/internal/tool/builtin"
 )
@@ -52,6 +58,10 @@ type options struct {
 	router  func(*engine.Router)
 	// corsOrigins is AGENTCHAT_CORS_ORIGINS, parsed.
 	corsOrigins []string
+	// bodyTimeout is httpapi.Config.BodyTimeout.
+	bodyTimeout time.Duration
+	// postgres runs the stack on PostgreSQL (a schema of its own) instead of SQLite.
+	postgres bool
 }
 
 type env struct {
@@ -75,7 +85,13 @@ func setup(t *testing.T, o options) *env {
 	if o.dbPath == "" {
 		o.dbPath = filepath.Join(t.TempDir(), "agentchat.db")
 	}
-	st, err := sqlitestore.Open(context.Background(), o.dbPath)
+	var st store.Store
+	var err error
+	if o.postgres {
+		st, err = openPostgres(t)
+	} else {
+		st, err = sqlitestore.Open(context.Background(), o.dbPath)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +127,7 @@ func setup(t *testing.T, o options) *env {
 	})
 	tokens, _ := config.ParseTokens("alice-token:acme:alice,bob-token:acme:bob,eve-token:evil:eve")
 	api := httpapi.New(httpapi.Config{Store: st, Runs: runs, Tools: reg, Auth: httpapi.NewAuthenticator(tokens, jwtSecret), PingInterval: o.ping, MaxBodyBytes: 64 << 10,
-		CORSOrigins: o.corsOrigins})
+		CORSOrigins: o.corsOrigins, BodyTimeout: o.bodyTimeout})
 	srv := httptest.NewServer(api)
 	e := &env{t: t, url: srv.URL, client: &http.Client{Transport: &http.Transport{}}, store: st, runs: runs, api: api, srv: srv, dbPath: o.dbPath}
 	t.Cleanup(e.stop)
@@ -291,4 +307,48 @@ func signJWT(t *testing.T, secret string, claims jwt.MapClaims) string {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// openPostgres opens a store on a new schema of the test PostgreSQL, dropped
+// when the test ends (skipped without AGENTCHAT_TEST_POSTGRES, outside CI).
+func openPostgres(t *testing.T) (store.Store, error) {
+	t.Helper()
+	dbURL := testenv.Postgres(t)
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	schema := "agentchat_test_" + hex.EncodeToString(b)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, dbURL)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+schema+` CASCADE`); err != nil {
+			t.Error(err)
+		}
+	})
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return nil, err
+	}
+	q := u.Query()
+	q.Set("schema", schema)
+	u.RawQuery = q.Encode()
+	return pgstore.Open(context.Background(), u.String())
+}
+
+// backends runs fn once per store backend, as subtests named for them.
+func backends(t *testing.T, fn func(t *testing.T, o options)) {
+	for _, b := range []struct {
+		name string
+		pg   bool
+	}{{"sqlite", false}, {"postgres", true}} {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, options{postgres: b.pg})
+		})
+	}
 }

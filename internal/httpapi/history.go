@@ -96,8 +96,10 @@ func (s *Server) aguiHistory(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	ctx, sc := r.Context(), scopeOf(r.Context())
-	if _, err := s.st.GetConversation(ctx, sc, thread); err != nil {
-		return toAPIError(err, "thread_not_found", "thread")
+	name := thread
+	thread, err := s.clientThread(ctx, sc, name)
+	if err != nil {
+		return err
 	}
 	// The resume point first, then the messages: nothing falls between.
 	last, err := s.runs.LastSeq(ctx, sc, thread)
@@ -122,7 +124,7 @@ func (s *Server) aguiHistory(w http.ResponseWriter, r *http.Request) error {
 			day = d
 		}
 	}
-	out := historySnapshot{Scope: "history_day", ThreadID: thread, Day: day, Messages: []historyMessage{},
+	out := historySnapshot{Scope: "history_day", ThreadID: name, Day: day, Messages: []historyMessage{},
 		LastEventID: strconv.FormatInt(last, 10), TimeZone: loc.String()}
 	var page []store.Message
 	for _, m := range msgs {

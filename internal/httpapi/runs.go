@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strings"
 
 	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/dialect/conversation"
@@ -40,15 +39,6 @@ func viewRun(r store.Run) runView {
 
 func runErr(err error) error { return toAPIError(err, "run_not_found", "run") }
 
-// chatRequest is the body of POST /v1/agent/chat.
-type chatRequest struct {
-	ConversationID string `json:"conversationId"`
-	Input          string `json:"input"`
-	Title          string `json:"title"`
-	// Engine asks for an engine (local, openclaw); empty lets the router choose.
-	Engine string `json:"engine"`
-}
-
 // chat starts a run and streams it (seed 000 CHAT-030) in the format asked
 // for: native (default), vercel-ai (the AI SDK UI message stream, whose
 // request body is the AI SDK transport's; see vercel.go) or conversation
@@ -65,15 +55,19 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return apiErr(http.StatusBadRequest, "unsupported_format", "format %q is not supported; use native, vercel-ai or conversation", f)
 	}
-	var body chatRequest
-	if err := decodeJSON(r, &body, false); err != nil {
+	raw, err := readBody(r)
+	if err != nil {
 		return err
 	}
-	if strings.TrimSpace(body.Input) == "" {
-		return apiErr(http.StatusUnprocessableEntity, "invalid_input", "field \"input\" is required")
+	body, err := native.DecodeChatRequest(raw)
+	if err != nil {
+		return err
 	}
-	if body.Engine != "" && !enginePattern.MatchString(body.Engine) {
-		return apiErr(http.StatusUnprocessableEntity, "invalid_field", "field \"engine\" must name an engine, like local or openclaw")
+	if err := s.checkEngine("engine", body.Engine); err != nil {
+		return err
+	}
+	if body.Title, err = checkTitle(body.Title); err != nil {
+		return err
 	}
 	sc := scopeOf(r.Context())
 	started, err := s.runs.Start(r.Context(), sc, run.StartRequest{ConversationID: body.ConversationID, Input: body.Input, Title: body.Title, Engine: body.Engine}, true)

@@ -9,7 +9,9 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,8 +27,12 @@ type Config struct {
 	Auth         *Authenticator
 	Tools        *tool.Registry
 	Logger       *slog.Logger
-	TenantHeader string        // default X-Tenant-ID
-	MaxBodyBytes int64         // default 1 MiB
+	TenantHeader string // default X-Tenant-ID
+	MaxBodyBytes int64  // default 1 MiB
+	// BodyTimeout bounds the time a request body takes to arrive after its
+	// headers; default 30s. A client trickling a body would otherwise hold
+	// a connection and a goroutine for as long as it likes.
+	BodyTimeout  time.Duration
 	PingInterval time.Duration // default 15s
 	// HistoryLocation is the time zone that cuts the history's days. Default UTC.
 	HistoryLocation *time.Location
@@ -46,6 +52,7 @@ type Server struct {
 	log            *slog.Logger
 	tenantHeader   string
 	maxBody        int64
+	bodyTimeout    time.Duration
 	ping           time.Duration
 	historyLoc     *time.Location
 	chainHardLimit int
@@ -61,7 +68,7 @@ type Server struct {
 func New(cfg Config) *Server {
 	s := &Server{
 		st: cfg.Store, runs: cfg.Runs, auth: cfg.Auth, tools: cfg.Tools, log: cfg.Logger,
-		tenantHeader: cfg.TenantHeader, maxBody: cfg.MaxBodyBytes, ping: cfg.PingInterval, historyLoc: cfg.HistoryLocation,
+		tenantHeader: cfg.TenantHeader, maxBody: cfg.MaxBodyBytes, bodyTimeout: cfg.BodyTimeout, ping: cfg.PingInterval, historyLoc: cfg.HistoryLocation,
 		chainHardLimit: cfg.ChainHardLimit,
 		mux:            http.NewServeMux(), closing: make(chan struct{}),
 	}
@@ -73,6 +80,9 @@ func New(cfg Config) *Server {
 	}
 	if s.maxBody == 0 {
 		s.maxBody = 1 << 20
+	}
+	if s.bodyTimeout == 0 {
+		s.bodyTimeout = 30 * time.Second
 	}
 	if s.ping == 0 {
 		s.ping = 15 * time.Second
@@ -92,9 +102,9 @@ func New(cfg Config) *Server {
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 func (s *Server) routes() {
-	open := func(pattern string, h handlerFunc) { s.mux.Handle(pattern, s.wrap(h)) }
-	api := func(pattern string, h handlerFunc) { s.mux.Handle(pattern, s.authenticate(s.wrap(h), false)) }
-	stream := func(pattern string, h handlerFunc) { s.mux.Handle(pattern, s.authenticate(s.wrap(h), true)) }
+	open := func(pattern string, h handlerFunc) { s.mux.Handle(pattern, s.wrap(pattern, h)) }
+	api := func(pattern string, h handlerFunc) { s.mux.Handle(pattern, s.authenticate(s.wrap(pattern, h), false)) }
+	stream := func(pattern string, h handlerFunc) { s.mux.Handle(pattern, s.authenticate(s.wrap(pattern, h), true)) }
 
 	open("GET /healthz", s.healthz)
 	open("GET /readyz", s.readyz)
@@ -129,13 +139,58 @@ func (s *Server) routes() {
 	api("POST /v1/chain/stream", s.chainStream)
 }
 
-// wrap renders a handler's error.
-func (s *Server) wrap(h handlerFunc) http.Handler {
+// wrap renders a handler's error. Before the handler, it answers 404 for a
+// path id that cannot exist and 400 for a query that is not text (text.go),
+// so what reaches a handler, and a store, is text.
+func (s *Server) wrap(pattern string, h handlerFunc) http.Handler {
+	ids := pathIDs(pattern)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := h(w, r); err != nil {
+		err := checkQueryText(r)
+		for _, id := range ids {
+			if !possibleID(r.PathValue(id.name)) {
+				err = id.notFound
+				break
+			}
+		}
+		if err == nil {
+			err = h(w, r)
+		}
+		if err != nil {
 			writeError(w, r, s.log, toAPIError(err, "not_found", "resource"))
 		}
 	})
+}
+
+// pathID is a wildcard of a route that names a stored object.
+type pathID struct {
+	name     string
+	notFound *Error
+}
+
+var wildcard = regexp.MustCompile(`\{(\w+)\}`)
+
+// pathIDs lists the id wildcards of a route pattern with the answer for an
+// id that cannot exist. The AI SDK's chat id is not one: its handler answers
+// a bad one with 400 (the client chose it) and an unknown one with 204.
+func pathIDs(pattern string) []pathID {
+	var out []pathID
+	for _, m := range wildcard.FindAllStringSubmatch(pattern, -1) {
+		var e *Error
+		switch name := m[1]; {
+		case name == "runId":
+			e = notFound("run_not_found", "run")
+		case name == "threadId":
+			e = notFound("thread_not_found", "thread")
+		case name == "id" && strings.Contains(pattern, "/confirmations/"):
+			e = notFound("confirmation_not_found", "confirmation")
+		case name == "id":
+			e = notFound("conversation_not_found", "conversation")
+		default:
+			continue
+		}
+		out = append(out, pathID{m[1], e})
+	}
+	return out
 }
 
 // ServeHTTP runs the middleware chain: request id, access log, panic
@@ -169,8 +224,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", rec.code()),
 			slog.Duration("duration", time.Since(start)), slog.String("request_id", id), slog.String("tenant", tenant))
 	}()
-	if r.Body != nil {
+	if r.Body != nil && r.Body != http.NoBody {
 		r.Body = http.MaxBytesReader(rec, r.Body, s.maxBody)
+		// The body must arrive in time; readBody lifts the deadline once it
+		// has, so a stream answering the request is not cut by it.
+		rc := http.NewResponseController(rec)
+		if rc.SetReadDeadline(time.Now().Add(s.bodyTimeout)) == nil {
+			r = r.WithContext(context.WithValue(r.Context(), bodyDeadlineKey{}, rc))
+		}
 	}
 	if s.handleCORS(rec, r) { // cors.go: preflights and refused origins end here
 		return
@@ -216,6 +277,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 }
 
 type requestIDKey struct{}
+
+// bodyDeadlineKey holds the controller whose read deadline bounds the body.
+type bodyDeadlineKey struct{}
 
 func requestID(ctx context.Context) string {
 	id, _ := ctx.Value(requestIDKey{}).(string)

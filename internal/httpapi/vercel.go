@@ -10,11 +10,8 @@ package httpapi
 // it: the last user message (a new turn), the approval decisions in the
 // assistant message being continued, or the answer to regenerate.
 //
-// Chat ids are the client's. A chat id names the principal's conversation
-// with that id when there is one; otherwise it maps to a conversation id
-// derived from the tenant, the user and the chat id (a name-based UUID), so
-// two principals choosing the same chat id never meet, and a chat id says
-// nothing about conversations of others.
+// Chat ids are the client's, in the principal's own namespace
+// (clientConversation in clientid.go, shared with AG-UI thread ids).
 //
 // The assistant message of a run has the run's id. A response ends with
 // `finish` and `data: [DONE]` when its run ends, or when the run pauses for a
@@ -26,12 +23,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"regexp"
 	"strings"
-
-	"github.com/google/uuid"
 
 	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/dialect/vercel"
@@ -40,45 +34,11 @@ import (
 	"github.com/agentchat/agentchat/internal/store"
 )
 
-// uiRequest is the body DefaultChatTransport sends (plus the fields an app
-// adds through the transport's body option, and our native fields).
-type uiRequest struct {
-	ID        string      `json:"id"`
-	Messages  []uiMessage `json:"messages"`
-	Trigger   string      `json:"trigger"`
-	MessageID string      `json:"messageId"`
-
-	ConversationID string `json:"conversationId"`
-	Input          string `json:"input"`
-	Title          string `json:"title"`
-	Engine         string `json:"engine"`
-}
-
-// uiMessage is a UIMessage as the client holds it. Only what the server
-// reads is declared; every other field is ignored.
-type uiMessage struct {
-	ID    string   `json:"id"`
-	Role  string   `json:"role"`
-	Parts []uiPart `json:"parts"`
-}
-
-// uiPart is one part of a UIMessage: text, a file, or a tool invocation
-// (type "tool-<name>" or "dynamic-tool").
-type uiPart struct {
-	Type       string      `json:"type"`
-	Text       string      `json:"text"`
-	MediaType  string      `json:"mediaType"`
-	URL        string      `json:"url"`
-	ToolCallID string      `json:"toolCallId"`
-	State      string      `json:"state"`
-	Approval   *uiApproval `json:"approval"`
-}
-
-type uiApproval struct {
-	ID       string `json:"id"`
-	Approved *bool  `json:"approved"`
-	Reason   string `json:"reason"`
-}
+// The request's shapes are the vercel package's (vercel.Request).
+type (
+	uiRequest = vercel.Request
+	uiMessage = vercel.RequestMessage
+)
 
 // Triggers of DefaultChatTransport.
 const (
@@ -88,19 +48,20 @@ const (
 
 var (
 	chatIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:~-]{1,128}$`)
-	enginePattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
-	// chatNamespace is the UUID namespace of conversation ids derived from chat ids.
-	chatNamespace = uuid.MustParse("5b0c6a56-2f0e-4c59-9f4e-2b7c8e4f6a10")
 )
 
 // vercelChat serves POST /v1/agent/chat?format=vercel-ai.
 func (s *Server) vercelChat(w http.ResponseWriter, r *http.Request) error {
 	var body uiRequest
-	if err := decodeLenient(r, &body); err != nil {
+	if err := decodeUIRequest(r, &body); err != nil {
 		return err
 	}
-	if body.Engine != "" && !enginePattern.MatchString(body.Engine) {
-		return apiErr(http.StatusUnprocessableEntity, "invalid_field", "field \"engine\" must name an engine, like local or openclaw")
+	if err := s.checkEngine("engine", body.Engine); err != nil {
+		return err
+	}
+	var err error
+	if body.Title, err = checkTitle(body.Title); err != nil {
+		return err
 	}
 	switch body.Trigger {
 	case "", triggerSubmit, triggerRegenerate:
@@ -175,7 +136,7 @@ func (s *Server) vercelResume(w http.ResponseWriter, r *http.Request) error {
 	if !chatIDPattern.MatchString(chatID) {
 		return apiErr(http.StatusBadRequest, "invalid_chat_id", "the chat id must be 1 to 128 letters, digits or ._:~-")
 	}
-	convID, exists, err := s.findChat(ctx, sc, chatID)
+	convID, exists, err := s.clientConversation(ctx, sc, chatID)
 	if err != nil {
 		return err
 	}
@@ -463,28 +424,13 @@ func (s *Server) vercelConversation(ctx context.Context, sc store.Scope, body ui
 			return "", false, conversationErr(err)
 		}
 		return body.ConversationID, true, nil
-	case body.ID != "":
-		if !chatIDPattern.MatchString(body.ID) {
+	case body.ID != nil:
+		if !chatIDPattern.MatchString(*body.ID) {
 			return "", false, apiErr(http.StatusBadRequest, "invalid_field", "field \"id\" (the chat id) must be 1 to 128 letters, digits or ._:~-")
 		}
-		return s.findChat(ctx, sc, body.ID)
+		return s.clientConversation(ctx, sc, *body.ID)
 	}
 	return "", false, nil
-}
-
-// findChat returns the conversation of a chat id, or the id to create it with.
-func (s *Server) findChat(ctx context.Context, sc store.Scope, chatID string) (string, bool, error) {
-	derived := uuid.NewSHA1(chatNamespace, []byte(sc.Tenant+"\x00"+sc.User+"\x00"+chatID)).String()
-	for _, id := range []string{chatID, derived} {
-		_, err := s.st.GetConversation(ctx, sc, id)
-		if err == nil {
-			return id, true, nil
-		}
-		if !errors.Is(err, store.ErrNotFound) {
-			return "", false, err
-		}
-	}
-	return derived, false, nil
 }
 
 // continued returns the assistant message a submit-message request continues
@@ -561,23 +507,12 @@ func isBusy(err error) bool {
 	return errors.As(err, &busy)
 }
 
-// decodeLenient reads one JSON object, ignoring fields it does not declare:
-// the AI SDK's messages carry more than the server reads, and apps add their
-// own body fields.
-func decodeLenient(r *http.Request, v any) error {
-	raw, err := io.ReadAll(r.Body)
+// decodeUIRequest reads the AI SDK transport's body.
+func decodeUIRequest(r *http.Request, v *uiRequest) error {
+	body, err := readBody(r)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return err
-		}
-		return apiErr(http.StatusBadRequest, "invalid_body", "the request body could not be read")
+		return err
 	}
-	if len(strings.TrimSpace(string(raw))) == 0 {
-		return apiErr(http.StatusBadRequest, "invalid_json", "the request body is empty; a JSON object is expected")
-	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		return jsonError(err)
-	}
-	return nil
+	*v, err = vercel.DecodeRequest(body)
+	return err
 }

@@ -506,11 +506,8 @@ func TestConversationFormat(t *testing.T) {
 func TestChatEngineField(t *testing.T) {
 	t.Parallel()
 	e := setup(t, options{})
-	frames := e.chat(alice, map[string]any{"input": "hi", "engine": "nope"})
-	if end := last(frames); end.Data["status"] != "failed" || !strings.Contains(fmt.Sprint(end.Data["error"]), "engine") {
-		t.Fatalf("unknown engine: %v", end.Data)
-	}
-	e.apiError(req{method: "POST", path: "/v1/agent/chat", token: alice, body: map[string]any{"input": "hi", "engine": "Bad Engine"}}, 422, "invalid_field")
+	e.apiError(req{method: "POST", path: "/v1/agent/chat", token: alice, body: map[string]any{"input": "hi", "engine": "nope"}}, 400, "invalid_field")
+	e.apiError(req{method: "POST", path: "/v1/agent/chat", token: alice, body: map[string]any{"input": "hi", "engine": "Bad Engine"}}, 400, "invalid_field")
 	raw, _ := json.Marshal(map[string]any{"input": "hi", "engine": "local"})
 	if frames := e.chat(alice, string(raw)); last(frames).Data["status"] != "succeeded" {
 		t.Fatalf("local engine: %v", last(frames).Data)

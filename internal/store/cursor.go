@@ -25,6 +25,9 @@ func EncodeCursor(c Cursor) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.At.UnixMilli(), 10) + ":" + c.ID))
 }
 
+// maxCursorMillis is the last millisecond of the year 9999.
+const maxCursorMillis = 253402300799999
+
 // DecodeCursor reads a token made by EncodeCursor; "" is the first page.
 func DecodeCursor(s string) (Cursor, bool, error) {
 	if s == "" {
@@ -36,7 +39,9 @@ func DecodeCursor(s string) (Cursor, bool, error) {
 	}
 	ms, id, ok := strings.Cut(string(b), ":")
 	n, err := strconv.ParseInt(ms, 10, 64)
-	if !ok || err != nil || id == "" {
+	// Every backend must be able to compare the cursor with its rows: the
+	// time is one a database holds (1970 to 9999) and the id is text.
+	if !ok || err != nil || id == "" || n < 0 || n > maxCursorMillis || !ValidText(id) {
 		return Cursor{}, false, ErrBadCursor
 	}
 	return Cursor{At: time.UnixMilli(n).UTC(), ID: id}, true, nil

@@ -140,6 +140,11 @@ const (
 // Options configure an Encoder. The zero value is Standard mode.
 type Options struct {
 	Mode Mode
+	// ThreadID is the threadId the client knows the thread by, written on
+	// every frame in place of the canonical thread id (a client's threadId
+	// names a conversation in the client's own namespace). Empty writes the
+	// canonical id.
+	ThreadID string
 }
 
 // ResponseSchema is the JSON schema of an interrupt's resume payload: the
@@ -148,8 +153,10 @@ var ResponseSchema = json.RawMessage(`{"type":"object","properties":{"approved":
 
 // Encoder writes AG-UI frames for one stream. It is not safe for concurrent use.
 type Encoder struct {
-	seed bool
-	id   string // SSE id of every frame of the current Encode call
+	seed       bool
+	id         string // SSE id of every frame of the current Encode call
+	threadName string // Options.ThreadID
+	nextRunID  string // NameNextRun
 
 	// Per canonical run.
 	thread    string
@@ -179,7 +186,7 @@ type toolCall struct {
 
 // NewEncoder returns an AG-UI encoder.
 func NewEncoder(opts Options) *Encoder {
-	return &Encoder{seed: opts.Mode == Seed, started: map[string]bool{}, calls: map[string]*toolCall{}}
+	return &Encoder{seed: opts.Mode == Seed, threadName: opts.ThreadID, started: map[string]bool{}, calls: map[string]*toolCall{}}
 }
 
 var _ dialect.Encoder = (*Encoder)(nil)
@@ -216,7 +223,7 @@ func (e *Encoder) encode(dst []byte, ev event.Event) []byte {
 			return dst
 		}
 	}
-	e.thread = ev.Thread
+	e.thread = cmpOr(e.threadName, ev.Thread)
 	switch p := ev.Payload.(type) {
 	case event.RunStartedData:
 		if ev.Run == e.run && e.live {
@@ -336,9 +343,17 @@ func (e *Encoder) encode(dst []byte, ev event.Event) []byte {
 
 // reset forgets the previous canonical run.
 func (e *Encoder) reset(run string) {
-	*e = Encoder{seed: e.seed, id: e.id, thread: e.thread, run: run, ends: e.ends, onFrame: e.onFrame,
+	*e = Encoder{seed: e.seed, id: e.id, threadName: e.threadName, nextRunID: e.nextRunID, thread: e.thread, run: run, ends: e.ends, onFrame: e.onFrame,
 		started: map[string]bool{}, calls: map[string]*toolCall{}}
 }
+
+// NameNextRun makes id the runId of the next AG-UI run the encoder opens,
+// whatever opens it. A stream that answers a resume request names the
+// continuation with the request's runId this way, including when the run
+// resumed through another door (the confirmations endpoint, another
+// replica, a restart) or ended without resuming (an expired interrupt): the
+// runId on the run's events is then not the one this client sent.
+func (e *Encoder) NameNextRun(id string) { e.nextRunID = id }
 
 // RunsEnded counts the AG-UI runs this encoder has ended (RUN_FINISHED or
 // RUN_ERROR frames written, interrupts included). A stream that carries one
@@ -350,9 +365,12 @@ func (e *Encoder) openRun(dst []byte, ev event.Event, runID string) []byte {
 	if e.run != ev.Run {
 		e.reset(ev.Run)
 	}
+	if e.nextRunID != "" {
+		runID, e.nextRunID = e.nextRunID, ""
+	}
 	e.opened++
 	e.runID, e.live, e.errored = runID, true, false
-	dst = e.frame(dst, RunStarted, runStarted{Type: RunStarted, Timestamp: ts(ev), ThreadID: ev.Thread, RunID: runID})
+	dst = e.frame(dst, RunStarted, runStarted{Type: RunStarted, Timestamp: ts(ev), ThreadID: e.thread, RunID: runID})
 	for _, s := range e.suspended {
 		e.steps = append(e.steps, s)
 		dst = e.frame(dst, StepStarted, step{Type: StepStarted, Timestamp: ts(ev), scope: e.scope(), StepName: s})
@@ -610,7 +628,7 @@ func (e *Encoder) interrupt(dst []byte, ev event.Event, p event.ToolAwaitingData
 	if !p.ExpiresAt.IsZero() {
 		in.ExpiresAt = dialect.Millis(p.ExpiresAt)
 	}
-	v := runFinished{Type: RunFinished, Timestamp: ts(ev), ThreadID: ev.Thread, RunID: e.runID,
+	v := runFinished{Type: RunFinished, Timestamp: ts(ev), ThreadID: e.thread, RunID: e.runID,
 		Outcome: &outcome{Type: "interrupt", Interrupts: []interrupt{in}}}
 	e.live, e.paused = false, true
 	return e.frame(dst, RunFinished, v)
@@ -669,7 +687,7 @@ func (e *Encoder) finish(dst []byte, ev event.Event, p event.RunFinishedData) []
 	case event.StatusSucceeded:
 		dst = e.closeAll(dst, ev)
 		dst = e.finishSteps(dst, ev)
-		v := runFinished{Type: RunFinished, Timestamp: ts(ev), ThreadID: ev.Thread, RunID: e.runID}
+		v := runFinished{Type: RunFinished, Timestamp: ts(ev), ThreadID: e.thread, RunID: e.runID}
 		if p.Answer != nil {
 			v.Result, _ = json.Marshal(publicAnswer(*p.Answer))
 		}

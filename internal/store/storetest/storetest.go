@@ -57,6 +57,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"DeltaRangeBounds", testDeltaRangeBounds},
 		{"DeltaRangesAcrossBatches", testDeltaRangesAcrossBatches},
 		{"DeltaRangeConflicts", testDeltaRangeConflicts},
+		{"TextRoundTrip", testTextRoundTrip}, // text.go
+		{"BadCursors", testBadCursors},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
