@@ -263,9 +263,14 @@ func (s *Service) Start(ctx context.Context, sc store.Scope, req StartRequest, f
 			x.Emit(ctx, event.New(event.ConversationCreatedData{ConversationID: conv.ID, Title: conv.Title}))
 		}
 		x.Emit(ctx, event.New(event.RunStartedData{ConversationID: conv.ID, Input: req.Input, UserMessageID: userMsg.ID, Engine: req.Engine, ClientRunID: req.ClientRunID}))
-		history, err := s.history(ctx, sc, conv.ID)
-		if err != nil {
-			return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: "store_failed", Message: "The conversation history could not be read."}}
+		// A conversation this request created holds just the message it
+		// wrote: no read stands between the start and the model call.
+		history := []store.Message{userMsg}
+		var err error
+		if !out.Created || len(extra) > 0 || userMsg.ID == "" {
+			if history, err = s.history(ctx, sc, conv.ID); err != nil {
+				return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: "store_failed", Message: "The conversation history could not be read."}}
+			}
 		}
 		opts := req.Options
 		if opts.Engine == "" {
