@@ -15,12 +15,14 @@ import (
 // newRouter builds the engine router the configuration describes: the
 // local agent loop always, the openclaw engine when a gateway is configured,
 // the default engine and the per-tenant rules.
-func newRouter(cfg config.Config, model llm.Model, tools *tool.Registry, log *slog.Logger) (*engine.Router, error) {
+func newRouter(cfg config.Config, model llm.Model, tools *tool.Registry, parts contextParts, log *slog.Logger) (*engine.Router, error) {
 	ec, err := cfg.Engines()
 	if err != nil {
 		return nil, err
 	}
-	loc := local.New(local.Config{Model: model, Tools: tools, MaxIterations: cfg.MaxIterations, SystemPrompt: cfg.SystemPrompt, Logger: log})
+	lc := local.Config{Model: model, Tools: tools, MaxIterations: cfg.MaxIterations, SystemPrompt: cfg.SystemPrompt, Logger: log}
+	parts.apply(&lc)
+	loc := local.New(lc)
 	engines := map[string]engine.Engine{config.EngineLocal: loc}
 	if ec.UsesOpenClaw() {
 		gateways := map[string]openclaw.Gateway{}

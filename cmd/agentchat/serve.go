@@ -199,7 +199,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	defer closeTools()
-	router, err := newRouter(cfg, model, tools, log)
+	parts, err := newContextParts(cfg, st, model, log)
+	if err != nil {
+		return err
+	}
+	router, err := newRouter(cfg, model, tools, parts, log)
 	if err != nil {
 		return err
 	}
@@ -207,12 +211,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	runs := run.New(run.Config{
 		Store: st, Bus: b, Logger: log, Engine: router,
 		ConfirmTTL: cfg.ConfirmTTL, RunRetention: cfg.RunRetention, MaxInputChars: cfg.MaxInputChars, MaxRunsPerTenant: cfg.MaxRunsPerTenant,
-		LeaseTTL: cfg.LeaseTTL, ReplicaID: replicaID(),
+		LeaseTTL: cfg.LeaseTTL, ReplicaID: replicaID(), Compactor: parts.compactor,
 	})
 	api := httpapi.New(httpapi.Config{
 		Store: st, Runs: runs, Tools: tools, Logger: log, Auth: httpapi.NewAuthenticator(tokens, cfg.JWTSecret),
 		TenantHeader: cfg.TenantHeader, MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval,
-		HistoryLocation: cfg.HistoryLocation(),
+		HistoryLocation: cfg.HistoryLocation(), Retrieval: parts.retrieval, Compactor: parts.compactor,
 	})
 	srv := &http.Server{
 		Handler:           api,

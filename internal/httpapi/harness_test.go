@@ -50,6 +50,16 @@ type options struct {
 	// router then adjusts the router (its default, tenant rules).
 	engines func(reg *tool.Registry, local engine.Engine) map[string]engine.Engine
 	router  func(*engine.Router)
+	// Context management (seed 002), see context_test.go.
+	store       store.Store // another backend (PostgreSQL) in place of SQLite
+	knowledge   bool        // retrieval from the knowledge base in turns
+	memory      bool
+	embedder    llm.Embedder
+	compactMin  int
+	compactKeep int
+	autoCompact int
+	promptDir   string
+	inlineBytes int
 }
 
 type env struct {
@@ -73,10 +83,14 @@ func setup(t *testing.T, o options) *env {
 	if o.dbPath == "" {
 		o.dbPath = filepath.Join(t.TempDir(), "agentchat.db")
 	}
-	st, err := sqlitestore.Open(context.Background(), o.dbPath)
-	if err != nil {
-		t.Fatal(err)
+	var st store.Store = o.store
+	if st == nil {
+		var err error
+		if st, err = sqlitestore.Open(context.Background(), o.dbPath); err != nil {
+			t.Fatal(err)
+		}
 	}
+	parts := contextParts(o, st)
 	reg, err := tool.NewRegistry(tool.RegistryConfig{})
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +108,7 @@ func setup(t *testing.T, o options) *env {
 	}
 	b := membus.New(0)
 	router := &engine.Router{Default: "local", Engines: map[string]engine.Engine{
-		"local": local.New(local.Config{Model: o.model, Tools: reg, MaxIterations: o.maxIterations}),
+		"local": local.New(parts.local(local.Config{Model: o.model, Tools: reg, MaxIterations: o.maxIterations})),
 	}}
 	if o.engines != nil {
 		for name, eng := range o.engines(reg, router.Engines["local"]) {
@@ -105,10 +119,11 @@ func setup(t *testing.T, o options) *env {
 		o.router(router)
 	}
 	runs := run.New(run.Config{
-		Store: st, Bus: b, ConfirmTTL: o.confirmTTL, SweepInterval: 20 * time.Millisecond, Engine: router,
+		Store: st, Bus: b, ConfirmTTL: o.confirmTTL, SweepInterval: 20 * time.Millisecond, Engine: router, Compactor: parts.compactor,
 	})
 	tokens, _ := config.ParseTokens("alice-token:acme:alice,bob-token:acme:bob,eve-token:evil:eve")
-	api := httpapi.New(httpapi.Config{Store: st, Runs: runs, Tools: reg, Auth: httpapi.NewAuthenticator(tokens, jwtSecret), PingInterval: o.ping, MaxBodyBytes: 64 << 10})
+	api := httpapi.New(httpapi.Config{Store: st, Runs: runs, Tools: reg, Auth: httpapi.NewAuthenticator(tokens, jwtSecret), PingInterval: o.ping, MaxBodyBytes: 64 << 10,
+		Retrieval: parts.retrieval, Compactor: parts.compactor})
 	srv := httptest.NewServer(api)
 	e := &env{t: t, url: srv.URL, client: &http.Client{Transport: &http.Transport{}}, store: st, runs: runs, api: api, srv: srv, dbPath: o.dbPath}
 	t.Cleanup(e.stop)

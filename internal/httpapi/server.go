@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentchat/agentchat/internal/compaction"
+	"github.com/agentchat/agentchat/internal/retrieval"
 	"github.com/agentchat/agentchat/internal/run"
 	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/tool"
@@ -30,6 +32,10 @@ type Config struct {
 	PingInterval time.Duration // default 15s
 	// HistoryLocation is the time zone that cuts the history's days. Default UTC.
 	HistoryLocation *time.Location
+	// Retrieval serves the knowledge base; nil answers its routes 404.
+	Retrieval *retrieval.Service
+	// Compactor compacts conversations; nil answers compaction 404.
+	Compactor *compaction.Compactor
 }
 
 // Server holds the handlers. Create it with New.
@@ -44,6 +50,8 @@ type Server struct {
 	ping         time.Duration
 	historyLoc   *time.Location
 	mux          *http.ServeMux
+	retrieval    *retrieval.Service
+	compactor    *compaction.Compactor
 
 	// closing is closed when the server begins to shut down, so streams end cleanly.
 	closing   chan struct{}
@@ -55,7 +63,7 @@ func New(cfg Config) *Server {
 	s := &Server{
 		st: cfg.Store, runs: cfg.Runs, auth: cfg.Auth, tools: cfg.Tools, log: cfg.Logger,
 		tenantHeader: cfg.TenantHeader, maxBody: cfg.MaxBodyBytes, ping: cfg.PingInterval, historyLoc: cfg.HistoryLocation,
-		mux: http.NewServeMux(), closing: make(chan struct{}),
+		mux: http.NewServeMux(), closing: make(chan struct{}), retrieval: cfg.Retrieval, compactor: cfg.Compactor,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -110,6 +118,8 @@ func (s *Server) routes() {
 	api("POST /api/v1/agent/runs", s.aguiRun)
 	stream("GET /api/v1/agent/runs/{threadId}/events", s.aguiEvents)
 	api("GET /api/v1/agent/history", s.aguiHistory)
+
+	s.contextRoutes(api) // knowledge.go
 }
 
 // wrap renders a handler's error.

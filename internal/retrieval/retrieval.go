@@ -154,7 +154,7 @@ func (s *Service) Retrieve(ctx context.Context, sc store.Scope, conversationID, 
 }
 
 func hit(p store.Passage, score float64) event.RetrievalHit {
-	return event.RetrievalHit{Content: p.Content, Source: p.Source, Score: math.Round(score*1e4) / 1e4, DocumentID: p.DocumentID, ChunkID: p.ChunkID}
+	return event.RetrievalHit{Content: p.Content, Source: p.Source, Score: score, DocumentID: p.DocumentID, ChunkID: p.ChunkID}
 }
 
 func (s *Service) knowledge(ctx context.Context, sc store.Scope, query string, terms []string) ([]event.RetrievalHit, error) {
@@ -268,3 +268,6 @@ func ContextMessage(d event.RetrievalData) string {
 
 // ContextHeader starts every retrieval context message.
 const ContextHeader = "Retrieved context for the user's next message (cite a source as [n] when you use it; ignore what is irrelevant):"
+
+// ContextMessage is ContextMessage, as a method for the agent loop's Retriever seam.
+func (s *Service) ContextMessage(d event.RetrievalData) string { return ContextMessage(d) }

@@ -71,6 +71,7 @@ const (
 	ToolHTTPGet     = "http_get"
 	ToolFeishu      = "send_feishu_message"
 	ToolWebhook     = "send_webhook"
+	ToolChart       = "make_chart"
 )
 
 // Config configures the scripted model. Zero values mean the default.
@@ -153,8 +154,11 @@ func (m *Model) script(req llm.Request) ([]step, error) {
 	loop := strings.Contains(lower, "loop forever") && offered[ToolCurrentTime]
 
 	var calls []call
-	switch last.Role {
-	case llm.RoleUser:
+	summarising := len(req.Messages) > 0 && req.Messages[0].Role == llm.RoleSystem && strings.HasPrefix(req.Messages[0].Content, summaryPrefix)
+	switch {
+	case summarising:
+		answer = summary(req)
+	case last.Role == llm.RoleUser:
 		if strings.Contains(lower, "fail please") {
 			return nil, &llm.Error{
 				Code:    llm.CodeUnavailable,
@@ -171,9 +175,13 @@ func (m *Model) script(req llm.Request) ([]step, error) {
 			calls, missing = match(userText, offered)
 		}
 		if len(calls) == 0 {
-			answer = m.plainAnswer(last, missing)
+			if a, ok := contextAnswer(req, userText); ok {
+				answer = a
+			} else {
+				answer = m.plainAnswer(last, missing)
+			}
 		}
-	case llm.RoleTool:
+	case last.Role == llm.RoleTool:
 		if loop {
 			calls = []call{{name: ToolCurrentTime, args: map[string]string{"timezone": "UTC"}}}
 		} else {
@@ -353,6 +361,11 @@ func match(text string, offered map[string]bool) (calls []call, missing []string
 		}
 		if loc := webhookRe.FindStringIndex(text); loc != nil {
 			want(ToolWebhook, loc[0], map[string]string{"text": messageText(text)})
+		}
+	}
+	if loc := chartRe.FindStringIndex(text); loc != nil {
+		if nums := numberRe.FindAllString(quoteRe.ReplaceAllString(text, ""), -1); len(nums) > 0 {
+			want(ToolChart, loc[0], map[string]string{"title": chartTitle(text), "values": strings.Join(nums, ",")})
 		}
 	}
 	slices.SortStableFunc(calls, func(a, b call) int { return a.at - b.at })
