@@ -26,8 +26,8 @@ import (
 
 	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/dialect/agui"
-	"github.com/agentchat/agentchat/internal/payload"
 	"github.com/agentchat/agentchat/internal/event"
+	"github.com/agentchat/agentchat/internal/payload"
 	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/uischema"
 )

@@ -27,6 +27,14 @@
 //   - "fetch" or "get" (or 获取) and an http(s) URL: http_get {"url": U}.
 //   - "send" and "feishu" or "lark" (or 飞书): send_feishu_message {"text": T}.
 //   - "send" and "webhook": send_webhook {"text": T}.
+//   - "chart" (or 图表) and numbers: make_chart {"title": the first quoted
+//     text or "Chart", "values": the numbers outside quotes, comma-separated}.
+//   - "system prompt" (or 系统提示词): the answer is the system prompt it was sent.
+//
+// A system message starting "Retrieved context" (package retrieval's) makes
+// a plain answer quote its first hit: "According to [1] <source>: <text>".
+// A request whose first message is the compaction prompt ("Summarise the
+// conversation…") gets a deterministic summary of the transcript it carries.
 //
 // T is the first quoted text ("…", “…” or 「…」), else the text after
 // "saying" or after a colon, else the whole message. For example "what time
