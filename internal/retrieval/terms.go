@@ -53,7 +53,10 @@ func Terms(text string) []string {
 
 // isCJK reports whether r belongs to a script written without spaces between words.
 func isCJK(r rune) bool {
-	return unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) || unicode.Is(unicode.Katakana, r) || unicode.Is(unicode.Hangul, r)
+	// ー (the prolonged sound mark) and 々 (the iteration mark) belong to the
+	// Common script but are written inside Japanese words.
+	return unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) || unicode.Is(unicode.Katakana, r) || unicode.Is(unicode.Hangul, r) ||
+		r == 'ー' || r == '々'
 }
 
 // IndexText is the pre-tokenised form of text that a backend indexes.
