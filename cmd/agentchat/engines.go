@@ -17,12 +17,14 @@ import (
 // local agent loop always, the openclaw engine when a gateway is configured,
 // the chain engine (planner → executor → check over the same model and
 // tools), the default engine and the per-tenant rules.
-func newRouter(cfg config.Config, model llm.Model, tools *tool.Registry, log *slog.Logger) (*engine.Router, error) {
+func newRouter(cfg config.Config, model llm.Model, tools *tool.Registry, parts contextParts, log *slog.Logger) (*engine.Router, error) {
 	ec, err := cfg.Engines()
 	if err != nil {
 		return nil, err
 	}
-	loc := local.New(local.Config{Model: model, Tools: tools, MaxIterations: cfg.MaxIterations, SystemPrompt: cfg.SystemPrompt, Logger: log})
+	lc := local.Config{Model: model, Tools: tools, MaxIterations: cfg.MaxIterations, SystemPrompt: cfg.SystemPrompt, Logger: log}
+	parts.apply(&lc)
+	loc := local.New(lc)
 	engines := map[string]engine.Engine{config.EngineLocal: loc}
 	engines[config.EngineChain] = chain.New(chain.Config{Model: model, Tools: tools, Executor: loc, HardLimit: cfg.ChainHardLimit,
 		SystemPrompt: cfg.SystemPrompt, Logger: log})

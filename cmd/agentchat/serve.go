@@ -199,7 +199,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	defer closeTools()
-	router, err := newRouter(cfg, model, tools, log)
+	parts, err := newContextParts(cfg, st, model, log)
+	if err != nil {
+		return err
+	}
+	router, err := newRouter(cfg, model, tools, parts, log)
 	if err != nil {
 		return err
 	}
@@ -207,7 +211,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	runs := run.New(run.Config{
 		Store: st, Bus: b, Logger: log, Engine: router,
 		ConfirmTTL: cfg.ConfirmTTL, RunRetention: cfg.RunRetention, MaxInputChars: cfg.MaxInputChars, MaxRunsPerTenant: cfg.MaxRunsPerTenant,
-		LeaseTTL: cfg.LeaseTTL, ReplicaID: replicaID(), Sole: mustKind(cfg) != "postgres",
+		LeaseTTL: cfg.LeaseTTL, ReplicaID: replicaID(), Sole: mustKind(cfg) != "postgres", Compactor: parts.compactor,
 	})
 	readyCtx, cancelReady := context.WithTimeout(ctx, 60*time.Second)
 	err = runs.Ready(readyCtx)
@@ -223,6 +227,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Store: st, Runs: runs, Tools: tools, Logger: log, Auth: httpapi.NewAuthenticator(tokens, cfg.JWTSecret),
 		TenantHeader: cfg.TenantHeader, MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval,
 		HistoryLocation: cfg.HistoryLocation(), ChainHardLimit: cfg.ChainHardLimit, CORSOrigins: corsOrigins,
+		Retrieval: parts.retrieval, Compactor: parts.compactor,
 	})
 	srv := &http.Server{
 		Handler:           api,

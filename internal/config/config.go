@@ -127,6 +127,35 @@ type Config struct {
 	// OpenClawAgentID is the OpenClaw agent that answers (OPENCLAW_AGENT_ID). Default main.
 	OpenClawAgentID string
 
+	// Retrieval is on or off: whether turns search the tenant's knowledge base. Default on.
+	Retrieval string
+	// Memory is on or off: whether turns also search the user's own earlier conversations. Default off.
+	Memory string
+	// RetrievalTopK is how many hits a turn gets at most, per source. Default 4.
+	RetrievalTopK int
+	// KnowledgeMaxBytes bounds one uploaded document's text. Default 524288 (512 KiB).
+	KnowledgeMaxBytes int
+	// EmbeddingsModel, when set, makes retrieval hybrid with that model of an
+	// OpenAI-compatible /v1/embeddings endpoint.
+	EmbeddingsModel string
+	// EmbeddingsBaseURL is the embeddings API root. Default OpenAIBaseURL, else the official one.
+	EmbeddingsBaseURL string
+	// EmbeddingsAPIKey authenticates to it. Default OpenAIAPIKey.
+	EmbeddingsAPIKey string
+	// CompactMinMessages is the fewest messages since the last compaction
+	// that a conversation needs to be compacted. Default 20.
+	CompactMinMessages int
+	// CompactKeepMessages is how many recent messages compaction keeps verbatim. Default 6.
+	CompactKeepMessages int
+	// AutoCompactTokens, when positive, compacts a conversation before a turn
+	// whose context would exceed it (estimated at 4 characters a token). Default 0: off.
+	AutoCompactTokens int
+	// PromptDir holds the system prompt's component files; empty uses SystemPrompt.
+	PromptDir string
+	// InlinePayloadBytes is the largest tool output stored inline in its
+	// message; larger ones are stored by reference. Default 16384; -1 keeps all inline.
+	InlinePayloadBytes int
+
 	// DebugAddr, when set, serves Go's pprof profiles there (keep it private).
 	DebugAddr string
 
@@ -222,6 +251,18 @@ func fields() []field {
 	add("openclaw-gateway-url", "OPENCLAW_GATEWAY_URL", "OpenClaw Gateway root, e.g. http://127.0.0.1:18789 (its /v1/chat/completions is called)", false, str(func(c *Config) *string { return &c.OpenClawGatewayURL }))
 	add("openclaw-gateway-token", "OPENCLAW_GATEWAY_TOKEN", "OpenClaw Gateway bearer token", true, str(func(c *Config) *string { return &c.OpenClawGatewayToken }))
 	add("openclaw-agent-id", "OPENCLAW_AGENT_ID", "OpenClaw agent that answers (default main)", false, str(func(c *Config) *string { return &c.OpenClawAgentID }))
+	add("retrieval", "AGENTCHAT_RETRIEVAL", "on or off: turns search the tenant's knowledge base (default on)", false, str(func(c *Config) *string { return &c.Retrieval }))
+	add("memory", "AGENTCHAT_MEMORY", "on or off: turns also search the user's own earlier conversations (default off)", false, str(func(c *Config) *string { return &c.Memory }))
+	add("retrieval-top-k", "AGENTCHAT_RETRIEVAL_TOP_K", "most retrieval hits per turn and source (default 4)", false, integer(func(c *Config) *int { return &c.RetrievalTopK }))
+	add("knowledge-max-bytes", "AGENTCHAT_KNOWLEDGE_MAX_BYTES", "largest knowledge-base document in bytes; larger uploads get 413 (default 524288)", false, integer(func(c *Config) *int { return &c.KnowledgeMaxBytes }))
+	add("embeddings-model", "AGENTCHAT_EMBEDDINGS_MODEL", "embedding model of an OpenAI-compatible /v1/embeddings endpoint; set, retrieval ranks hybrid (default none: text rank)", false, str(func(c *Config) *string { return &c.EmbeddingsModel }))
+	add("embeddings-base-url", "AGENTCHAT_EMBEDDINGS_BASE_URL", "embeddings API root (default OPENAI_BASE_URL, else the official one)", false, str(func(c *Config) *string { return &c.EmbeddingsBaseURL }))
+	add("embeddings-api-key", "AGENTCHAT_EMBEDDINGS_API_KEY", "embeddings API key (default OPENAI_API_KEY)", true, str(func(c *Config) *string { return &c.EmbeddingsAPIKey }))
+	add("compact-min-messages", "AGENTCHAT_COMPACT_MIN_MESSAGES", "fewest messages since the last compaction for a conversation to be compacted (default 20)", false, integer(func(c *Config) *int { return &c.CompactMinMessages }))
+	add("compact-keep-messages", "AGENTCHAT_COMPACT_KEEP_MESSAGES", "recent messages compaction keeps verbatim, from the start of their turn (default 6)", false, integer(func(c *Config) *int { return &c.CompactKeepMessages }))
+	add("auto-compact-tokens", "AGENTCHAT_AUTO_COMPACT_TOKENS", "compact before a turn whose context would exceed this many tokens (default 0: off)", false, integer(func(c *Config) *int { return &c.AutoCompactTokens }))
+	add("prompt-dir", "AGENTCHAT_PROMPT_DIR", "directory of system prompt component files (default none: AGENTCHAT_SYSTEM_PROMPT)", false, str(func(c *Config) *string { return &c.PromptDir }))
+	add("inline-payload-bytes", "AGENTCHAT_INLINE_PAYLOAD_BYTES", "largest tool output kept inline in its message; larger ones are stored by reference (default 16384; -1 for never)", false, integer(func(c *Config) *int { return &c.InlinePayloadBytes }))
 	add("debug-addr", "AGENTCHAT_DEBUG_ADDR", "address for pprof profiles, e.g. 127.0.0.1:6060 (default off; keep it private)", false, str(func(c *Config) *string { return &c.DebugAddr }))
 	add("log-level", "AGENTCHAT_LOG_LEVEL", "debug, info, warn or error (default info)", false, str(func(c *Config) *string { return &c.LogLevel }))
 	add("log-format", "AGENTCHAT_LOG_FORMAT", "text or json (default text)", false, str(func(c *Config) *string { return &c.LogFormat }))
@@ -277,6 +318,25 @@ func (c *Config) applyDefaults() {
 	def(&c.LogFormat, "text")
 	def(&c.BusPrefix, "agentchat")
 	def(&c.HistoryTimeZone, "UTC")
+	def(&c.Retrieval, "on")
+	def(&c.Memory, "off")
+	def(&c.EmbeddingsBaseURL, c.OpenAIBaseURL)
+	def(&c.EmbeddingsAPIKey, c.OpenAIAPIKey)
+	if c.RetrievalTopK == 0 {
+		c.RetrievalTopK = 4
+	}
+	if c.KnowledgeMaxBytes == 0 {
+		c.KnowledgeMaxBytes = 512 << 10
+	}
+	if c.CompactMinMessages == 0 {
+		c.CompactMinMessages = 20
+	}
+	if c.CompactKeepMessages == 0 {
+		c.CompactKeepMessages = 6
+	}
+	if c.InlinePayloadBytes == 0 {
+		c.InlinePayloadBytes = 16 << 10
+	}
 	if c.LeaseTTL == 0 {
 		c.LeaseTTL = 15 * time.Second
 	}
@@ -340,6 +400,26 @@ func (c Config) Validate() error {
 	}
 	if c.ChainHardLimit < 1 {
 		bad("chain-hard-limit", "must be at least 1")
+	}
+	for name, v := range map[string]string{"retrieval": c.Retrieval, "memory": c.Memory} {
+		if v != "on" && v != "off" {
+			bad(name, "must be on or off, not %q", v)
+		}
+	}
+	if c.RetrievalTopK < 1 || c.RetrievalTopK > 50 {
+		bad("retrieval-top-k", "must be from 1 to 50")
+	}
+	if c.KnowledgeMaxBytes < 1 {
+		bad("knowledge-max-bytes", "must be positive")
+	}
+	if c.CompactMinMessages < 2 {
+		bad("compact-min-messages", "must be at least 2")
+	}
+	if c.CompactKeepMessages < 1 {
+		bad("compact-keep-messages", "must be at least 1")
+	}
+	if c.AutoCompactTokens < 0 {
+		bad("auto-compact-tokens", "must not be negative")
 	}
 	if _, err := time.LoadLocation(c.HistoryTimeZone); err != nil {
 		bad("history-time-zone", "not a known IANA time zone: %q", c.HistoryTimeZone)

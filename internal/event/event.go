@@ -244,6 +244,10 @@ type RetrievalHit struct {
 	Content string  `json:"content"`
 	Source  string  `json:"source"`
 	Score   float64 `json:"score"`
+	// DocumentID and ChunkID name the knowledge chunk (for a remembered
+	// message: its conversation and the message).
+	DocumentID string `json:"documentId"`
+	ChunkID    string `json:"chunkId"`
 }
 
 // RetrievalData reports what retrieval put into the model's context.

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentchat/agentchat/internal/dialect"
+	"github.com/agentchat/agentchat/internal/payload"
 	"github.com/agentchat/agentchat/internal/store"
 )
 
@@ -166,6 +167,7 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return conversationErr(err)
 	}
+	list = payload.Resolve(r.Context(), s.st, scopeOf(r.Context()), list) // large outputs stored by reference
 	out := make([]messageView, 0, len(list))
 	for _, m := range list {
 		out = append(out, viewMessage(m))

@@ -62,6 +62,15 @@ type options struct {
 	bodyTimeout time.Duration
 	// postgres runs the stack on PostgreSQL (a schema of its own) instead of SQLite.
 	postgres bool
+	// Context management (seed 002), see context_test.go.
+	knowledge   bool // retrieval from the knowledge base in turns
+	memory      bool
+	embedder    llm.Embedder
+	compactMin  int
+	compactKeep int
+	autoCompact int
+	promptDir   string
+	inlineBytes int
 }
 
 type env struct {
@@ -87,14 +96,16 @@ func setup(t *testing.T, o options) *env {
 	}
 	var st store.Store
 	var err error
-	if o.postgres {
+	switch {
+	case o.postgres:
 		st, err = openPostgres(t)
-	} else {
+	default:
 		st, err = sqlitestore.Open(context.Background(), o.dbPath)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
+	parts := contextParts(o, st)
 	reg, err := tool.NewRegistry(tool.RegistryConfig{})
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +123,7 @@ func setup(t *testing.T, o options) *env {
 	}
 	b := membus.New(0)
 	router := &engine.Router{Default: "local", Engines: map[string]engine.Engine{
-		"local": local.New(local.Config{Model: o.model, Tools: reg, MaxIterations: o.maxIterations}),
+		"local": local.New(parts.local(local.Config{Model: o.model, Tools: reg, MaxIterations: o.maxIterations})),
 	}}
 	if o.engines != nil {
 		for name, eng := range o.engines(reg, router.Engines["local"]) {
@@ -123,11 +134,12 @@ func setup(t *testing.T, o options) *env {
 		o.router(router)
 	}
 	runs := run.New(run.Config{
-		Store: st, Bus: b, ConfirmTTL: o.confirmTTL, SweepInterval: 20 * time.Millisecond, Engine: router, Sole: true, // one process over its SQLite file, as serve runs it
+		Store: st, Bus: b, ConfirmTTL: o.confirmTTL, SweepInterval: 20 * time.Millisecond, Engine: router, Compactor: parts.compactor,
+		Sole: true, // one process over its store, as serve runs SQLite
 	})
 	tokens, _ := config.ParseTokens("alice-token:acme:alice,bob-token:acme:bob,eve-token:evil:eve")
 	api := httpapi.New(httpapi.Config{Store: st, Runs: runs, Tools: reg, Auth: httpapi.NewAuthenticator(tokens, jwtSecret), PingInterval: o.ping, MaxBodyBytes: 64 << 10,
-		CORSOrigins: o.corsOrigins, BodyTimeout: o.bodyTimeout})
+		CORSOrigins: o.corsOrigins, BodyTimeout: o.bodyTimeout, Retrieval: parts.retrieval, Compactor: parts.compactor})
 	srv := httptest.NewServer(api)
 	e := &env{t: t, url: srv.URL, client: &http.Client{Transport: &http.Transport{}}, store: st, runs: runs, api: api, srv: srv, dbPath: o.dbPath}
 	t.Cleanup(e.stop)

@@ -27,6 +27,7 @@ import (
 	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/dialect/agui"
 	"github.com/agentchat/agentchat/internal/event"
+	"github.com/agentchat/agentchat/internal/payload"
 	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/uischema"
 )
@@ -135,6 +136,7 @@ func (s *Server) aguiHistory(w http.ResponseWriter, r *http.Request) error {
 			out.HasMore = true
 		}
 	}
+	page = payload.Resolve(ctx, s.st, sc, page) // large outputs stored by reference
 	ix := s.indexRuns(r, sc, page)
 	for _, m := range page {
 		out.Messages = append(out.Messages, viewHistoryMessage(m, ix))

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentchat/agentchat/internal/compaction"
+	"github.com/agentchat/agentchat/internal/retrieval"
 	"github.com/agentchat/agentchat/internal/run"
 	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/tool"
@@ -41,6 +43,10 @@ type Config struct {
 	// CORSOrigins are the browser origins allowed to call the API (exact, or
 	// "*" for any); none by default. See cors.go.
 	CORSOrigins []string
+	// Retrieval serves the knowledge base; nil answers its routes 404.
+	Retrieval *retrieval.Service
+	// Compactor compacts conversations; nil answers compaction 404.
+	Compactor *compaction.Compactor
 }
 
 // Server holds the handlers. Create it with New.
@@ -58,6 +64,8 @@ type Server struct {
 	chainHardLimit int
 	mux            *http.ServeMux
 	cors           *cors
+	retrieval      *retrieval.Service
+	compactor      *compaction.Compactor
 
 	// closing is closed when the server begins to shut down, so streams end cleanly.
 	closing   chan struct{}
@@ -69,8 +77,8 @@ func New(cfg Config) *Server {
 	s := &Server{
 		st: cfg.Store, runs: cfg.Runs, auth: cfg.Auth, tools: cfg.Tools, log: cfg.Logger,
 		tenantHeader: cfg.TenantHeader, maxBody: cfg.MaxBodyBytes, bodyTimeout: cfg.BodyTimeout, ping: cfg.PingInterval, historyLoc: cfg.HistoryLocation,
-		chainHardLimit: cfg.ChainHardLimit,
-		mux:            http.NewServeMux(), closing: make(chan struct{}),
+		chainHardLimit: cfg.ChainHardLimit, retrieval: cfg.Retrieval, compactor: cfg.Compactor,
+		mux: http.NewServeMux(), closing: make(chan struct{}),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -137,6 +145,7 @@ func (s *Server) routes() {
 	// Chain stream (seed 003): chain.go.
 	stream("GET /v1/chain/stream", s.chainStream)
 	api("POST /v1/chain/stream", s.chainStream)
+	s.contextRoutes(api) // knowledge.go
 }
 
 // wrap renders a handler's error. Before the handler, it answers 404 for a

@@ -26,6 +26,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentchat/agentchat/internal/bus"
+	"github.com/agentchat/agentchat/internal/compaction"
 	"github.com/agentchat/agentchat/internal/engine"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/store"
@@ -69,6 +70,8 @@ type Config struct {
 	// confirmations, orphaned runs, unapplied decisions, retention).
 	// Default 1s, or LeaseTTL/4 when that is shorter.
 	SweepInterval time.Duration
+	// Compactor, when set, gives runs the compacted context (context.go).
+	Compactor *compaction.Compactor
 }
 
 // Service runs agents. Create it with New, stop it with Shutdown.
@@ -272,6 +275,7 @@ func (s *Service) Start(ctx context.Context, sc store.Scope, req StartRequest, f
 				return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: "store_failed", Message: "The conversation history could not be read."}}
 			}
 		}
+		history = s.withCompaction(ctx, sc, conv.ID, r.ID, x, history, true) // context.go
 		opts := req.Options
 		if opts.Engine == "" {
 			opts.Engine = req.Engine
@@ -500,6 +504,7 @@ func (s *Service) resume(c store.Confirmation, clientRunID string) {
 		if err != nil {
 			return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: "store_failed", Message: "The conversation history could not be read."}}
 		}
+		history = s.withCompaction(ctx, sc, conv.ID, x.run.ID, x, history, false) // context.go
 		return s.eng.Execute(ctx, engine.Task{Scope: sc, Run: x.run, Conversation: conv, History: history, Resume: &engine.Resume{Confirmation: c, ClientRunID: clientRunID}}, x)
 	})
 }

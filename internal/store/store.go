@@ -225,6 +225,9 @@ type Decision struct {
 // Store is everything agentchat persists. It is deliberately wide: one seam,
 // owned here, with one contract suite (storetest).
 type Store interface {
+	// Knowledge: retrieval, memory, blobs and compaction (knowledge.go).
+	Knowledge
+
 	// Conversations.
 	CreateConversation(ctx context.Context, s Scope, c Conversation) (Conversation, error)
 	GetConversation(ctx context.Context, s Scope, id string) (Conversation, error)

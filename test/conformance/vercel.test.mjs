@@ -428,6 +428,33 @@ for (const leg of legs) {
       await validateUIMessages({ messages: chat.messages });
     });
 
+    if (leg.name === 'local engine') {
+      test('retrieval hits arrive as data-retrieval and source-document parts before the answer', async () => {
+        const up = await fetch(`${ctx.server.url}/v1/knowledge/documents`, {
+          method: 'POST',
+          headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' },
+          body: JSON.stringify({ source: '退货政策.md', text: '# 退货政策\n\n商品在签收后七天内可以无理由退货，运费由买家承担。' }),
+        });
+        assert.equal(up.status, 201);
+        const doc = await up.json();
+        const rec = recorder();
+        const chat = newChat(ctx.server.url, { fetch: rec.fetch });
+        await within(chat.sendMessage({ text: '几天内可以退货？' }), 'the retrieval turn');
+        assert.equal(chat.status, 'ready', String(chat.error));
+        const { types, built } = await checkResponse(rec.responses[0]);
+        assert.ok(types.indexOf('data-retrieval') >= 0 && types.indexOf('data-retrieval') < types.indexOf('text-delta'), `retrieval before the text: ${types}`);
+        const [answer] = assistants(chat);
+        const source = answer.parts.find((p) => p.type === 'source-document');
+        assert.equal(source.title, '退货政策.md');
+        assert.equal(source.mediaType, 'text/plain');
+        const card = answer.parts.find((p) => p.type === 'data-retrieval');
+        assert.equal(card.data.hits[0].documentId, doc.id);
+        assert.equal(card.data.hits[0].chunkId, source.sourceId);
+        assert.deepEqual(built.parts.map((p) => p.type).filter((t) => t === 'source-document'), ['source-document']);
+        await validateUIMessages({ messages: chat.messages });
+      });
+    }
+
     for (const approved of [true, false]) {
       test(`a tool approval round trip (${approved ? 'approve' : 'deny'}) continues the same message`, async () => {
         const rec = recorder();

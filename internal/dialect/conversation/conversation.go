@@ -17,7 +17,7 @@
 //	                 result (the structured output, or the text when there is
 //	                 none), content (the text the model saw), error (when the
 //	                 call failed), denied (true when a person refused it)
-//	retrieval        query, hits [{content, source, score}], only when there
+//	retrieval        query, hits [{content, source, score, documentId, chunkId}], only when there
 //	                 are hits (seed 002: no empty retrieval events)
 //	error            code, message
 //	done             status (succeeded | failed | cancelled), iterations (model

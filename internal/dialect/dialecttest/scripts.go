@@ -99,8 +99,8 @@ func rich() []event.Event {
 	b.add(event.StepFinishedData{Name: "router"})
 	b.at("worker", 0).add(event.StepStartedData{Name: "worker"})
 	b.add(event.RetrievalData{Query: "weekly orders", Hits: []event.RetrievalHit{
-		{Content: "Orders are paid when the invoice is settled.", Source: "kb/orders.md", Score: 0.91},
-		{Content: "#sales is the sales team's channel.", Source: "kb/channels.md", Score: 0.74},
+		{Content: "Orders are paid when the invoice is settled.", Source: "kb/orders.md", Score: 0.91, DocumentID: "doc-1", ChunkID: "chunk-1"},
+		{Content: "#sales is the sales team's channel.", Source: "kb/channels.md", Score: 0.74, DocumentID: "doc-2", ChunkID: "chunk-7"},
 	}})
 	b.at("worker", 1).add(event.IterationData{Model: "gpt-test"})
 	b.add(event.ReasoningDeltaData{MessageID: "msg-a1", Delta: "The user wants the paid orders "})

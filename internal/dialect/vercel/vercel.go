@@ -203,7 +203,10 @@ func (e *Encoder) Encode(dst []byte, ev event.Event) []byte {
 		dst = e.start(dst, ev)
 		dst = e.data(dst, "data-retrieval", "", retrieval{p.Query, p.Hits})
 		for i, h := range p.Hits {
-			dst = e.chunk(dst, sourceDocument{Type: "source-document", SourceID: fmt.Sprintf("%s-%d-%d", ev.Run, ev.Seq, i+1),
+			// The chunk id names the source when there is one, so a client can
+			// match a source part to its hit in data-retrieval.
+			id := cmpOr(h.ChunkID, fmt.Sprintf("%s-%d-%d", ev.Run, ev.Seq, i+1))
+			dst = e.chunk(dst, sourceDocument{Type: "source-document", SourceID: id,
 				MediaType: "text/plain", Title: cmpOr(h.Source, "retrieved")})
 		}
 		return dst

@@ -34,6 +34,14 @@ type Config struct {
 	MaxIterations int
 	SystemPrompt  string
 	Logger        *slog.Logger
+	// Retriever, when set, adds retrieved context to each new turn (context.go).
+	Retriever Retriever
+	// Prompt, when set, assembles the system prompt per tenant in place of SystemPrompt.
+	Prompt PromptSource
+	// Blobs and InlineBytes: a tool output over InlineBytes is stored out of
+	// line and its message keeps {"_ref": id}. Zero InlineBytes keeps all inline.
+	Blobs       BlobStore
+	InlineBytes int
 }
 
 // Agent is the local engine. It is safe for concurrent runs.
@@ -43,6 +51,11 @@ type Agent struct {
 	maxIter int
 	system  string
 	log     *slog.Logger
+
+	retriever   Retriever
+	prompt      PromptSource
+	blobs       BlobStore
+	inlineBytes int
 }
 
 var _ engine.Engine = (*Agent)(nil)
@@ -51,7 +64,8 @@ var _ engine.Engine = (*Agent)(nil)
 func New(cfg Config) *Agent {
 	return &Agent{
 		model: cfg.Model, tools: cfg.Tools, maxIter: cmp.Or(max(cfg.MaxIterations, 0), 8), system: cfg.SystemPrompt,
-		log: cmpLogger(cfg.Logger),
+		log:       cmpLogger(cfg.Logger),
+		retriever: cfg.Retriever, prompt: cfg.Prompt, blobs: cfg.Blobs, inlineBytes: cfg.InlineBytes,
 	}
 }
 
@@ -138,6 +152,9 @@ func (a *Agent) Execute(ctx context.Context, t engine.Task, h engine.Host) engin
 		}
 	}
 	msgs := BuildContext(r.systemPrompt(), t.History)
+	if t.Resume == nil {
+		msgs = r.retrieve(ctx, msgs) // context.go
+	}
 	for iteration < a.maxIter {
 		if o := engine.Stopped(ctx); o != nil {
 			o.Usage = r.usage
@@ -305,8 +322,11 @@ func (r *runner) completeMessage(ctx context.Context, it int, id, text string, p
 		answer = DeriveAnswer(text)
 	}
 	meta, _ := json.Marshal(toolCallMeta{Partial: partial, Answer: answer})
-	if _, err := r.h.AppendMessage(ctx, store.Message{ID: id, Role: store.RoleAssistant, Content: text, Metadata: meta, RunID: r.t.Run.ID}); err != nil {
+	stored, err := r.h.AppendMessage(ctx, store.Message{ID: id, Role: store.RoleAssistant, Content: text, Metadata: meta, RunID: r.t.Run.ID})
+	if err != nil {
 		r.a.log.Error("store assistant message", "run_id", r.t.Run.ID, "err", err)
+	} else if !partial {
+		r.remember(ctx, stored) // context.go
 	}
 	r.h.Emit(ctx, event.Event{Iteration: it, Step: "worker", Payload: event.MessageCompletedData{MessageID: id, Role: store.RoleAssistant, Content: text, Partial: partial, Answer: answer}})
 	return answer
@@ -443,7 +463,7 @@ func (r *runner) record(ctx context.Context, it int, callID, name string, args j
 		content = "Error: " + res.Error
 	}
 	meta, _ := json.Marshal(ToolMessageMeta{ToolName: name, ToolCallID: callID, ToolCallArgs: args, Status: string(res.Status),
-		Result: content, Error: res.Error, Denied: denied, ToolAgentOutput: res.Output, ConfirmationID: confirmationID})
+		Result: content, Error: res.Error, Denied: denied, ToolAgentOutput: r.offload(ctx, res.Output), ConfirmationID: confirmationID})
 	m := store.Message{Role: store.RoleTool, Content: content, Metadata: meta, RunID: r.t.Run.ID, ToolName: name, ToolCallID: callID}
 	stored, err := r.h.AppendMessage(ctx, m)
 	if err != nil {

@@ -324,8 +324,12 @@ func stringList(raw json.RawMessage) []string {
 // gave, then the answer format when the run asks for a structured answer.
 func (r *runner) systemPrompt() string {
 	var parts []string
-	if r.a.system != "" {
-		parts = append(parts, r.a.system)
+	system := r.a.system
+	if r.a.prompt != nil {
+		system = r.a.prompt.SystemPrompt(r.t.Scope.Tenant)
+	}
+	if system != "" {
+		parts = append(parts, system)
 	}
 	if len(r.t.Options.Context) > 0 {
 		var b strings.Builder

@@ -27,6 +27,14 @@
 //   - "fetch" or "get" (or 获取) and an http(s) URL: http_get {"url": U}.
 //   - "send" and "feishu" or "lark" (or 飞书): send_feishu_message {"text": T}.
 //   - "send" and "webhook": send_webhook {"text": T}.
+//   - "chart" (or 图表) and numbers: make_chart {"title": the first quoted
+//     text or "Chart", "values": the numbers outside quotes, comma-separated}.
+//   - "system prompt" (or 系统提示词): the answer is the system prompt it was sent.
+//
+// A system message starting "Retrieved context" (package retrieval's) makes
+// a plain answer quote its first hit: "According to [1] <source>: <text>".
+// A request whose first message is the compaction prompt ("Summarise the
+// conversation…") gets a deterministic summary of the transcript it carries.
 //
 // T is the first quoted text ("…", “…” or 「…」), else the text after
 // "saying" or after a colon, else the whole message. For example "what time
@@ -79,6 +87,7 @@ const (
 	ToolHTTPGet     = "http_get"
 	ToolFeishu      = "send_feishu_message"
 	ToolWebhook     = "send_webhook"
+	ToolChart       = "make_chart"
 )
 
 // Config configures the scripted model. Zero values mean the default.
@@ -162,7 +171,10 @@ func (m *Model) script(req llm.Request) ([]step, error) {
 
 	var calls []call
 	structured, isStructured := structuredAnswer(req)
+	summarising := len(req.Messages) > 0 && req.Messages[0].Role == llm.RoleSystem && strings.HasPrefix(req.Messages[0].Content, summaryPrefix)
 	switch {
+	case summarising:
+		answer = summary(req)
 	case isStructured:
 		answer = structured
 	case last.Role == llm.RoleUser:
@@ -182,7 +194,11 @@ func (m *Model) script(req llm.Request) ([]step, error) {
 			calls, missing = match(userText, offered)
 		}
 		if len(calls) == 0 {
-			answer = m.plainAnswer(last, missing)
+			if a, ok := contextAnswer(req, userText); ok {
+				answer = a
+			} else {
+				answer = m.plainAnswer(last, missing)
+			}
 		}
 	case last.Role == llm.RoleTool:
 		if loop {
@@ -364,6 +380,11 @@ func match(text string, offered map[string]bool) (calls []call, missing []string
 		}
 		if loc := webhookRe.FindStringIndex(text); loc != nil {
 			want(ToolWebhook, loc[0], map[string]string{"text": messageText(text)})
+		}
+	}
+	if loc := chartRe.FindStringIndex(text); loc != nil {
+		if nums := numberRe.FindAllString(quoteRe.ReplaceAllString(text, ""), -1); len(nums) > 0 {
+			want(ToolChart, loc[0], map[string]string{"title": chartTitle(text), "values": strings.Join(nums, ",")})
 		}
 	}
 	slices.SortStableFunc(calls, func(a, b call) int { return a.at - b.at })

@@ -161,11 +161,17 @@ func (s *Store) migrate(ctx context.Context, schema string) error {
 		for _, v := range applied {
 			done[v] = true
 		}
+		seen := map[int]string{}
 		for _, name := range names {
 			v, err := strconv.Atoi(strings.SplitN(path.Base(name), "_", 2)[0])
 			if err != nil {
 				return fmt.Errorf("migration %s: bad version", name)
 			}
+			// Two files of one version (branches merged) would apply one.
+			if other, dup := seen[v]; dup {
+				return fmt.Errorf("migrations %s and %s share version %d", other, name, v)
+			}
+			seen[v] = name
 			if done[int32(v)] {
 				continue
 			}

@@ -90,11 +90,17 @@ func (s *Store) migrate(ctx context.Context) error {
 		return err
 	}
 	sort.Strings(names)
+	seen := map[int]string{}
 	for _, name := range names {
 		v, err := strconv.Atoi(strings.SplitN(filepath.Base(name), "_", 2)[0])
 		if err != nil {
 			return fmt.Errorf("sqlitestore: migration %s: bad version", name)
 		}
+		// Two files of one version (branches merged) would apply one.
+		if other, dup := seen[v]; dup {
+			return fmt.Errorf("sqlitestore: migrations %s and %s share version %d", other, name, v)
+		}
+		seen[v] = name
 		body, err := migrations.ReadFile(name)
 		if err != nil {
 			return err

@@ -86,6 +86,17 @@ func must[T any](t *testing.T) func(T, error) T {
 	}
 }
 
+// mustPage is must for a list page and its next cursor.
+func mustPage[T any](t *testing.T) func([]T, string, error) ([]T, string) {
+	return func(v []T, next string, err error) ([]T, string) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v, next
+	}
+}
+
 func wantErr(t *testing.T, err, target error) {
 	t.Helper()
 	if !errors.Is(err, target) {

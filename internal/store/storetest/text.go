@@ -93,14 +93,14 @@ func testTextRoundTrip(t *testing.T, s store.Store) {
 		renamed := "x" + text
 		up := must[store.Conversation](t)(s.UpdateConversation(ctx(t), sc, c.ID, &renamed, nil))
 		check("renamed title", strings.TrimPrefix(up.Title, "x"))
-		list, _ := must2(t)(s.ListConversations(ctx(t), sc, store.Page{Limit: 10}))
+		list, _ := mustPage[store.Conversation](t)(s.ListConversations(ctx(t), sc, store.Page{Limit: 10}))
 		if len(list) != 1 {
 			t.Fatalf("%s: the scope lists %d conversations", name, len(list))
 		}
 
 		m := must[store.Message](t)(s.AppendMessage(ctx(t), sc, store.Message{ConversationID: c.ID, Role: store.RoleTool, Content: text,
 			ToolName: "tool-" + key, ToolCallID: "call-" + key, Metadata: raw, Parts: raw}))
-		msgs, _ := must2m(t)(s.ListMessages(ctx(t), sc, c.ID, store.MessageFilter{ToolName: "tool-" + key}, store.Page{Limit: 10}))
+		msgs, _ := mustPage[store.Message](t)(s.ListMessages(ctx(t), sc, c.ID, store.MessageFilter{ToolName: "tool-" + key}, store.Page{Limit: 10}))
 		if len(msgs) != 1 || msgs[0].ID != m.ID {
 			t.Fatalf("%s: the tool name filter finds %d messages", name, len(msgs))
 		}
@@ -174,23 +174,3 @@ func testBadCursors(t *testing.T, s store.Store) {
 
 // rawCursor encodes s as EncodeCursor would encode a well-formed one.
 func rawCursor(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
-
-func must2(t *testing.T) func([]store.Conversation, string, error) ([]store.Conversation, string) {
-	return func(v []store.Conversation, next string, err error) ([]store.Conversation, string) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v, next
-	}
-}
-
-func must2m(t *testing.T) func([]store.Message, string, error) ([]store.Message, string) {
-	return func(v []store.Message, next string, err error) ([]store.Message, string) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v, next
-	}
-}

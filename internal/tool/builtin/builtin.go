@@ -1,5 +1,5 @@
 // Package builtin holds the tools agentchat ships with: get_current_time,
-// calculator, http_get, send_feishu_message and send_webhook.
+// calculator, http_get, send_feishu_message, send_webhook and make_chart.
 //
 // Read-only tools (time, calculator, http_get) declare ConfirmNever; tools
 // that send something on the operator's behalf declare ConfirmAlways. Every
@@ -107,6 +107,7 @@ func New(cfg Config) ([]tool.Tool, error) {
 		get,
 		feishu{cfg: cfg.Feishu, client: client, now: now},
 		webhook{cfg: cfg.Webhook, client: client},
+		chart{},
 	}, nil
 }
 

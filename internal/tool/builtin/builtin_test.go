@@ -55,6 +55,7 @@ func TestSpecs(t *testing.T) {
 		"http_get":            tool.ConfirmNever,
 		"send_feishu_message": tool.ConfirmAlways,
 		"send_webhook":        tool.ConfirmAlways,
+		"make_chart":          tool.ConfirmNever,
 	}
 	specs := r.List()
 	if len(specs) != len(want) {
@@ -148,5 +149,17 @@ func TestCurrentTime(t *testing.T) {
 				t.Fatalf("Content %q does not show the time", res.Content)
 			}
 		})
+	}
+}
+
+func TestMakeChart(t *testing.T) {
+	t.Parallel()
+	r := setup(t, Config{})
+	res := call(t, r, "make_chart", map[string]any{"title": "Sales", "values": "3, 5.5 -8", "labels": "Mon,Tue"})
+	if res.Status != tool.StatusSuccess || string(res.Output) != `{"chart_data":{"type":"line","title":"Sales","labels":["Mon","Tue","3"],"datasets":[{"label":"Sales","data":[3,5.5,-8]}]}}` {
+		t.Fatalf("result %+v %s", res, res.Output)
+	}
+	if res := call(t, r, "make_chart", map[string]any{"values": "3, x"}); res.Status != tool.StatusFailure {
+		t.Fatalf("bad number: %+v", res)
 	}
 }

@@ -1,0 +1,98 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+
+	"github.com/agentchat/agentchat/internal/event"
+	"github.com/agentchat/agentchat/internal/llm"
+	"github.com/agentchat/agentchat/internal/store"
+)
+
+// Retriever finds context for a turn and remembers what was said (package
+// retrieval implements it).
+type Retriever interface {
+	// Retrieve returns the hits for a query; no hits is an empty result.
+	Retrieve(ctx context.Context, sc store.Scope, conversationID, query string) event.RetrievalData
+	// Remember indexes a stored message for memory search (a no-op when memory is off).
+	Remember(ctx context.Context, sc store.Scope, m store.Message)
+	// ContextMessage is how hits are shown to the model.
+	ContextMessage(d event.RetrievalData) string
+}
+
+// PromptSource assembles the system prompt of a tenant's turn (package
+// prompt implements it); it is read on every turn, so edits apply at once.
+type PromptSource interface {
+	SystemPrompt(tenant string) string
+}
+
+// BlobStore keeps large tool outputs out of line.
+type BlobStore interface {
+	PutBlob(ctx context.Context, s store.Scope, b store.Blob) (store.Blob, error)
+}
+
+// retrieve runs retrieval for a new turn: with hits it emits the retrieval
+// event (before the first model call) and adds the hits, with their sources,
+// to the model's context just before the user's message; without hits it
+// does nothing. The user's message is remembered either way.
+func (r *runner) retrieve(ctx context.Context, msgs []llm.Message) []llm.Message {
+	if r.a.retriever == nil {
+		return msgs
+	}
+	var user store.Message
+	for _, m := range slices.Backward(r.t.History) {
+		if m.Role == store.RoleUser {
+			user = m
+			break
+		}
+	}
+	if user.ID == "" {
+		return msgs
+	}
+	defer r.a.retriever.Remember(context.WithoutCancel(ctx), r.t.Scope, user)
+	if user.RunID != r.t.Run.ID || user.Content == "" {
+		return msgs
+	}
+	d := r.a.retriever.Retrieve(ctx, r.t.Scope, r.t.Conversation.ID, user.Content)
+	if len(d.Hits) == 0 {
+		return msgs
+	}
+	r.h.Emit(ctx, event.Event{Step: "worker", Payload: d})
+	at := len(msgs)
+	for j := len(msgs) - 1; j >= 0; j-- {
+		if msgs[j].Role == llm.RoleUser {
+			at = j
+			break
+		}
+	}
+	return slices.Insert(msgs, at, llm.Message{Role: llm.RoleSystem, Content: r.a.retriever.ContextMessage(d)})
+}
+
+// remember indexes a final answer for memory search.
+func (r *runner) remember(ctx context.Context, m store.Message) {
+	if r.a.retriever != nil && m.ID != "" {
+		r.a.retriever.Remember(context.WithoutCancel(ctx), r.t.Scope, m)
+	}
+}
+
+// refPayload is the stand-in a message keeps for an output stored out of line.
+type refPayload struct {
+	Ref string `json:"_ref"`
+}
+
+// offload stores a tool output larger than the inline limit as a blob and
+// returns the reference the message keeps in its place; on failure the
+// output stays inline (a large row beats a lost result).
+func (r *runner) offload(ctx context.Context, out json.RawMessage) json.RawMessage {
+	if r.a.blobs == nil || r.a.inlineBytes <= 0 || len(out) <= r.a.inlineBytes {
+		return out
+	}
+	b, err := r.a.blobs.PutBlob(ctx, r.t.Scope, store.Blob{ConversationID: r.t.Conversation.ID, Data: out})
+	if err != nil {
+		r.a.log.Error("store large tool output", "run_id", r.t.Run.ID, "err", err)
+		return out
+	}
+	ref, _ := json.Marshal(refPayload{Ref: b.ID})
+	return ref
+}

@@ -1,0 +1,194 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/agentchat/agentchat/internal/compaction"
+	"github.com/agentchat/agentchat/internal/dialect"
+	"github.com/agentchat/agentchat/internal/retrieval"
+	"github.com/agentchat/agentchat/internal/store"
+)
+
+// contextRoutes adds the seed 002 context-management routes: the knowledge
+// base, compaction and the archive.
+func (s *Server) contextRoutes(api func(string, handlerFunc)) {
+	api("POST /v1/knowledge/documents", s.createDocument)
+	api("GET /v1/knowledge/documents", s.listDocuments)
+	api("GET /v1/knowledge/documents/{id}", s.getDocument)
+	api("DELETE /v1/knowledge/documents/{id}", s.deleteDocument)
+	api("POST /v1/conversations/{id}/compact", s.compact)
+	api("GET /v1/conversations/{id}/archive", s.listArchive)
+}
+
+// documentView is the API shape of a knowledge-base document.
+type documentView struct {
+	ID        string          `json:"id"`
+	Source    string          `json:"source"`
+	MediaType string          `json:"mediaType"`
+	Metadata  json.RawMessage `json:"metadata,omitempty"`
+	Bytes     int             `json:"bytes"`
+	Chunks    int             `json:"chunks"`
+	CreatedBy string          `json:"createdBy"`
+	CreatedAt string          `json:"createdAt"`
+}
+
+func viewDocument(d store.Document) documentView {
+	return documentView{ID: d.ID, Source: d.Source, MediaType: d.MediaType, Metadata: d.Metadata, Bytes: d.Bytes, Chunks: d.Chunks,
+		CreatedBy: d.Owner, CreatedAt: dialect.Millis(d.CreatedAt)}
+}
+
+func documentErr(err error) error { return toAPIError(err, "document_not_found", "document") }
+
+func (s *Server) knowledge() (*retrieval.Service, error) {
+	if s.retrieval == nil {
+		return nil, apiErr(http.StatusNotFound, "knowledge_disabled", "this server has no knowledge base")
+	}
+	return s.retrieval, nil
+}
+
+func (s *Server) createDocument(w http.ResponseWriter, r *http.Request) error {
+	kb, err := s.knowledge()
+	if err != nil {
+		return err
+	}
+	var body struct {
+		Source    string          `json:"source"`
+		Text      string          `json:"text"`
+		MediaType string          `json:"mediaType"`
+		Metadata  json.RawMessage `json:"metadata"`
+	}
+	if err := decodeJSON(r, &body, false); err != nil {
+		return err
+	}
+	body.Source = strings.TrimSpace(body.Source)
+	switch {
+	case body.Source == "" || utf8.RuneCountInString(body.Source) > 300:
+		return apiErr(http.StatusUnprocessableEntity, "invalid_field", "field \"source\" must name the document in 1 to 300 characters")
+	case strings.TrimSpace(body.Text) == "":
+		return apiErr(http.StatusUnprocessableEntity, "invalid_field", "field \"text\" must hold the document's text")
+	case len(body.Text) > kb.MaxDocBytes():
+		return apiErr(http.StatusRequestEntityTooLarge, "document_too_large", "the document is larger than %d bytes; split it into several", kb.MaxDocBytes())
+	case !utf8.ValidString(body.Text):
+		return apiErr(http.StatusUnprocessableEntity, "invalid_field", "field \"text\" must be UTF-8 text")
+	}
+	switch body.MediaType {
+	case "":
+		body.MediaType = "text/plain"
+		if strings.HasSuffix(strings.ToLower(body.Source), ".md") {
+			body.MediaType = "text/markdown"
+		}
+	case "text/plain", "text/markdown":
+	default:
+		return apiErr(http.StatusUnprocessableEntity, "invalid_field", "field \"mediaType\" must be text/plain or text/markdown")
+	}
+	if m := strings.TrimSpace(string(body.Metadata)); m != "" && m != "null" && !strings.HasPrefix(m, "{") {
+		return apiErr(http.StatusUnprocessableEntity, "invalid_field", "field \"metadata\" must be an object")
+	} else if m == "null" {
+		body.Metadata = nil
+	}
+	d, err := kb.AddDocument(r.Context(), scopeOf(r.Context()), retrieval.DocumentInput{Source: body.Source, MediaType: body.MediaType, Text: body.Text, Metadata: body.Metadata})
+	switch {
+	case errors.Is(err, retrieval.ErrEmpty):
+		return apiErr(http.StatusUnprocessableEntity, "invalid_field", "field \"text\" has no text to index")
+	case err != nil:
+		return err
+	}
+	writeJSON(w, http.StatusCreated, viewDocument(d))
+	return nil
+}
+
+func (s *Server) listDocuments(w http.ResponseWriter, r *http.Request) error {
+	p, err := page(r)
+	if err != nil {
+		return err
+	}
+	list, next, err := s.st.ListDocuments(r.Context(), scopeOf(r.Context()), p)
+	if err != nil {
+		return err
+	}
+	out := make([]documentView, 0, len(list))
+	for _, d := range list {
+		out = append(out, viewDocument(d))
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Documents  []documentView `json:"documents"`
+		NextCursor string         `json:"nextCursor,omitempty"`
+		HasMore    bool           `json:"hasMore"`
+	}{out, next, next != ""})
+	return nil
+}
+
+func (s *Server) getDocument(w http.ResponseWriter, r *http.Request) error {
+	d, err := s.st.GetDocument(r.Context(), scopeOf(r.Context()), r.PathValue("id"))
+	if err != nil {
+		return documentErr(err)
+	}
+	writeJSON(w, http.StatusOK, viewDocument(d))
+	return nil
+}
+
+func (s *Server) deleteDocument(w http.ResponseWriter, r *http.Request) error {
+	if err := s.st.DeleteDocument(r.Context(), scopeOf(r.Context()), r.PathValue("id")); err != nil {
+		return documentErr(err)
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// compactionView is the API shape of a compaction.
+type compactionView struct {
+	ID               string `json:"id"`
+	ConversationID   string `json:"conversationId"`
+	Summary          string `json:"summary"`
+	ArchivedMessages int    `json:"archivedMessages"`
+	ThroughMessageID string `json:"throughMessageId"`
+	CreatedAt        string `json:"createdAt"`
+}
+
+func (s *Server) compact(w http.ResponseWriter, r *http.Request) error {
+	if s.compactor == nil {
+		return apiErr(http.StatusNotFound, "compaction_disabled", "this server does not compact conversations")
+	}
+	if err := decodeJSON(r, &struct{}{}, true); err != nil {
+		return err
+	}
+	ctx, sc, id := r.Context(), scopeOf(r.Context()), r.PathValue("id")
+	k, err := s.compactor.Compact(ctx, sc, id, "")
+	var nn *compaction.NotNeededError
+	switch {
+	case errors.As(err, &nn):
+		return &Error{Status: http.StatusConflict, Code: "compaction_not_needed", Message: nn.Reason,
+			Extra: map[string]any{"messages": nn.Messages, "minMessages": nn.Min}}
+	case err != nil:
+		return conversationErr(err)
+	}
+	writeJSON(w, http.StatusOK, compactionView{ID: k.ID, ConversationID: k.ConversationID, Summary: k.Summary,
+		ArchivedMessages: k.Archived, ThroughMessageID: k.ThroughID, CreatedAt: dialect.Millis(k.CreatedAt)})
+	return nil
+}
+
+func (s *Server) listArchive(w http.ResponseWriter, r *http.Request) error {
+	p, err := page(r)
+	if err != nil {
+		return err
+	}
+	ctx, sc := r.Context(), scopeOf(r.Context())
+	list, next, err := s.st.ListArchive(ctx, sc, r.PathValue("id"), p)
+	if err != nil {
+		return conversationErr(err)
+	}
+	out := make([]messageView, 0, len(list))
+	for _, m := range list {
+		out = append(out, viewMessage(m))
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Messages   []messageView `json:"messages"`
+		NextCursor string        `json:"nextCursor,omitempty"`
+		HasMore    bool          `json:"hasMore"`
+	}{out, next, next != ""})
+	return nil
+}

@@ -1,0 +1,57 @@
+package run
+
+import (
+	"context"
+	"errors"
+
+	"github.com/agentchat/agentchat/internal/compaction"
+	"github.com/agentchat/agentchat/internal/engine"
+	"github.com/agentchat/agentchat/internal/event"
+	"github.com/agentchat/agentchat/internal/store"
+)
+
+// withCompaction is the context a run's engine gets: the conversation's
+// compacted summary and the messages after it, in place of the archived ones.
+// With automatic compaction on, a new turn whose context would exceed the
+// limit compacts first. A new run announces each compaction it is the first
+// to use with a context.patch event.
+func (s *Service) withCompaction(ctx context.Context, sc store.Scope, conv, runID string, h engine.Host, history []store.Message, announce bool) []store.Message {
+	c := s.cfg.Compactor
+	if c == nil {
+		return history
+	}
+	k, err := c.Latest(ctx, sc, conv)
+	if err != nil {
+		s.log.Warn("read compaction; sending the whole history", "conversation_id", conv, "err", err)
+		return history
+	}
+	if limit := c.ContextTokens(); announce && limit > 0 && compaction.Estimate(compaction.Apply(history, k)) > limit {
+		nk, err := c.Compact(ctx, sc, conv, runID)
+		var nn *compaction.NotNeededError
+		switch {
+		case err == nil:
+			k = nk
+		case errors.As(err, &nn):
+		default:
+			s.log.Warn("automatic compaction failed; sending the whole context", "conversation_id", conv, "err", err)
+		}
+	}
+	if k.ID == "" {
+		return history
+	}
+	if announce && !usedBefore(history, k, runID) {
+		h.Emit(ctx, event.Event{Step: "worker", Payload: event.ContextPatchData{Patch: compaction.Patch(k)}})
+	}
+	return compaction.Apply(history, k)
+}
+
+// usedBefore reports whether an earlier run already answered with the
+// compaction in its context (it stored a message after the compaction).
+func usedBefore(history []store.Message, k store.Compaction, runID string) bool {
+	for _, m := range history {
+		if m.RunID != runID && compaction.Since(k, m.CreatedAt) {
+			return true
+		}
+	}
+	return false
+}

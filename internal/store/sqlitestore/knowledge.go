@@ -1,0 +1,343 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentchat/agentchat/internal/store"
+)
+
+// ---- knowledge base ----
+
+const documentCols = `id, tenant, owner, source, media_type, metadata, bytes, chunks, created_at`
+
+func scanDocument(row scanner) (store.Document, error) {
+	var d store.Document
+	var meta sql.NullString
+	var created int64
+	err := row.Scan(&d.ID, &d.Tenant, &d.Owner, &d.Source, &d.MediaType, &meta, &d.Bytes, &d.Chunks, &created)
+	d.Metadata, d.CreatedAt = rawJSON(meta), fromMS(created)
+	return d, err
+}
+
+// CreateDocument stores a document and its chunks in one transaction.
+func (s *Store) CreateDocument(ctx context.Context, sc store.Scope, d store.Document, chunks []store.Chunk) (store.Document, error) {
+	if d.ID == "" {
+		d.ID = store.NewID()
+	}
+	if d.CreatedAt.IsZero() {
+		d.CreatedAt = now()
+	}
+	d.CreatedAt = d.CreatedAt.UTC().Truncate(time.Millisecond)
+	d.Tenant, d.Owner, d.Chunks = sc.Tenant, sc.User, len(chunks)
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO knowledge_documents (`+documentCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			d.ID, d.Tenant, d.Owner, d.Source, d.MediaType, nullJSON(d.Metadata), d.Bytes, d.Chunks, ms(d.CreatedAt)); err != nil {
+			return err
+		}
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO knowledge_chunks (id, tenant, document_id, ordinal, content, terms, embedding) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, c := range chunks {
+			if c.ID == "" {
+				c.ID = store.NewID()
+			}
+			if _, err := stmt.ExecContext(ctx, c.ID, d.Tenant, d.ID, c.Ordinal, c.Content, c.Terms, vector(c.Embedding)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return store.Document{}, fmt.Errorf("create document: %w", err)
+	}
+	return d, nil
+}
+
+// vector stores an embedding as a JSON array, NULL when there is none.
+func vector(v []float32) any {
+	if len(v) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// GetDocument reads one of the tenant's documents.
+func (s *Store) GetDocument(ctx context.Context, sc store.Scope, id string) (store.Document, error) {
+	d, err := scanDocument(s.read.QueryRowContext(ctx, `SELECT `+documentCols+` FROM knowledge_documents WHERE id = ? AND tenant = ?`, id, sc.Tenant))
+	if err != nil {
+		return store.Document{}, fmt.Errorf("get document %s: %w", id, interpret(err))
+	}
+	return d, nil
+}
+
+// ListDocuments pages the tenant's documents, newest first.
+func (s *Store) ListDocuments(ctx context.Context, sc store.Scope, p store.Page) ([]store.Document, string, error) {
+	cur, ok, err := store.DecodeCursor(p.Cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	q := `SELECT ` + documentCols + ` FROM knowledge_documents WHERE tenant = ?`
+	args := []any{sc.Tenant}
+	if ok {
+		q += ` AND (created_at < ? OR (created_at = ? AND id < ?))`
+		args = append(args, ms(cur.At), ms(cur.At), cur.ID)
+	}
+	q += ` ORDER BY created_at DESC, id DESC LIMIT ?`
+	args = append(args, p.Limit+1)
+	out, err := collect(scanDocument)(s.read.QueryContext(ctx, q, args...))
+	if err != nil {
+		return nil, "", fmt.Errorf("list documents: %w", err)
+	}
+	next := ""
+	if len(out) > p.Limit {
+		out = out[:p.Limit]
+		last := out[len(out)-1]
+		next = store.EncodeCursor(store.Cursor{At: last.CreatedAt, ID: last.ID})
+	}
+	return out, next, nil
+}
+
+// DeleteDocument removes a document; its chunks and their index entries follow.
+func (s *Store) DeleteDocument(ctx context.Context, sc store.Scope, id string) error {
+	res, err := s.write.ExecContext(ctx, `DELETE FROM knowledge_documents WHERE id = ? AND tenant = ?`, id, sc.Tenant)
+	if err != nil {
+		return fmt.Errorf("delete document %s: %w", id, interpret(err))
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("delete document %s: %w", id, store.ErrNotFound)
+	}
+	return nil
+}
+
+// match is the FTS5 query for any of terms: each quoted, so no term is read
+// as an operator.
+func match(terms []string) string {
+	q := make([]string, 0, len(terms))
+	for _, t := range terms {
+		q = append(q, `"`+strings.ReplaceAll(t, `"`, `""`)+`"`)
+	}
+	return strings.Join(q, " OR ")
+}
+
+func scanPassage(row scanner) (store.Passage, error) {
+	var p store.Passage
+	err := row.Scan(&p.ChunkID, &p.DocumentID, &p.Source, &p.Content, &p.Score)
+	return p, err
+}
+
+// SearchKnowledge ranks the tenant's chunks by BM25 (FTS5's bm25() is lower
+// for better matches; the score returned is its negation, higher is better).
+func (s *Store) SearchKnowledge(ctx context.Context, sc store.Scope, terms []string, limit int) ([]store.Passage, error) {
+	if len(terms) == 0 {
+		return nil, nil
+	}
+	out, err := collect(scanPassage)(s.read.QueryContext(ctx, `
+		SELECT c.id, c.document_id, d.source, c.content, -bm25(knowledge_fts) AS score
+		FROM knowledge_fts
+		JOIN knowledge_chunks c ON c.rowid = knowledge_fts.rowid
+		JOIN knowledge_documents d ON d.id = c.document_id
+		WHERE knowledge_fts MATCH ? AND c.tenant = ?
+		ORDER BY score DESC, c.id LIMIT ?`, match(terms), sc.Tenant, limit))
+	if err != nil {
+		return nil, fmt.Errorf("search knowledge: %w", err)
+	}
+	return out, nil
+}
+
+// KnowledgeVectors lists the tenant's embedded chunks, newest documents first.
+func (s *Store) KnowledgeVectors(ctx context.Context, sc store.Scope, limit int) ([]store.Passage, error) {
+	out, err := collect(func(row scanner) (store.Passage, error) {
+		var p store.Passage
+		var emb string
+		err := row.Scan(&p.ChunkID, &p.DocumentID, &p.Source, &p.Content, &emb)
+		if err == nil {
+			err = json.Unmarshal([]byte(emb), &p.Embedding)
+		}
+		return p, err
+	})(s.read.QueryContext(ctx, `
+		SELECT c.id, c.document_id, d.source, c.content, c.embedding
+		FROM knowledge_chunks c JOIN knowledge_documents d ON d.id = c.document_id
+		WHERE c.tenant = ? AND c.embedding IS NOT NULL
+		ORDER BY d.created_at DESC, c.ordinal LIMIT ?`, sc.Tenant, limit))
+	if err != nil {
+		return nil, fmt.Errorf("knowledge vectors: %w", err)
+	}
+	return out, nil
+}
+
+// ---- memory ----
+
+// Remember indexes a message of one of sc's conversations.
+func (s *Store) Remember(ctx context.Context, sc store.Scope, e store.MemoryEntry) error {
+	if e.CreatedAt.IsZero() {
+		e.CreatedAt = now()
+	}
+	res, err := s.write.ExecContext(ctx, `
+		INSERT INTO memory_entries (message_id, tenant, owner, conversation_id, role, content, terms, created_at)
+		SELECT ?, ?, ?, id, ?, ?, ?, ? FROM conversations WHERE id = ? AND tenant = ? AND owner = ?
+		ON CONFLICT (message_id) DO NOTHING`,
+		e.MessageID, sc.Tenant, sc.User, e.Role, e.Content, e.Terms, ms(e.CreatedAt), e.ConversationID, sc.Tenant, sc.User)
+	if err != nil {
+		return fmt.Errorf("remember message %s: %w", e.MessageID, interpret(err))
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		var one int
+		if err := s.write.QueryRowContext(ctx, `SELECT 1 FROM conversations WHERE id = ? AND tenant = ? AND owner = ?`, e.ConversationID, sc.Tenant, sc.User).Scan(&one); err != nil {
+			return fmt.Errorf("remember message %s: %w", e.MessageID, interpret(err))
+		}
+	}
+	return nil
+}
+
+// SearchMemory ranks sc's own remembered messages by BM25.
+func (s *Store) SearchMemory(ctx context.Context, sc store.Scope, terms []string, exclude string, limit int) ([]store.Passage, error) {
+	if len(terms) == 0 {
+		return nil, nil
+	}
+	out, err := collect(scanPassage)(s.read.QueryContext(ctx, `
+		SELECT m.message_id, m.conversation_id, 'conversation:' || m.conversation_id, m.content, -bm25(memory_fts) AS score
+		FROM memory_fts JOIN memory_entries m ON m.rowid = memory_fts.rowid
+		WHERE memory_fts MATCH ? AND m.tenant = ? AND m.owner = ? AND m.conversation_id <> ?
+		ORDER BY score DESC, m.message_id LIMIT ?`, match(terms), sc.Tenant, sc.User, exclude, limit))
+	if err != nil {
+		return nil, fmt.Errorf("search memory: %w", err)
+	}
+	return out, nil
+}
+
+// ---- blobs ----
+
+// PutBlob stores a payload in one of sc's conversations.
+func (s *Store) PutBlob(ctx context.Context, sc store.Scope, b store.Blob) (store.Blob, error) {
+	if b.ID == "" {
+		b.ID = store.NewID()
+	}
+	b.CreatedAt = now()
+	res, err := s.write.ExecContext(ctx, `INSERT INTO blobs (id, tenant, conversation_id, data, created_at)
+		SELECT ?, ?, id, ?, ? FROM conversations WHERE id = ? AND tenant = ? AND owner = ?`,
+		b.ID, sc.Tenant, string(b.Data), ms(b.CreatedAt), b.ConversationID, sc.Tenant, sc.User)
+	if err == nil {
+		if n, _ := res.RowsAffected(); n == 0 {
+			err = store.ErrNotFound
+		}
+	}
+	if err != nil {
+		return store.Blob{}, fmt.Errorf("put blob: %w", interpret(err))
+	}
+	return b, nil
+}
+
+// GetBlob reads a payload of one of sc's conversations.
+func (s *Store) GetBlob(ctx context.Context, sc store.Scope, id string) (store.Blob, error) {
+	var b store.Blob
+	var data string
+	var created int64
+	err := s.read.QueryRowContext(ctx, `SELECT b.id, b.conversation_id, b.data, b.created_at FROM blobs b
+		JOIN conversations c ON c.id = b.conversation_id
+		WHERE b.id = ? AND b.tenant = ? AND c.owner = ?`, id, sc.Tenant, sc.User).Scan(&b.ID, &b.ConversationID, &data, &created)
+	if err != nil {
+		return store.Blob{}, fmt.Errorf("get blob %s: %w", id, interpret(err))
+	}
+	b.Data, b.CreatedAt = json.RawMessage(data), fromMS(created)
+	return b, nil
+}
+
+// ---- compaction ----
+
+const compactionCols = `id, conversation_id, summary, archived, through_id, through_at, created_at`
+
+func scanCompaction(row scanner) (store.Compaction, error) {
+	var c store.Compaction
+	var through, created int64
+	err := row.Scan(&c.ID, &c.ConversationID, &c.Summary, &c.Archived, &c.ThroughID, &through, &created)
+	c.ThroughAt, c.CreatedAt = fromMS(through), fromMS(created)
+	return c, err
+}
+
+// Compact records a compaction and archives its messages atomically.
+func (s *Store) Compact(ctx context.Context, sc store.Scope, c store.Compaction, archived []store.Message, activeRunID string) (store.Compaction, error) {
+	if c.ID == "" {
+		c.ID = store.NewID()
+	}
+	c.CreatedAt, c.Archived = now(), len(archived)
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var one int
+		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM conversations WHERE id = ? AND tenant = ? AND owner = ?`, c.ConversationID, sc.Tenant, sc.User).Scan(&one); err != nil {
+			return err
+		}
+		var active string
+		err := tx.QueryRowContext(ctx, `SELECT id FROM runs WHERE conversation_id = ? AND status IN ('queued', 'running', 'awaiting_input')`, c.ConversationID).Scan(&active)
+		if err == nil && active != activeRunID {
+			return &store.BusyError{ActiveRunID: active}
+		}
+		if err != nil && err != sql.ErrNoRows {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO compactions (`+compactionCols+`, tenant) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			c.ID, c.ConversationID, c.Summary, c.Archived, c.ThroughID, ms(c.ThroughAt), ms(c.CreatedAt), sc.Tenant); err != nil {
+			return err
+		}
+		for _, m := range archived {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO message_archive (`+messageCols+`, tenant, compaction_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+				ON CONFLICT (conversation_id, id) DO NOTHING`,
+				m.ID, c.ConversationID, m.Role, m.Content, nullJSON(m.Parts), nullJSON(m.Metadata), m.RunID, m.ToolName, m.ToolCallID, ms(m.CreatedAt), sc.Tenant, c.ID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return store.Compaction{}, fmt.Errorf("compact %s: %w", c.ConversationID, err)
+	}
+	return c, nil
+}
+
+// LatestCompaction reads the conversation's newest compaction.
+func (s *Store) LatestCompaction(ctx context.Context, sc store.Scope, conversationID string) (store.Compaction, error) {
+	c, err := scanCompaction(s.read.QueryRowContext(ctx, `SELECT k.id, k.conversation_id, k.summary, k.archived, k.through_id, k.through_at, k.created_at
+		FROM compactions k JOIN conversations c ON c.id = k.conversation_id
+		WHERE k.conversation_id = ? AND c.tenant = ? AND c.owner = ?
+		ORDER BY k.created_at DESC, k.id DESC LIMIT 1`, conversationID, sc.Tenant, sc.User))
+	if err != nil {
+		return store.Compaction{}, fmt.Errorf("latest compaction of %s: %w", conversationID, interpret(err))
+	}
+	return c, nil
+}
+
+// ListArchive pages the conversation's archived messages, oldest first.
+func (s *Store) ListArchive(ctx context.Context, sc store.Scope, conversationID string, p store.Page) ([]store.Message, string, error) {
+	cur, ok, err := store.DecodeCursor(p.Cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	if _, err := s.GetConversation(ctx, sc, conversationID); err != nil {
+		return nil, "", err
+	}
+	q := `SELECT ` + messageCols + ` FROM message_archive WHERE conversation_id = ? AND tenant = ?`
+	args := []any{conversationID, sc.Tenant}
+	if ok {
+		q += ` AND (created_at > ? OR (created_at = ? AND id > ?))`
+		args = append(args, ms(cur.At), ms(cur.At), cur.ID)
+	}
+	q += ` ORDER BY created_at, id LIMIT ?`
+	args = append(args, p.Limit+1)
+	out, err := collect(scanMessage)(s.read.QueryContext(ctx, q, args...))
+	if err != nil {
+		return nil, "", fmt.Errorf("list archive: %w", err)
+	}
+	next := ""
+	if len(out) > p.Limit {
+		out = out[:p.Limit]
+		last := out[len(out)-1]
+		next = store.EncodeCursor(store.Cursor{At: last.CreatedAt, ID: last.ID})
+	}
+	return out, next, nil
+}

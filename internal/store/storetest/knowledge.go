@@ -1,0 +1,268 @@
+package storetest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/agentchat/agentchat/internal/retrieval"
+	"github.com/agentchat/agentchat/internal/store"
+)
+
+// RunKnowledge is the contract of store.Knowledge: the knowledge base,
+// memory, blobs and compaction, with the tokeniser retrieval uses.
+func RunKnowledge(t *testing.T, newStore func(t *testing.T) store.Store) {
+	tests := []struct {
+		name string
+		fn   func(*testing.T, store.Store)
+	}{
+		{"DocumentsTenantWide", testDocumentsTenantWide},
+		{"DocumentPaging", testDocumentPaging},
+		{"SearchChineseWithoutSpaces", testSearchChinese},
+		{"SearchRanksAndDeletes", testSearchRanksAndDeletes},
+		{"KnowledgeVectors", testKnowledgeVectors},
+		{"MemoryIsTheUsersOwn", testMemoryScoping},
+		{"Blobs", testBlobs},
+		{"CompactionAndArchive", testCompaction},
+		{"CompactionRefusedWhileBusy", testCompactionBusy},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.fn(t, newStore(t))
+		})
+	}
+}
+
+func doc(t *testing.T, s store.Store, sc store.Scope, source string, texts ...string) store.Document {
+	t.Helper()
+	var chunks []store.Chunk
+	for i, x := range texts {
+		chunks = append(chunks, store.Chunk{Ordinal: i, Content: x, Terms: retrieval.IndexText(x)})
+	}
+	return must[store.Document](t)(s.CreateDocument(ctx(t), sc, store.Document{Source: source, MediaType: "text/plain", Bytes: 10,
+		Metadata: json.RawMessage(`{"lang": "zh"}`)}, chunks))
+}
+
+func testDocumentsTenantWide(t *testing.T, s store.Store) {
+	d := doc(t, s, alice, "policy.md", "hello world")
+	if d.ID == "" || d.Tenant != "acme" || d.Owner != "alice" || d.Chunks != 1 || d.CreatedAt.IsZero() {
+		t.Fatalf("created %+v", d)
+	}
+	got := must[store.Document](t)(s.GetDocument(ctx(t), bob, d.ID)) // same tenant, another user
+	if got.Source != "policy.md" || string(got.Metadata) != `{"lang": "zh"}` || !got.CreatedAt.Equal(d.CreatedAt) {
+		t.Fatalf("bob reads %+v", got)
+	}
+	_, err := s.GetDocument(ctx(t), eve, d.ID)
+	wantErr(t, err, store.ErrNotFound)
+	wantErr(t, s.DeleteDocument(ctx(t), eve, d.ID), store.ErrNotFound)
+	if hits := must[[]store.Passage](t)(s.SearchKnowledge(ctx(t), eve, []string{"hello"}, 5)); len(hits) != 0 {
+		t.Fatalf("another tenant finds %+v", hits)
+	}
+	if err := s.DeleteDocument(ctx(t), bob, d.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.GetDocument(ctx(t), alice, d.ID)
+	wantErr(t, err, store.ErrNotFound)
+}
+
+func testDocumentPaging(t *testing.T, s store.Store) {
+	for i := range 5 {
+		doc(t, s, alice, fmt.Sprintf("d%d", i), "text")
+	}
+	doc(t, s, eve, "theirs", "text")
+	var seen []string
+	cursor := ""
+	for {
+		page, next := mustPage[store.Document](t)(s.ListDocuments(ctx(t), bob, store.Page{Limit: 2, Cursor: cursor}))
+		for _, d := range page {
+			seen = append(seen, d.Source)
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if fmt.Sprint(seen) != "[d4 d3 d2 d1 d0]" {
+		t.Fatalf("pages %v", seen)
+	}
+}
+
+func testSearchChinese(t *testing.T, s store.Store) {
+	d := doc(t, s, alice, "退货政策.md",
+		"我们的退货政策：商品在签收后七天内可以无理由退货，运费由买家承担。",
+		"会员积分可以在下次购物时抵扣现金，每一百积分抵扣一元。")
+	doc(t, s, alice, "other.md", "The office opens at nine in the morning.")
+	for _, q := range []string{"退货政策是什么", "几天内可以退货？", "积分怎么抵扣"} {
+		hits := must[[]store.Passage](t)(s.SearchKnowledge(ctx(t), bob, retrieval.QueryTerms(q), 3))
+		if len(hits) == 0 || hits[0].DocumentID != d.ID || hits[0].Source != "退货政策.md" || hits[0].Score <= 0 || hits[0].ChunkID == "" {
+			t.Fatalf("%s: hits %+v", q, hits)
+		}
+	}
+	top := must[[]store.Passage](t)(s.SearchKnowledge(ctx(t), alice, retrieval.QueryTerms("积分怎么抵扣"), 3))
+	if top[0].Content != "会员积分可以在下次购物时抵扣现金，每一百积分抵扣一元。" {
+		t.Fatalf("best chunk %q", top[0].Content)
+	}
+	if hits := must[[]store.Passage](t)(s.SearchKnowledge(ctx(t), alice, retrieval.QueryTerms("天气预报"), 3)); len(hits) != 0 {
+		t.Fatalf("unrelated question finds %+v", hits)
+	}
+}
+
+func testSearchRanksAndDeletes(t *testing.T, s store.Store) {
+	a := doc(t, s, alice, "a", "Redis streams carry the events between replicas; redis is fast.")
+	doc(t, s, alice, "b", "PostgreSQL stores conversations.")
+	hits := must[[]store.Passage](t)(s.SearchKnowledge(ctx(t), alice, retrieval.QueryTerms("what about redis streams?"), 5))
+	if len(hits) != 1 || hits[0].DocumentID != a.ID {
+		t.Fatalf("hits %+v", hits)
+	}
+	// Terms that read as query operators are only words.
+	if _, err := s.SearchKnowledge(ctx(t), alice, []string{"or", "not", "and", `"x`, "near"}, 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteDocument(ctx(t), alice, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if hits := must[[]store.Passage](t)(s.SearchKnowledge(ctx(t), alice, []string{"redis"}, 5)); len(hits) != 0 {
+		t.Fatalf("a deleted document is found: %+v", hits)
+	}
+}
+
+func testKnowledgeVectors(t *testing.T, s store.Store) {
+	must[store.Document](t)(s.CreateDocument(ctx(t), alice, store.Document{Source: "v"}, []store.Chunk{
+		{Content: "one", Terms: "one", Embedding: []float32{1, 0.5, -0.25}},
+		{Ordinal: 1, Content: "two", Terms: "two"},
+	}))
+	vs := must[[]store.Passage](t)(s.KnowledgeVectors(ctx(t), bob, 10))
+	if len(vs) != 1 || vs[0].Content != "one" || fmt.Sprint(vs[0].Embedding) != "[1 0.5 -0.25]" {
+		t.Fatalf("vectors %+v", vs)
+	}
+	if vs := must[[]store.Passage](t)(s.KnowledgeVectors(ctx(t), eve, 10)); len(vs) != 0 {
+		t.Fatalf("another tenant's vectors: %+v", vs)
+	}
+}
+
+func testMemoryScoping(t *testing.T, s store.Store) {
+	old := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
+	cur := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
+	bobs := must[store.Conversation](t)(s.CreateConversation(ctx(t), bob, store.Conversation{}))
+	remember := func(sc store.Scope, conv, id, text string) error {
+		return s.Remember(ctx(t), sc, store.MemoryEntry{MessageID: id, ConversationID: conv, Role: store.RoleUser, Content: text, Terms: retrieval.IndexText(text)})
+	}
+	for _, err := range []error{
+		remember(alice, old.ID, "m1", "我的猫叫小花"),
+		remember(alice, old.ID, "m1", "我的猫叫小花"), // repeated: no-op
+		remember(alice, cur.ID, "m2", "小花今天生病了"),
+		remember(bob, bobs.ID, "m3", "小花是我的狗"),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantErr(t, remember(bob, old.ID, "m4", "小花"), store.ErrNotFound)
+	hits := must[[]store.Passage](t)(s.SearchMemory(ctx(t), alice, retrieval.QueryTerms("小花是谁"), cur.ID, 5))
+	if len(hits) != 1 || hits[0].ChunkID != "m1" || hits[0].DocumentID != old.ID {
+		t.Fatalf("alice's memory: %+v", hits)
+	}
+	if err := s.DeleteConversation(ctx(t), alice, old.ID); err != nil {
+		t.Fatal(err)
+	}
+	if hits := must[[]store.Passage](t)(s.SearchMemory(ctx(t), alice, retrieval.QueryTerms("小花"), "", 5)); len(hits) != 1 || hits[0].ChunkID != "m2" {
+		t.Fatalf("after delete: %+v", hits)
+	}
+}
+
+func testBlobs(t *testing.T, s store.Store) {
+	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
+	data := json.RawMessage(`{"chart_data": {"labels": ["a", "b"], "values": [1, 2]}}`)
+	b := must[store.Blob](t)(s.PutBlob(ctx(t), alice, store.Blob{ConversationID: c.ID, Data: data}))
+	got := must[store.Blob](t)(s.GetBlob(ctx(t), alice, b.ID))
+	var x, y any
+	json.Unmarshal(got.Data, &x)
+	json.Unmarshal(data, &y)
+	if fmt.Sprint(x) != fmt.Sprint(y) || got.ConversationID != c.ID {
+		t.Fatalf("blob %s", got.Data)
+	}
+	for _, other := range []store.Scope{bob, eve} {
+		_, err := s.GetBlob(ctx(t), other, b.ID)
+		wantErr(t, err, store.ErrNotFound)
+		_, err = s.PutBlob(ctx(t), other, store.Blob{ConversationID: c.ID, Data: data})
+		wantErr(t, err, store.ErrNotFound)
+	}
+	if err := s.DeleteConversation(ctx(t), alice, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.GetBlob(ctx(t), alice, b.ID)
+	wantErr(t, err, store.ErrNotFound)
+}
+
+func testCompaction(t *testing.T, s store.Store) {
+	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
+	_, err := s.LatestCompaction(ctx(t), alice, c.ID)
+	wantErr(t, err, store.ErrNotFound)
+	var msgs []store.Message
+	base := time.Now().Add(-time.Hour)
+	for i := range 5 {
+		msgs = append(msgs, must[store.Message](t)(s.AppendMessage(ctx(t), alice, store.Message{ConversationID: c.ID, Role: store.RoleUser,
+			Content: fmt.Sprint("m", i), Metadata: json.RawMessage(`{"k": 1}`), CreatedAt: base.Add(time.Duration(i) * time.Second)})))
+	}
+	k := must[store.Compaction](t)(s.Compact(ctx(t), alice, store.Compaction{ConversationID: c.ID, Summary: "sum",
+		ThroughID: msgs[2].ID, ThroughAt: msgs[2].CreatedAt}, msgs[:3], ""))
+	if k.ID == "" || k.Archived != 3 {
+		t.Fatalf("compaction %+v", k)
+	}
+	got := must[store.Compaction](t)(s.LatestCompaction(ctx(t), alice, c.ID))
+	if got.Summary != "sum" || got.ThroughID != msgs[2].ID || !got.ThroughAt.Equal(msgs[2].CreatedAt.UTC().Truncate(time.Millisecond)) {
+		t.Fatalf("latest %+v", got)
+	}
+	_, err = s.LatestCompaction(ctx(t), bob, c.ID)
+	wantErr(t, err, store.ErrNotFound)
+	_, _, err = s.ListArchive(ctx(t), eve, c.ID, store.Page{Limit: 10})
+	wantErr(t, err, store.ErrNotFound)
+	var archived []store.Message
+	cursor := ""
+	for {
+		page, next, err := s.ListArchive(ctx(t), alice, c.ID, store.Page{Limit: 2, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		archived = append(archived, page...)
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if len(archived) != 3 || archived[0].ID != msgs[0].ID || archived[2].Content != "m2" || string(archived[1].Metadata) != `{"k": 1}` || !archived[0].CreatedAt.Equal(msgs[0].CreatedAt) {
+		t.Fatalf("archive %+v", archived)
+	}
+	// The live history is untouched.
+	live, _, _ := s.ListMessages(ctx(t), alice, c.ID, store.MessageFilter{}, store.Page{Limit: 10})
+	if len(live) != 5 {
+		t.Fatalf("live messages %d", len(live))
+	}
+	if err := s.DeleteConversation(ctx(t), alice, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.LatestCompaction(ctx(t), alice, c.ID)
+	wantErr(t, err, store.ErrNotFound)
+}
+
+func testCompactionBusy(t *testing.T, s store.Store) {
+	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
+	m := must[store.Message](t)(s.AppendMessage(ctx(t), alice, store.Message{ConversationID: c.ID, Role: store.RoleUser, Content: "x"}))
+	r := must[store.Run](t)(s.CreateRun(ctx(t), alice, store.Run{ConversationID: c.ID, Input: "x", Status: store.RunRunning}))
+	k := store.Compaction{ConversationID: c.ID, Summary: "s", ThroughID: m.ID, ThroughAt: m.CreatedAt}
+	_, err := s.Compact(ctx(t), alice, k, []store.Message{m}, "")
+	var busy *store.BusyError
+	if !errors.As(err, &busy) || busy.ActiveRunID != r.ID || !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("err %v, want busy with %s", err, r.ID)
+	}
+	if _, err := s.LatestCompaction(ctx(t), alice, c.ID); err == nil {
+		t.Fatal("a refused compaction was stored")
+	}
+	// The active run itself may compact (automatic compaction before its turn).
+	must[store.Compaction](t)(s.Compact(ctx(t), alice, k, []store.Message{m}, r.ID))
+	_, err = s.Compact(ctx(t), bob, k, nil, "")
+	wantErr(t, err, store.ErrNotFound)
+}
