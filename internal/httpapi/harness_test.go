@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentchat/agentchat/internal/bus/membus"
 	"github.com/agentchat/agentchat/internal/config"
@@ -25,6 +26,7 @@ import (
 	"github.com/agentchat/agentchat/internal/ssetest"
 	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/store/sqlitestore"
+	"github.com/agentchat/agentchat/internal/telemetry"
 	"github.com/agentchat/agentchat/internal/tool"
 	"github.com/agentchat/agentchat/internal/tool/builtin"
 )
@@ -50,6 +52,8 @@ type options struct {
 	// router then adjusts the router (its default, tenant rules).
 	engines func(reg *tool.Registry, local engine.Engine) map[string]engine.Engine
 	router  func(*engine.Router)
+	// tracer, when set, receives the spans (an in-memory exporter's provider).
+	tracer trace.TracerProvider
 }
 
 type env struct {
@@ -61,7 +65,11 @@ type env struct {
 	api    *httpapi.Server
 	srv    *httptest.Server
 	dbPath string
+	tel    *telemetry.Telemetry
 }
+
+// metricsToken reads GET /metrics on the test server.
+const metricsToken = "metrics-token-0123456789"
 
 // setup starts the whole stack (SQLite, in-process bus, agent loop, HTTP) on a
 // real local port.
@@ -77,7 +85,10 @@ func setup(t *testing.T, o options) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := tool.NewRegistry(tool.RegistryConfig{})
+	b := membus.New(0)
+	health := &telemetry.Health{Store: st, Bus: b}
+	tel := telemetry.New(telemetry.Config{TracerProvider: o.tracer, Health: health})
+	reg, err := tool.NewRegistry(tool.RegistryConfig{Observer: tel})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,9 +103,8 @@ func setup(t *testing.T, o options) *env {
 	if o.tools != nil {
 		o.tools(reg)
 	}
-	b := membus.New(0)
 	router := &engine.Router{Default: "local", Engines: map[string]engine.Engine{
-		"local": local.New(local.Config{Model: o.model, Tools: reg, MaxIterations: o.maxIterations}),
+		"local": local.New(local.Config{Model: tel.Model(o.model, "scripted", "scripted"), Tools: reg, MaxIterations: o.maxIterations}),
 	}}
 	if o.engines != nil {
 		for name, eng := range o.engines(reg, router.Engines["local"]) {
@@ -105,12 +115,13 @@ func setup(t *testing.T, o options) *env {
 		o.router(router)
 	}
 	runs := run.New(run.Config{
-		Store: st, Bus: b, ConfirmTTL: o.confirmTTL, SweepInterval: 20 * time.Millisecond, Engine: router,
+		Store: tel.Store(st), Bus: tel.Bus(b), ConfirmTTL: o.confirmTTL, SweepInterval: 20 * time.Millisecond, Engine: router, Telemetry: tel,
 	})
 	tokens, _ := config.ParseTokens("alice-token:acme:alice,bob-token:acme:bob,eve-token:evil:eve")
-	api := httpapi.New(httpapi.Config{Store: st, Runs: runs, Tools: reg, Auth: httpapi.NewAuthenticator(tokens, jwtSecret), PingInterval: o.ping, MaxBodyBytes: 64 << 10})
+	api := httpapi.New(httpapi.Config{Store: st, Runs: runs, Tools: reg, Auth: httpapi.NewAuthenticator(tokens, jwtSecret), PingInterval: o.ping, MaxBodyBytes: 64 << 10,
+		Telemetry: tel, Health: health, MetricsToken: metricsToken})
 	srv := httptest.NewServer(api)
-	e := &env{t: t, url: srv.URL, client: &http.Client{Transport: &http.Transport{}}, store: st, runs: runs, api: api, srv: srv, dbPath: o.dbPath}
+	e := &env{t: t, url: srv.URL, client: &http.Client{Transport: &http.Transport{}}, store: st, runs: runs, api: api, srv: srv, dbPath: o.dbPath, tel: tel}
 	t.Cleanup(e.stop)
 	return e
 }

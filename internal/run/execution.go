@@ -9,6 +9,7 @@ import (
 	"github.com/agentchat/agentchat/internal/engine"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/store"
+	"github.com/agentchat/agentchat/internal/telemetry"
 )
 
 // execution is one run executing in this process: the engine's Host.
@@ -24,6 +25,8 @@ type execution struct {
 	errored bool  // an error event was emitted
 
 	lease lease // whether this process may still act for the run
+
+	tel *telemetry.Run // metrics and the run's span (telemetry.go)
 }
 
 // newExecution prepares r for execution here; r.LeaseUntil is the lease this
@@ -31,6 +34,7 @@ type execution struct {
 func (s *Service) newExecution(sc store.Scope, r store.Run, lastSeq int64) *execution {
 	x := &execution{s: s, sc: sc, run: r, seq: lastSeq, done: make(chan struct{})}
 	x.lease.init(s, r)
+	x.tel = s.cfg.Telemetry.NewRun(r)
 	return x
 }
 
@@ -38,6 +42,7 @@ func (s *Service) newExecution(sc store.Scope, r store.Run, lastSeq int64) *exec
 func (s *Service) launch(x *execution, body func(ctx context.Context) engine.Outcome) {
 	ctx, cancel := context.WithCancelCause(s.ctx)
 	x.cancel = cancel
+	ctx = x.tel.Begin(ctx)
 	s.mu.Lock()
 	s.executing[x.run.ID] = x
 	s.mu.Unlock()
@@ -61,6 +66,7 @@ func (s *Service) launch(x *execution, body func(ctx context.Context) engine.Out
 			stopped.Usage = o.Usage
 			o = *stopped
 		}
+		x.tel.End(o.Status, o.Error, o.Usage) // before the end is published: whoever sees it finds it counted
 		x.finish(o)
 	}()
 }
@@ -76,6 +82,7 @@ func (x *execution) Emit(ctx context.Context, ev event.Event) {
 		return
 	}
 	x.stamp(&ev)
+	x.tel.Event(ev)
 	if ev.Type == event.Error {
 		x.errored = true
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/agentchat/agentchat/internal/engine"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/store"
+	"github.com/agentchat/agentchat/internal/telemetry"
 )
 
 // Errors the service returns besides the store's sentinels.
@@ -64,6 +65,8 @@ type Config struct {
 	// confirmations, abandoned runs, unapplied decisions, retention).
 	// Default 1s, or LeaseTTL/4 when that is shorter.
 	SweepInterval time.Duration
+	// Telemetry receives the runs' metrics and spans; nil records nothing.
+	Telemetry *telemetry.Telemetry
 }
 
 // Service runs agents. Create it with New, stop it with Shutdown.
@@ -235,6 +238,7 @@ func (s *Service) Start(ctx context.Context, sc store.Scope, req StartRequest, f
 		userMsg = store.Message{}
 	}
 	x := s.newExecution(sc, r, last)
+	x.tel.Parent(ctx) // the run's span continues the request's trace
 	if follow {
 		q, err := s.bus.Subscribe(ctx, sc.Tenant, conv.ID, last)
 		if err != nil {
@@ -455,6 +459,7 @@ func (s *Service) resume(c store.Confirmation, clientRunID string) {
 	}
 	sc := store.Scope{Tenant: r.Tenant, User: r.Owner}
 	s.launch(x, func(ctx context.Context) engine.Outcome {
+		telemetry.Waited(ctx, c)
 		conv, err := s.st.GetConversation(ctx, sc, r.ConversationID)
 		if err != nil {
 			return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: "store_failed", Message: "The conversation could not be read."}}
