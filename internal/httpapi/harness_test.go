@@ -121,7 +121,7 @@ func setup(t *testing.T, o options) *env {
 	api := httpapi.New(httpapi.Config{Store: st, Runs: runs, Tools: reg, Auth: httpapi.NewAuthenticator(tokens, jwtSecret), PingInterval: o.ping, MaxBodyBytes: 64 << 10,
 		Telemetry: tel, Health: health, MetricsToken: metricsToken})
 	srv := httptest.NewServer(api)
-	e := &env{t: t, url: srv.URL, client: &http.Client{Transport: &http.Transport{}}, store: st, runs: runs, api: api, srv: srv, dbPath: o.dbPath, tel: tel}
+	e := &env{t: t, url: srv.URL, client: &http.Client{Transport: validating{t, &http.Transport{}}}, store: st, runs: runs, api: api, srv: srv, dbPath: o.dbPath, tel: tel}
 	t.Cleanup(e.stop)
 	return e
 }
