@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -44,7 +45,12 @@ func openAPI(t testing.TB) (validator.Validator, *v3.Document) {
 			return
 		}
 		spec.model = &m.Model
-		spec.v = validator.NewValidatorFromV3Model(&m.Model)
+		v, errs := validator.NewValidator(doc)
+		if len(errs) > 0 {
+			spec.err = errors.Join(errs...)
+			return
+		}
+		spec.v = v
 	})
 	if spec.err != nil {
 		t.Fatalf("openapi.json: %v", spec.err)
@@ -85,6 +91,11 @@ func (vt validating) RoundTrip(req *http.Request) (*http.Response, error) {
 	probe := func() *http.Request {
 		c := req.Clone(req.Context())
 		c.Body = io.NopCloser(bytes.NewReader(body))
+		if len(body) > 0 && c.Header.Get("Content-Type") == "" {
+			// The server reads bodies as JSON whatever their type (curl -d
+			// sends form encoding); the document describes them as JSON.
+			c.Header.Set("Content-Type", "application/json")
+		}
 		return c
 	}
 	where := req.Method + " " + req.URL.RequestURI()
@@ -98,6 +109,12 @@ func (vt validating) RoundTrip(req *http.Request) (*http.Response, error) {
 	if item == nil {
 		if resp.StatusCode != http.StatusNotFound && resp.StatusCode != http.StatusMethodNotAllowed {
 			vt.t.Errorf("openapi: %s answered %d but the document has no such route", where, resp.StatusCode)
+		}
+		return resp, nil
+	}
+	if item.GetOperations().GetOrZero(strings.ToLower(req.Method)) == nil {
+		if resp.StatusCode != http.StatusMethodNotAllowed {
+			vt.t.Errorf("openapi: %s answered %d but the document has no such operation", where, resp.StatusCode)
 		}
 		return resp, nil
 	}
