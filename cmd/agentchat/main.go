@@ -15,6 +15,7 @@ Usage:
   agentchat serve [flags]     start the HTTP server
   agentchat migrate [flags]   apply database migrations and exit
   agentchat bench [flags]     load-test a server against a fake model upstream
+  agentchat healthcheck       exit 0 when a local server's /healthz answers 200 (for containers)
   agentchat help              show this help
 
 Run "agentchat <command> -h" for a command's flags.
@@ -37,6 +38,8 @@ func dispatch(ctx context.Context, args []string) int {
 		err = serve(ctx, args[1:], os.Getenv, os.Stdout, os.Stderr)
 	case "migrate":
 		err = migrate(ctx, args[1:], os.Getenv, os.Stderr)
+	case "healthcheck":
+		err = healthcheck(ctx, args[1:], os.Getenv, os.Stderr)
 	case "bench":
 		err = benchCmd(ctx, args[1:], os.Stdout, os.Stderr)
 	case "help", "-h", "--help":

@@ -14,8 +14,11 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentchat/agentchat/internal/bus"
 	"github.com/agentchat/agentchat/internal/bus/membus"
@@ -28,6 +31,7 @@ import (
 	"github.com/agentchat/agentchat/internal/run"
 	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/store/sqlitestore"
+	"github.com/agentchat/agentchat/internal/telemetry"
 	"github.com/agentchat/agentchat/internal/tool"
 	"github.com/agentchat/agentchat/internal/tool/builtin"
 	"github.com/agentchat/agentchat/internal/tool/mcptool"
@@ -47,10 +51,12 @@ func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.LogLevel))
 	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
 	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		h = slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	// Lines logged with a request's or a run's context carry its trace_id.
+	return slog.New(telemetry.LogHandler(h))
 }
 
 // openStore opens the store the configuration names, applying migrations.
@@ -101,7 +107,7 @@ func orDefault(v, d string) string {
 	return v
 }
 
-func newTools(ctx context.Context, cfg config.Config, log *slog.Logger) (*tool.Registry, func(), error) {
+func newTools(ctx context.Context, cfg config.Config, log *slog.Logger, obs tool.CallObserver) (*tool.Registry, func(), error) {
 	overrides := map[string]tool.Confirm{}
 	for _, item := range strings.Split(cfg.ToolConfirm, ",") {
 		name, policy, ok := strings.Cut(strings.TrimSpace(item), "=")
@@ -110,7 +116,7 @@ func newTools(ctx context.Context, cfg config.Config, log *slog.Logger) (*tool.R
 		}
 		overrides[strings.TrimSpace(name)] = tool.Confirm(strings.TrimSpace(policy))
 	}
-	reg, err := tool.NewRegistry(tool.RegistryConfig{DefaultTimeout: cfg.ToolTimeout, Overrides: overrides, Logger: log})
+	reg, err := tool.NewRegistry(tool.RegistryConfig{DefaultTimeout: cfg.ToolTimeout, Overrides: overrides, Logger: log, Observer: obs})
 	if err != nil {
 		return nil, nil, fmt.Errorf("tool-confirm: %w", err)
 	}
@@ -190,11 +196,28 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return fmt.Errorf("bus: %w", err)
 	}
 	defer b.Close()
+	tp, err := telemetry.TracerFromEnv(ctx, getenv, version())
+	if err != nil {
+		return fmt.Errorf("tracing: %w", err)
+	}
+	var tracer trace.TracerProvider // nil: no tracing
+	if tp != nil {
+		tracer = tp
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = tp.Shutdown(sctx) // exports the spans still batched
+		}()
+		log.Info("tracing: exporting spans over OTLP")
+	}
+	health := &telemetry.Health{Store: st, Bus: b}
+	tel := telemetry.New(telemetry.Config{TracerProvider: tracer, TenantLabels: cfg.MetricsTenantLabels, Health: health, ProcessMetrics: true})
 	model, err := newModel(cfg)
 	if err != nil {
 		return fmt.Errorf("llm: %w", err)
 	}
-	tools, closeTools, err := newTools(ctx, cfg, log)
+	model = tel.Model(model, cfg.LLM, modelName(cfg))
+	tools, closeTools, err := newTools(ctx, cfg, log, tel)
 	if err != nil {
 		return err
 	}
@@ -209,7 +232,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 
 	runs := run.New(run.Config{
-		Store: st, Bus: b, Logger: log, Engine: router,
+		Store: tel.Store(st), Bus: tel.Bus(b), Logger: log, Engine: router, Telemetry: tel,
 		ConfirmTTL: cfg.ConfirmTTL, RunRetention: cfg.RunRetention, MaxInputChars: cfg.MaxInputChars, MaxRunsPerTenant: cfg.MaxRunsPerTenant,
 		LeaseTTL: cfg.LeaseTTL, ReplicaID: replicaID(), Sole: mustKind(cfg) != "postgres", Compactor: parts.compactor,
 	})
@@ -228,6 +251,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		TenantHeader: cfg.TenantHeader, MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval,
 		HistoryLocation: cfg.HistoryLocation(), ChainHardLimit: cfg.ChainHardLimit, CORSOrigins: corsOrigins,
 		Retrieval: parts.retrieval, Compactor: parts.compactor,
+		Telemetry: tel, Health: health, MetricsToken: cfg.MetricsToken,
 	})
 	srv := &http.Server{
 		Handler:           api,
@@ -256,6 +280,18 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			}
 		}()
 	}
+	if cfg.MetricsAddr != "" {
+		mln, err := net.Listen("tcp", cfg.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("metrics-addr: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", tel.Handler())
+		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		defer msrv.Close()
+		go func() { _ = msrv.Serve(mln) }()
+		log.Info("metrics listening", "addr", mln.Addr().String())
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -264,6 +300,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
+	api.Drain() // /readyz answers 503 from now on
+	if cfg.DrainDelay > 0 {
+		// Keep serving while load balancers notice; a second signal does not cut this short.
+		t := time.NewTimer(cfg.DrainDelay)
+		<-t.C
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	api.Close() // streams say goodbye and return, so Shutdown need not wait for them
@@ -297,4 +339,23 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 	}
 	fmt.Fprintln(stderr, "migrations applied")
 	return st.Close()
+}
+
+// modelName is the model the configuration selects, for metrics and spans.
+func modelName(cfg config.Config) string {
+	switch cfg.LLM {
+	case "openai":
+		return orDefault(cfg.Model, "gpt-4o-mini")
+	case "anthropic":
+		return orDefault(cfg.Model, "claude-sonnet-4-5")
+	}
+	return "scripted"
+}
+
+// version is the module version the binary was built from ("devel" from a work tree).
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "devel"
 }

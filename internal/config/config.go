@@ -159,6 +159,20 @@ type Config struct {
 	// DebugAddr, when set, serves Go's pprof profiles there (keep it private).
 	DebugAddr string
 
+	// MetricsAddr, when set, serves GET /metrics (Prometheus) on a listener
+	// of its own there. Default off.
+	MetricsAddr string
+	// MetricsToken, when set, also serves GET /metrics on the main listener
+	// to requests bearing it (Authorization: Bearer <token>).
+	MetricsToken string
+	// MetricsTenantLabels adds a tenant label to the run and token series.
+	// Default false: one series per tenant grows without bound.
+	MetricsTenantLabels bool
+	// DrainDelay is how long, at shutdown, /readyz answers 503 "draining"
+	// before the listener stops accepting, so load balancers route away
+	// first. Default 0s.
+	DrainDelay time.Duration
+
 	// LogLevel is debug, info, warn or error. Default info.
 	LogLevel string
 	// LogFormat is text or json. Default text.
@@ -187,6 +201,17 @@ func dur(p func(*Config) *time.Duration) binding {
 			return fmt.Errorf("not a duration (like 15s or 2m): %q", v)
 		}
 		*p(c) = d
+		return nil
+	}}
+}
+
+func boolean(p func(*Config) *bool) binding {
+	return binding{func(c *Config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("not a boolean (true or false): %q", v)
+		}
+		*p(c) = b
 		return nil
 	}}
 }
@@ -264,6 +289,10 @@ func fields() []field {
 	add("prompt-dir", "AGENTCHAT_PROMPT_DIR", "directory of system prompt component files (default none: AGENTCHAT_SYSTEM_PROMPT)", false, str(func(c *Config) *string { return &c.PromptDir }))
 	add("inline-payload-bytes", "AGENTCHAT_INLINE_PAYLOAD_BYTES", "largest tool output kept inline in its message; larger ones are stored by reference (default 16384; -1 for never)", false, integer(func(c *Config) *int { return &c.InlinePayloadBytes }))
 	add("debug-addr", "AGENTCHAT_DEBUG_ADDR", "address for pprof profiles, e.g. 127.0.0.1:6060 (default off; keep it private)", false, str(func(c *Config) *string { return &c.DebugAddr }))
+	add("metrics-addr", "AGENTCHAT_METRICS_ADDR", "address of a separate listener for GET /metrics (Prometheus), e.g. 127.0.0.1:9090 (default off)", false, str(func(c *Config) *string { return &c.MetricsAddr }))
+	add("metrics-token", "AGENTCHAT_METRICS_TOKEN", "bearer token that may read GET /metrics on the main listener (default: not served there)", true, str(func(c *Config) *string { return &c.MetricsToken }))
+	add("metrics-tenant-labels", "AGENTCHAT_METRICS_TENANT_LABELS", "true adds a tenant label to run and token series (default false: unbounded cardinality)", false, boolean(func(c *Config) *bool { return &c.MetricsTenantLabels }))
+	add("drain-delay", "AGENTCHAT_DRAIN_DELAY", "at shutdown, how long /readyz reports draining before the listener closes (default 0s)", false, dur(func(c *Config) *time.Duration { return &c.DrainDelay }))
 	add("log-level", "AGENTCHAT_LOG_LEVEL", "debug, info, warn or error (default info)", false, str(func(c *Config) *string { return &c.LogLevel }))
 	add("log-format", "AGENTCHAT_LOG_FORMAT", "text or json (default text)", false, str(func(c *Config) *string { return &c.LogFormat }))
 	return f
@@ -457,6 +486,12 @@ func (c Config) Validate() error {
 	}
 	if _, err := c.CORSOriginList(); err != nil {
 		bad("cors-origins", "%v", err)
+	}
+	if c.MetricsToken != "" && len(c.MetricsToken) < 16 {
+		bad("metrics-token", "must be at least 16 bytes")
+	}
+	if c.DrainDelay < 0 {
+		bad("drain-delay", "must not be negative")
 	}
 	if c.JWTSecret != "" && len(c.JWTSecret) < 16 {
 		bad("jwt-secret", "must be at least 16 bytes")

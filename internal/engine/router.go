@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/agentchat/agentchat/internal/event"
+	"github.com/agentchat/agentchat/internal/telemetry"
 )
 
 // Router is the Engine every run passes through: it picks the engine that
@@ -49,6 +50,7 @@ func (r *Router) Execute(ctx context.Context, t Task, h Host) Outcome {
 	if err != nil {
 		return Outcome{Status: StatusFailed, Error: &event.ErrorInfo{Code: "engine_unavailable", Message: "No engine can run this request: " + err.Error()}}
 	}
+	telemetry.SetEngine(ctx, name)
 	step(event.StepStartedData{Name: "worker"}, "worker")
 	o := r.Engines[name].Execute(ctx, t, h)
 	if o.Status != StatusAwaiting {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentchat/agentchat/internal/bus/membus"
 	"github.com/agentchat/agentchat/internal/config"
@@ -30,6 +31,7 @@ import (
 	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/store/pgstore"
 	"github.com/agentchat/agentchat/internal/store/sqlitestore"
+	"github.com/agentchat/agentchat/internal/telemetry"
 	"github.com/agentchat/agentchat/internal/testenv"
 	"github.com/agentchat/agentchat/internal/tool"
 	"github.com/agentchat/agentchat/internal/tool/builtin"
@@ -71,6 +73,8 @@ type options struct {
 	autoCompact int
 	promptDir   string
 	inlineBytes int
+	// tracer, when set, receives the spans (an in-memory exporter's provider).
+	tracer trace.TracerProvider
 }
 
 type env struct {
@@ -82,7 +86,11 @@ type env struct {
 	api    *httpapi.Server
 	srv    *httptest.Server
 	dbPath string
+	tel    *telemetry.Telemetry
 }
+
+// metricsToken reads GET /metrics on the test server.
+const metricsToken = "metrics-token-0123456789"
 
 // setup starts the whole stack (SQLite, in-process bus, agent loop, HTTP) on a
 // real local port.
@@ -106,7 +114,10 @@ func setup(t *testing.T, o options) *env {
 		t.Fatal(err)
 	}
 	parts := contextParts(o, st)
-	reg, err := tool.NewRegistry(tool.RegistryConfig{})
+	b := membus.New(0)
+	health := &telemetry.Health{Store: st, Bus: b}
+	tel := telemetry.New(telemetry.Config{TracerProvider: o.tracer, Health: health})
+	reg, err := tool.NewRegistry(tool.RegistryConfig{Observer: tel})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,9 +132,8 @@ func setup(t *testing.T, o options) *env {
 	if o.tools != nil {
 		o.tools(reg)
 	}
-	b := membus.New(0)
 	router := &engine.Router{Default: "local", Engines: map[string]engine.Engine{
-		"local": local.New(parts.local(local.Config{Model: o.model, Tools: reg, MaxIterations: o.maxIterations})),
+		"local": local.New(parts.local(local.Config{Model: tel.Model(o.model, "scripted", "scripted"), Tools: reg, MaxIterations: o.maxIterations})),
 	}}
 	if o.engines != nil {
 		for name, eng := range o.engines(reg, router.Engines["local"]) {
@@ -134,14 +144,15 @@ func setup(t *testing.T, o options) *env {
 		o.router(router)
 	}
 	runs := run.New(run.Config{
-		Store: st, Bus: b, ConfirmTTL: o.confirmTTL, SweepInterval: 20 * time.Millisecond, Engine: router, Compactor: parts.compactor,
-		Sole: true, // one process over its store, as serve runs SQLite
+		Store: tel.Store(st), Bus: tel.Bus(b), ConfirmTTL: o.confirmTTL, SweepInterval: 20 * time.Millisecond, Engine: router, Compactor: parts.compactor,
+		Telemetry: tel, Sole: true, // one process over its store, as serve runs SQLite
 	})
 	tokens, _ := config.ParseTokens("alice-token:acme:alice,bob-token:acme:bob,eve-token:evil:eve")
 	api := httpapi.New(httpapi.Config{Store: st, Runs: runs, Tools: reg, Auth: httpapi.NewAuthenticator(tokens, jwtSecret), PingInterval: o.ping, MaxBodyBytes: 64 << 10,
-		CORSOrigins: o.corsOrigins, BodyTimeout: o.bodyTimeout, Retrieval: parts.retrieval, Compactor: parts.compactor})
+		CORSOrigins: o.corsOrigins, BodyTimeout: o.bodyTimeout, Retrieval: parts.retrieval, Compactor: parts.compactor,
+		Telemetry: tel, Health: health, MetricsToken: metricsToken})
 	srv := httptest.NewServer(api)
-	e := &env{t: t, url: srv.URL, client: &http.Client{Transport: &http.Transport{}}, store: st, runs: runs, api: api, srv: srv, dbPath: o.dbPath}
+	e := &env{t: t, url: srv.URL, client: &http.Client{Transport: validating{t, &http.Transport{}}}, store: st, runs: runs, api: api, srv: srv, dbPath: o.dbPath, tel: tel}
 	t.Cleanup(e.stop)
 	return e
 }

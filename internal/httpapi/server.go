@@ -6,6 +6,7 @@ package httpapi
 import (
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/hex"
 	"log/slog"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"github.com/agentchat/agentchat/internal/retrieval"
 	"github.com/agentchat/agentchat/internal/run"
 	"github.com/agentchat/agentchat/internal/store"
+	"github.com/agentchat/agentchat/internal/telemetry"
 	"github.com/agentchat/agentchat/internal/tool"
 )
 
@@ -47,6 +49,13 @@ type Config struct {
 	Retrieval *retrieval.Service
 	// Compactor compacts conversations; nil answers compaction 404.
 	Compactor *compaction.Compactor
+	// Telemetry receives HTTP metrics and spans and serves /metrics; nil records nothing.
+	Telemetry *telemetry.Telemetry
+	// Health answers /readyz. Default: the store alone.
+	Health *telemetry.Health
+	// MetricsToken, when set, serves GET /metrics on this listener to
+	// requests bearing it (Authorization: Bearer <token>).
+	MetricsToken string
 }
 
 // Server holds the handlers. Create it with New.
@@ -66,6 +75,9 @@ type Server struct {
 	cors           *cors
 	retrieval      *retrieval.Service
 	compactor      *compaction.Compactor
+	tel            *telemetry.Telemetry
+	health         *telemetry.Health
+	metricsToken   string
 
 	// closing is closed when the server begins to shut down, so streams end cleanly.
 	closing   chan struct{}
@@ -78,6 +90,7 @@ func New(cfg Config) *Server {
 		st: cfg.Store, runs: cfg.Runs, auth: cfg.Auth, tools: cfg.Tools, log: cfg.Logger,
 		tenantHeader: cfg.TenantHeader, maxBody: cfg.MaxBodyBytes, bodyTimeout: cfg.BodyTimeout, ping: cfg.PingInterval, historyLoc: cfg.HistoryLocation,
 		chainHardLimit: cfg.ChainHardLimit, retrieval: cfg.Retrieval, compactor: cfg.Compactor,
+		tel: cfg.Telemetry, health: cfg.Health, metricsToken: cfg.MetricsToken,
 		mux: http.NewServeMux(), closing: make(chan struct{}),
 	}
 	if s.log == nil {
@@ -102,6 +115,9 @@ func New(cfg Config) *Server {
 		s.chainHardLimit = 20
 	}
 	s.cors = newCORS(cfg.CORSOrigins, s.tenantHeader)
+	if s.health == nil {
+		s.health = &telemetry.Health{Store: cfg.Store}
+	}
 	s.routes()
 	return s
 }
@@ -116,7 +132,11 @@ func (s *Server) routes() {
 
 	open("GET /healthz", s.healthz)
 	open("GET /readyz", s.readyz)
-	s.consoleRoutes() // the web console at /, and GET /v1/me: console.go
+	s.consoleRoutes()                    // the web console at /, and GET /v1/me: console.go
+	open("GET /openapi.json", s.openapi) // openapi.go
+	if s.metricsToken != "" && s.tel != nil {
+		s.mux.Handle("GET /metrics", s.metricsAuth(s.tel.Handler()))
+	}
 
 	api("POST /v1/conversations", s.createConversation)
 	api("GET /v1/conversations", s.listConversations)
@@ -213,6 +233,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	info := &logInfo{}
 	ctx := context.WithValue(r.Context(), requestIDKey{}, id)
 	ctx = context.WithValue(ctx, logInfoKey{}, info)
+	_, pattern := s.mux.Handler(r)
+	r = r.WithContext(ctx)
+	ctx, observed := s.tel.Request(r, pattern) // traceparent, server span, per-route series
 	r = r.WithContext(ctx)
 	w.Header().Set("X-Request-ID", id)
 	rec := &statusRecorder{ResponseWriter: w}
@@ -226,6 +249,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				writeError(rec, r, s.log, &Error{Status: http.StatusInternalServerError, Code: "internal_error", Message: "something went wrong on our side"})
 			}
 		}
+		observed(rec.code())
 		info.mu.Lock()
 		tenant := info.tenant
 		info.mu.Unlock()
@@ -245,7 +269,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.handleCORS(rec, r) { // cors.go: preflights and refused origins end here
 		return
 	}
-	if _, pattern := s.mux.Handler(r); pattern == "" {
+	if pattern == "" {
 		s.noRoute(rec, r)
 		return
 	}
@@ -273,16 +297,39 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// Drain makes /readyz answer 503 "draining" from now on, so a load balancer
+// stops sending new requests before the listener closes.
+func (s *Server) Drain() { s.health.Drain() }
+
+// readyz reports the store and the bus separately: 200 when both answer
+// and the process is not draining, else 503 with the same body.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	if err := s.st.Ping(ctx); err != nil {
-		s.log.WarnContext(ctx, "readiness: store unreachable", "err", err)
-		writeError(w, r, s.log, apiErr(http.StatusServiceUnavailable, "store_unavailable", "the database is not reachable"))
-		return nil
+	rep := s.health.Check(r.Context())
+	for name, c := range map[string]telemetry.Check{"store": rep.Store, "bus": rep.Bus} {
+		if c.Err() != nil {
+			s.log.WarnContext(r.Context(), "readiness: "+name+" unreachable", "err", c.Err())
+		}
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	code := http.StatusOK
+	if !rep.Ready() {
+		code = http.StatusServiceUnavailable
+	}
+	writeJSON(w, code, rep)
 	return nil
+}
+
+// metricsAuth lets through requests bearing the metrics token; the token
+// is compared in constant time.
+func (s *Server) metricsAuth(h http.Handler) http.Handler {
+	want := []byte("Bearer " + s.metricsToken)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
+			writeError(w, r, s.log, apiErr(http.StatusUnauthorized, "unauthorized", "a valid metrics token is required"))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 type requestIDKey struct{}

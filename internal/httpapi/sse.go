@@ -37,6 +37,7 @@ type streamOptions struct {
 // connection only: leaving does not cancel the run.
 func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *run.Stream, enc dialect.Encoder, opt streamOptions) {
 	defer st.Close()
+	defer s.tel.StreamOpened(dialect.Name(enc))()
 	ctx := r.Context()
 	rc := http.NewResponseController(w)
 	h := w.Header()

@@ -10,6 +10,7 @@ import (
 	"github.com/agentchat/agentchat/internal/engine"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/store"
+	"github.com/agentchat/agentchat/internal/telemetry"
 )
 
 // execution is one run executing in this process: the engine's Host.
@@ -31,11 +32,15 @@ type execution struct {
 	asked bool
 
 	term *term // whether this process may still act for the run
+
+	tel *telemetry.Run // metrics and the run's span (telemetry.go)
 }
 
 // newExecution prepares r, which names t as its executor, for execution here.
 func (s *Service) newExecution(t *term, sc store.Scope, r store.Run, lastSeq int64) *execution {
-	return &execution{s: s, sc: sc, run: r, seq: lastSeq, reserved: r.SeqReserved, done: make(chan struct{}), term: t}
+	x := &execution{s: s, sc: sc, run: r, seq: lastSeq, reserved: r.SeqReserved, done: make(chan struct{}), term: t}
+	x.tel = s.cfg.Telemetry.NewRun(r)
+	return x
 }
 
 // fenced reports whether the execution may no longer act for its run.
@@ -77,6 +82,7 @@ func (x *execution) store(what string, op func(context.Context) error) bool {
 func (s *Service) launch(x *execution, body func(ctx context.Context) engine.Outcome) {
 	ctx, cancel := context.WithCancelCause(s.ctx)
 	x.cancel = cancel
+	ctx = x.tel.Begin(ctx)
 	s.mu.Lock()
 	s.executing[x.run.ID] = x
 	s.mu.Unlock()
@@ -100,6 +106,7 @@ func (s *Service) launch(x *execution, body func(ctx context.Context) engine.Out
 			stopped.Usage = o.Usage
 			o = *stopped
 		}
+		x.tel.End(o.Status, o.Error, o.Usage) // before the end is published: whoever sees it finds it counted
 		x.finish(o)
 		if o.Status == engine.StatusAwaiting && errors.Is(context.Cause(ctx), engine.ErrCancelled) {
 			// Cancelled while it paused: the wait it just recorded ends
@@ -127,6 +134,7 @@ func (x *execution) Emit(ctx context.Context, ev event.Event) {
 		return
 	}
 	x.stamp(&ev)
+	x.tel.Event(ev)
 	if ev.Type == event.Error {
 		x.errored = true
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/agentchat/agentchat/internal/engine"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/store"
+	"github.com/agentchat/agentchat/internal/telemetry"
 )
 
 // Errors the service returns besides the store's sentinels.
@@ -72,6 +73,8 @@ type Config struct {
 	SweepInterval time.Duration
 	// Compactor, when set, gives runs the compacted context (context.go).
 	Compactor *compaction.Compactor
+	// Telemetry receives the runs' metrics and spans; nil records nothing.
+	Telemetry *telemetry.Telemetry
 }
 
 // Service runs agents. Create it with New, stop it with Shutdown.
@@ -252,6 +255,7 @@ func (s *Service) Start(ctx context.Context, sc store.Scope, req StartRequest, f
 		userMsg = store.Message{}
 	}
 	x := s.newExecution(t, sc, r, last)
+	x.tel.Parent(ctx) // the run's span continues the request's trace
 	if follow {
 		q, err := s.bus.Subscribe(ctx, sc.Tenant, conv.ID, last)
 		if err != nil {
@@ -496,6 +500,7 @@ func (s *Service) resume(c store.Confirmation, clientRunID string) {
 	}
 	sc := store.Scope{Tenant: r.Tenant, User: r.Owner}
 	s.launch(x, func(ctx context.Context) engine.Outcome {
+		telemetry.Waited(ctx, c)
 		conv, err := s.st.GetConversation(ctx, sc, r.ConversationID)
 		if err != nil {
 			return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: "store_failed", Message: "The conversation could not be read."}}

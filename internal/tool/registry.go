@@ -51,6 +51,15 @@ type RegistryConfig struct {
 	Overrides map[string]Confirm
 	// Logger receives tool panics with their stacks. Nil discards.
 	Logger *slog.Logger
+	// Observer, when set, watches every call (metrics and traces).
+	Observer CallObserver
+}
+
+// CallObserver watches tool calls. ToolCall is called as a call begins and
+// returns the context the call runs in (carrying its span) and a function
+// the registry calls with the call's status when it ends.
+type CallObserver interface {
+	ToolCall(ctx context.Context, name string) (context.Context, func(status string))
 }
 
 // Validate reports the first bad field.
@@ -82,6 +91,7 @@ type Registry struct {
 	maxOutput      int
 	overrides      map[string]Confirm
 	log            *slog.Logger
+	observer       CallObserver
 
 	mu      sync.RWMutex
 	entries map[string]*entry
@@ -109,6 +119,7 @@ func NewRegistry(cfg RegistryConfig) (*Registry, error) {
 		maxOutput:      cmp.Or(cfg.MaxOutputBytes, DefaultMaxOutputBytes),
 		overrides:      maps.Clone(cfg.Overrides),
 		log:            log,
+		observer:       cfg.Observer,
 		entries:        make(map[string]*entry),
 		servers:        make(map[string]ServerStatus),
 	}, nil
@@ -209,6 +220,22 @@ func (r *Registry) effective(s Spec) Spec {
 // Call does not ask for confirmation: the run service checks Get(name).Confirm
 // and obtains approval before it calls.
 func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) Result {
+	if r.observer != nil {
+		// A name the model made up is not a label: series stay bounded.
+		label := name
+		if _, ok := r.Get(name); !ok {
+			label = "unknown"
+		}
+		var done func(string)
+		ctx, done = r.observer.ToolCall(ctx, label)
+		res := r.call(ctx, name, args)
+		done(string(res.Status))
+		return res
+	}
+	return r.call(ctx, name, args)
+}
+
+func (r *Registry) call(ctx context.Context, name string, args json.RawMessage) Result {
 	r.mu.RLock()
 	e, ok := r.entries[name]
 	r.mu.RUnlock()
