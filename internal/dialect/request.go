@@ -58,6 +58,11 @@ func DecodeJSON(body []byte, v any, mode int, allowEmpty bool) error {
 		}
 		return BadRequest("invalid_json", "the request body is empty; a JSON object is expected")
 	}
+	if bytes.Equal(bytes.TrimSpace(body), []byte("null")) {
+		// json.Decode takes null into a struct as "nothing", but null is
+		// not the object the API documents.
+		return BadRequest("invalid_json", "the request body must be a JSON object")
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if mode == Strict {
 		dec.DisallowUnknownFields()
