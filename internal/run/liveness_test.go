@@ -292,3 +292,56 @@ func TestCancelAsTheRunPauses(t *testing.T) {
 		t.Fatalf("confirmations %+v (%v)", list, err)
 	}
 }
+
+// A tool call interrupted by its executor's death ends failed, with a
+// readable reason, before the run's failed end (issue 11): no call stays
+// "running" in the timeline after its run ended.
+func TestTakeoverEndsTheCallsItFindsRunning(t *testing.T) {
+	t.Parallel()
+	st, b := openStore(t), newRetainingBus(t)
+	ctx := context.Background()
+	c, err := st.CreateConversation(ctx, alice, store.Conversation{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := st.CreateRun(ctx, alice, store.Run{ConversationID: c.ID, Input: "x", Status: store.RunRunning, LeaseOwner: "dead", LeaseEpoch: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := json.RawMessage(`{"url":"https://example.com"}`)
+	var evs []event.Event
+	for i, p := range []event.Payload{
+		event.ToolCallStartedData{ToolCallID: "call_1", Name: "http_get"},
+		event.ToolCallReadyData{ToolCallID: "call_1", Name: "http_get", Args: args},
+		event.ToolRunningData{ToolCallID: "call_1", Name: "http_get", Args: args},
+		event.ToolCallStartedData{ToolCallID: "call_2", Name: "calculator"},
+		event.ToolResultData{ToolCallID: "call_2", Name: "calculator", Status: event.ToolSuccess, Args: json.RawMessage(`{}`)},
+	} {
+		ev := event.New(p)
+		ev.Tenant, ev.Thread, ev.Run, ev.Seq, ev.Time, ev.Turn = "acme", c.ID, r.ID, int64(i+1), time.Now().UTC(), r.TurnID
+		evs = append(evs, ev)
+	}
+	if err := st.AppendEvents(ctx, evs); err != nil {
+		t.Fatal(err)
+	}
+	replica(t, "b", st, b, streaming(0))
+	if got := waitRun(t, st, r.ID, 10*time.Second, ended); got.Status != store.RunFailed {
+		t.Fatalf("run %+v", got)
+	}
+	_, timeline, err := replica(t, "c", st, b, streaming(0)).Timeline(ctx, alice, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []event.ToolResultData
+	for _, ev := range timeline {
+		if p, ok := ev.Payload.(event.ToolResultData); ok {
+			results = append(results, p)
+		}
+	}
+	if len(results) != 2 || results[1].ToolCallID != "call_1" || results[1].Status != event.ToolFailure || results[1].Error == "" || string(results[1].Args) != string(args) {
+		t.Fatalf("tool results %+v", results)
+	}
+	if n := len(timeline); timeline[n-2].Type != event.Error || !timeline[n-1].Terminal() {
+		t.Fatalf("timeline ends %s, %s", timeline[n-2].Type, timeline[n-1].Type)
+	}
+}
