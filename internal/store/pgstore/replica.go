@@ -14,6 +14,7 @@ import (
 func (s *Store) RegisterReplica(ctx context.Context, id string, until time.Time, sole bool) (int64, error) {
 	if sole {
 		if _, err := s.live.Exec(ctx, `UPDATE replicas SET alive_until = '-infinity' WHERE id <> $1`, id); err != nil {
+			s.live.Reset()
 			return 0, fmt.Errorf("register replica %s: %w", id, interpretError(err))
 		}
 	}
@@ -22,6 +23,7 @@ func (s *Store) RegisterReplica(ctx context.Context, id string, until time.Time,
 		ON CONFLICT (id) DO UPDATE SET epoch = replicas.epoch + 1, alive_until = excluded.alive_until
 		RETURNING epoch`, id, ms(until)).Scan(&epoch)
 	if err != nil {
+		s.live.Reset()
 		return 0, fmt.Errorf("register replica %s: %w", id, interpretError(err))
 	}
 	return epoch, nil
@@ -33,6 +35,10 @@ func (s *Store) RenewReplica(ctx context.Context, id string, epoch int64, at, un
 	tag, err := s.live.Exec(ctx, `UPDATE replicas SET alive_until = $3 WHERE id = $1 AND epoch = $2 AND alive_until >= $4`,
 		id, epoch, ms(until), ms(at))
 	if err != nil {
+		// The heartbeat's few connections may be dead ones (the network
+		// dropped them without a word): dial afresh next time rather than
+		// wait out another timeout on each.
+		s.live.Reset()
 		return fmt.Errorf("renew replica %s: %w", id, interpretError(err))
 	}
 	if tag.RowsAffected() == 0 {
