@@ -70,7 +70,10 @@ func DecodeJSON(body []byte, v any, mode int, allowEmpty bool) error {
 	if err := dec.Decode(v); err != nil {
 		return jsonError(err)
 	}
-	if dec.More() {
+	// More reports only another element of an enclosing array or object:
+	// after the top-level value, anything but the end (a stray "]", say)
+	// is data the object does not account for.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return BadRequest("invalid_json", "the request body has data after the JSON object")
 	}
 	return CheckJSONText(body)
