@@ -20,6 +20,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/llm"
 	"github.com/agentchat/agentchat/internal/store"
 )
@@ -84,7 +85,7 @@ func New(cfg Config) *Compactor {
 // automatic compaction), empty for a person's request: any active run then
 // refuses it with *store.BusyError. Too few messages is *NotNeededError,
 // and nothing is written.
-func (c *Compactor) Compact(ctx context.Context, sc store.Scope, conversationID, activeRunID string) (store.Compaction, error) {
+func (c *Compactor) Compact(ctx context.Context, sc chat.Scope, conversationID, activeRunID string) (store.Compaction, error) {
 	if activeRunID == "" {
 		if r, err := c.cfg.Store.ActiveRun(ctx, sc, conversationID); err == nil {
 			return store.Compaction{}, &store.BusyError{ActiveRunID: r.ID}
@@ -104,7 +105,7 @@ func (c *Compactor) Compact(ctx context.Context, sc store.Scope, conversationID,
 			Reason: fmt.Sprintf("the conversation has %d messages since its last compaction; compaction needs at least %d", len(current), c.cfg.MinMessages)}
 	}
 	cut := len(current) - c.cfg.Keep
-	for cut > 0 && current[cut].Role != store.RoleUser {
+	for cut > 0 && current[cut].Role != chat.RoleUser {
 		cut--
 	}
 	if cut <= 0 {
@@ -121,8 +122,8 @@ func (c *Compactor) Compact(ctx context.Context, sc store.Scope, conversationID,
 		ThroughID: last.ID, ThroughAt: last.CreatedAt}, archived, activeRunID)
 }
 
-func (c *Compactor) messages(ctx context.Context, sc store.Scope, conv string) ([]store.Message, error) {
-	var all []store.Message
+func (c *Compactor) messages(ctx context.Context, sc chat.Scope, conv string) ([]chat.Message, error) {
+	var all []chat.Message
 	cursor := ""
 	for {
 		page, next, err := c.cfg.Store.ListMessages(ctx, sc, conv, store.MessageFilter{}, store.Page{Limit: 500, Cursor: cursor})
@@ -138,14 +139,14 @@ func (c *Compactor) messages(ctx context.Context, sc store.Scope, conv string) (
 }
 
 // summarise asks the model for the summary of the previous summary and the archived messages.
-func (c *Compactor) summarise(ctx context.Context, previous string, msgs []store.Message) (string, error) {
+func (c *Compactor) summarise(ctx context.Context, previous string, msgs []chat.Message) (string, error) {
 	var b strings.Builder
 	if previous != "" {
 		fmt.Fprintf(&b, "summary: %s\n", oneLine(previous))
 	}
 	for _, m := range msgs {
 		text := m.Content
-		if m.Role == store.RoleTool {
+		if m.Role == chat.RoleTool {
 			text = m.ToolName + " returned " + text
 		}
 		if strings.TrimSpace(text) == "" {
@@ -177,7 +178,7 @@ func (c *Compactor) summarise(ctx context.Context, previous string, msgs []store
 
 // After returns the messages after the compaction's boundary (all of them
 // when c is the zero Compaction).
-func After(msgs []store.Message, c store.Compaction) []store.Message {
+func After(msgs []chat.Message, c store.Compaction) []chat.Message {
 	if c.ThroughID == "" {
 		return msgs
 	}
@@ -187,7 +188,7 @@ func After(msgs []store.Message, c store.Compaction) []store.Message {
 		}
 	}
 	// The boundary message is gone (regenerated away): compare by position.
-	var out []store.Message
+	var out []chat.Message
 	for _, m := range msgs {
 		if m.CreatedAt.After(c.ThroughAt) || (m.CreatedAt.Equal(c.ThroughAt) && m.ID > c.ThroughID) {
 			out = append(out, m)
@@ -198,13 +199,13 @@ func After(msgs []store.Message, c store.Compaction) []store.Message {
 
 // Apply is the context a turn sends: the summary, then the messages after
 // the boundary.
-func Apply(history []store.Message, c store.Compaction) []store.Message {
+func Apply(history []chat.Message, c store.Compaction) []chat.Message {
 	if c.ID == "" {
 		return history
 	}
 	rest := After(history, c)
-	out := make([]store.Message, 0, len(rest)+1)
-	out = append(out, store.Message{ID: c.ID, ConversationID: c.ConversationID, Role: store.RoleSystem,
+	out := make([]chat.Message, 0, len(rest)+1)
+	out = append(out, chat.Message{ID: c.ID, ConversationID: c.ConversationID, Role: chat.RoleSystem,
 		Content: SummaryHeader + "\n" + c.Summary, CreatedAt: c.CreatedAt})
 	return append(out, rest...)
 }
@@ -219,7 +220,7 @@ func Patch(c store.Compaction) json.RawMessage {
 }
 
 // Estimate is the context size in tokens, at four characters a token.
-func Estimate(msgs []store.Message) int {
+func Estimate(msgs []chat.Message) int {
 	n := 0
 	for _, m := range msgs {
 		n += utf8.RuneCountInString(m.Content) + len(m.Metadata)
@@ -231,7 +232,7 @@ func Estimate(msgs []store.Message) int {
 func (c *Compactor) ContextTokens() int { return c.cfg.ContextTokens }
 
 // Latest returns the conversation's compaction, the zero value when it has none.
-func (c *Compactor) Latest(ctx context.Context, sc store.Scope, conv string) (store.Compaction, error) {
+func (c *Compactor) Latest(ctx context.Context, sc chat.Scope, conv string) (store.Compaction, error) {
 	k, err := c.cfg.Store.LatestCompaction(ctx, sc, conv)
 	if errors.Is(err, store.ErrNotFound) {
 		return store.Compaction{}, nil

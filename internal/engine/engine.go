@@ -13,8 +13,8 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/event"
-	"github.com/agentchat/agentchat/internal/store"
 )
 
 // Host is what an engine may do to the run it executes. It is safe for
@@ -24,20 +24,20 @@ type Host interface {
 	// tenant, thread, run, seq and time, and the turn when empty.
 	Emit(ctx context.Context, ev event.Event)
 	// AppendMessage stores a message in the run's conversation.
-	AppendMessage(ctx context.Context, m store.Message) (store.Message, error)
+	AppendMessage(ctx context.Context, m chat.Message) (chat.Message, error)
 	// RequestConfirmation stores a pending confirmation for a tool call; the
 	// host fills in tenant, owner, run, conversation and expiry.
-	RequestConfirmation(ctx context.Context, c store.Confirmation) (store.Confirmation, error)
+	RequestConfirmation(ctx context.Context, c chat.Confirmation) (chat.Confirmation, error)
 }
 
 // Task is one execution of a run.
 type Task struct {
-	Scope        store.Scope
-	Run          store.Run
-	Conversation store.Conversation
+	Scope        chat.Scope
+	Run          chat.Run
+	Conversation chat.Conversation
 	// History is the conversation's stored messages up to and including this
 	// run's user message (and, on resume, what the run stored since).
-	History []store.Message
+	History []chat.Message
 	// Resume, when set, continues a paused run after a decision.
 	Resume *Resume
 	// Options carry request-level choices (frontend tools, forwarded properties).
@@ -46,7 +46,7 @@ type Task struct {
 
 // Resume is a decided confirmation that continues a paused run.
 type Resume struct {
-	Confirmation store.Confirmation
+	Confirmation chat.Confirmation
 	// ClientRunID is the run id the deciding client chose for the
 	// continuation (AG-UI), carried on the run.resumed event; may be empty.
 	ClientRunID string
@@ -99,7 +99,7 @@ const (
 	StatusSucceeded = event.StatusSucceeded
 	StatusFailed    = event.StatusFailed
 	StatusCancelled = event.StatusCancelled
-	StatusAwaiting  = store.RunAwaitingInput
+	StatusAwaiting  = chat.RunAwaitingInput
 )
 
 // Outcome is how an execution ended.

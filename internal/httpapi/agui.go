@@ -40,6 +40,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/dialect/agui"
 	"github.com/agentchat/agentchat/internal/engine"
 	"github.com/agentchat/agentchat/internal/event"
@@ -153,7 +154,7 @@ func aguiStartErr(err error) error {
 // newInput fills req from the newest message of the input: a user message
 // (text, or text and images) or the tool messages that answer the thread's
 // pending frontend tool calls.
-func (s *Server) newInput(ctx context.Context, sc store.Scope, msgs []aguiMessage, req *run.StartRequest) error {
+func (s *Server) newInput(ctx context.Context, sc chat.Scope, msgs []aguiMessage, req *run.StartRequest) error {
 	if len(msgs) == 0 {
 		return apiErr(http.StatusUnprocessableEntity, "invalid_input", "field \"messages\" must end with a user message or tool results")
 	}
@@ -267,7 +268,7 @@ type storedCall struct {
 // toolResults turns the input's trailing tool messages into the stored
 // tool messages that answer the thread's open calls: those of its last
 // assistant message with tool calls that have no result yet.
-func (s *Server) toolResults(ctx context.Context, sc store.Scope, thread string, msgs []aguiMessage) ([]store.Message, error) {
+func (s *Server) toolResults(ctx context.Context, sc chat.Scope, thread string, msgs []aguiMessage) ([]chat.Message, error) {
 	stored, err := s.allMessages(ctx, sc, thread)
 	if err != nil {
 		return nil, err
@@ -275,9 +276,9 @@ func (s *Server) toolResults(ctx context.Context, sc store.Scope, thread string,
 	open := map[string]storedCall{}
 	for _, m := range stored {
 		switch m.Role {
-		case store.RoleUser:
+		case chat.RoleUser:
 			clear(open)
-		case store.RoleAssistant:
+		case chat.RoleAssistant:
 			var meta struct {
 				ToolCalls []storedCall `json:"toolCalls"`
 			}
@@ -287,11 +288,11 @@ func (s *Server) toolResults(ctx context.Context, sc store.Scope, thread string,
 					open[c.ID] = c
 				}
 			}
-		case store.RoleTool:
+		case chat.RoleTool:
 			delete(open, m.ToolCallID)
 		}
 	}
-	var out []store.Message
+	var out []chat.Message
 	for _, m := range msgs {
 		c, ok := open[m.ToolCallID]
 		if !ok {
@@ -320,7 +321,7 @@ func (s *Server) toolResults(ctx context.Context, sc store.Scope, thread string,
 			rec["error"] = m.Error
 		}
 		meta, _ := json.Marshal(rec)
-		out = append(out, store.Message{Role: store.RoleTool, Content: content, Metadata: meta, ToolName: c.Name, ToolCallID: c.ID})
+		out = append(out, chat.Message{Role: chat.RoleTool, Content: content, Metadata: meta, ToolName: c.Name, ToolCallID: c.ID})
 	}
 	if len(out) == 0 {
 		return nil, apiErr(http.StatusUnprocessableEntity, "no_pending_tool_call", "the input ends with tool messages, but none answers a tool call the thread is waiting for")
@@ -329,8 +330,8 @@ func (s *Server) toolResults(ctx context.Context, sc store.Scope, thread string,
 }
 
 // allMessages reads a thread's messages, oldest first.
-func (s *Server) allMessages(ctx context.Context, sc store.Scope, thread string) ([]store.Message, error) {
-	var all []store.Message
+func (s *Server) allMessages(ctx context.Context, sc chat.Scope, thread string) ([]chat.Message, error) {
+	var all []chat.Message
 	p := store.Page{Limit: 500}
 	for {
 		page, next, err := s.st.ListMessages(ctx, sc, thread, store.MessageFilter{}, p)
@@ -382,8 +383,8 @@ func (s *Server) aguiResume(w http.ResponseWriter, r *http.Request, in runAgentI
 		return err
 	}
 	type answer struct {
-		c         store.Confirmation
-		d         store.Decision
+		c         chat.Confirmation
+		d         chat.Decision
 		cancelled bool
 	}
 	var answers []answer
@@ -402,7 +403,7 @@ func (s *Server) aguiResume(w http.ResponseWriter, r *http.Request, in runAgentI
 		answers = append(answers, answer{c, d, e.Status == "cancelled"})
 	}
 	if in.RunID == "" {
-		in.RunID = store.NewID() // the continuation is named here, so the 202 can tell it
+		in.RunID = chat.NewID() // the continuation is named here, so the 202 can tell it
 	}
 	for _, a := range answers {
 		c, err := s.runs.DecideFor(ctx, sc, a.c.ID, a.d, in.RunID)
@@ -455,19 +456,19 @@ func (s *Server) aguiResume(w http.ResponseWriter, r *http.Request, in runAgentI
 }
 
 // resumeDecision reads one resume entry as a decision.
-func resumeDecision(i int, e resumeEntry) (store.Decision, error) {
+func resumeDecision(i int, e resumeEntry) (chat.Decision, error) {
 	bad := func(format string, a ...any) error {
 		return apiErr(http.StatusUnprocessableEntity, "invalid_resume", "resume[%d]: "+format, append([]any{i}, a...)...)
 	}
 	if e.InterruptID == "" {
-		return store.Decision{}, bad("interruptId is required")
+		return chat.Decision{}, bad("interruptId is required")
 	}
 	switch e.Status {
 	case "cancelled":
-		return store.Decision{Status: store.ConfirmRejected, Reason: "cancelled"}, nil
+		return chat.Decision{Status: chat.ConfirmRejected, Reason: "cancelled"}, nil
 	case "resolved":
 	default:
-		return store.Decision{}, bad("status must be \"resolved\" or \"cancelled\"")
+		return chat.Decision{}, bad("status must be \"resolved\" or \"cancelled\"")
 	}
 	var p struct {
 		Approved *bool           `json:"approved"`
@@ -475,20 +476,20 @@ func resumeDecision(i int, e resumeEntry) (store.Decision, error) {
 		Reason   string          `json:"reason"`
 	}
 	if json.Unmarshal(e.Payload, &p) != nil || p.Approved == nil {
-		return store.Decision{}, bad("payload must be {\"approved\": true|false, \"args\"?: {…}}")
+		return chat.Decision{}, bad("payload must be {\"approved\": true|false, \"args\"?: {…}}")
 	}
-	d := store.Decision{Status: store.ConfirmRejected, Reason: p.Reason}
+	d := chat.Decision{Status: chat.ConfirmRejected, Reason: p.Reason}
 	if *p.Approved {
-		d.Status = store.ConfirmApproved
+		d.Status = chat.ConfirmApproved
 	}
 	if a := bytes.TrimSpace(p.Args); len(a) > 0 && string(a) != "null" {
 		if _, ok := aguiObject(a); !ok {
-			return store.Decision{}, bad("payload.args must be an object")
+			return chat.Decision{}, bad("payload.args must be an object")
 		}
 		d.Args = a
 	}
 	if len(d.Reason) > 2000 {
-		return store.Decision{}, bad("payload.reason is longer than 2000 characters")
+		return chat.Decision{}, bad("payload.reason is longer than 2000 characters")
 	}
 	return d, nil
 }
@@ -536,7 +537,7 @@ func (s *Server) aguiEvents(w http.ResponseWriter, r *http.Request) error {
 // stream opened before this call has written the local log out; an id whose
 // event is not (yet) in the log leaves enc unprimed, and it then opens the
 // run with a RUN_STARTED of its own.
-func (s *Server) primeAGUI(ctx context.Context, sc store.Scope, thread string, after int64, enc *agui.Encoder) {
+func (s *Server) primeAGUI(ctx context.Context, sc chat.Scope, thread string, after int64, enc *agui.Encoder) {
 	at, err := s.st.ListEvents(ctx, sc, thread, "", after-1, after, 1)
 	if err != nil || len(at) == 0 {
 		return

@@ -12,6 +12,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/config"
 	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/store"
@@ -28,14 +29,14 @@ type Authenticator struct {
 
 type staticToken struct {
 	digest [sha256.Size]byte
-	scope  store.Scope
+	scope  chat.Scope
 }
 
 // NewAuthenticator builds an authenticator from static tokens and an HS256 secret.
 func NewAuthenticator(tokens []config.Token, jwtSecret string) *Authenticator {
 	a := &Authenticator{jwtSecret: []byte(jwtSecret), now: time.Now}
 	for _, t := range tokens {
-		a.static = append(a.static, staticToken{sha256.Sum256([]byte(t.Token)), store.Scope{Tenant: t.Tenant, User: t.User}})
+		a.static = append(a.static, staticToken{sha256.Sum256([]byte(t.Token)), chat.Scope{Tenant: t.Tenant, User: t.User}})
 	}
 	return a
 }
@@ -43,12 +44,12 @@ func NewAuthenticator(tokens []config.Token, jwtSecret string) *Authenticator {
 var errBadToken = errors.New("bad token")
 
 // Authenticate returns the principal of a token.
-func (a *Authenticator) Authenticate(token string) (store.Scope, error) {
+func (a *Authenticator) Authenticate(token string) (chat.Scope, error) {
 	if token == "" {
-		return store.Scope{}, errBadToken
+		return chat.Scope{}, errBadToken
 	}
 	d := sha256.Sum256([]byte(token))
-	var found store.Scope
+	var found chat.Scope
 	match := 0
 	for _, t := range a.static {
 		eq := subtle.ConstantTimeCompare(d[:], t.digest[:])
@@ -61,7 +62,7 @@ func (a *Authenticator) Authenticate(token string) (store.Scope, error) {
 		return found, nil
 	}
 	if len(a.jwtSecret) == 0 || strings.Count(token, ".") != 2 {
-		return store.Scope{}, errBadToken
+		return chat.Scope{}, errBadToken
 	}
 	var claims struct {
 		Tenant string `json:"tenant"`
@@ -70,9 +71,9 @@ func (a *Authenticator) Authenticate(token string) (store.Scope, error) {
 	_, err := jwt.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return a.jwtSecret, nil },
 		jwt.WithValidMethods([]string{"HS256"}), jwt.WithExpirationRequired(), jwt.WithTimeFunc(a.now), jwt.WithLeeway(30*time.Second))
 	if err != nil || claims.Subject == "" || claims.Tenant == "" || !validClaims(token, claims.Tenant, claims.Subject) {
-		return store.Scope{}, errBadToken
+		return chat.Scope{}, errBadToken
 	}
-	return store.Scope{Tenant: claims.Tenant, User: claims.Subject}, nil
+	return chat.Scope{Tenant: claims.Tenant, User: claims.Subject}, nil
 }
 
 // bearerToken reads an Authorization header of the Bearer scheme (its name
@@ -109,8 +110,8 @@ func validClaims(token, tenant, subject string) bool {
 type scopeKey struct{}
 
 // scopeOf is the authenticated principal of a request.
-func scopeOf(ctx context.Context) store.Scope {
-	s, _ := ctx.Value(scopeKey{}).(store.Scope)
+func scopeOf(ctx context.Context) chat.Scope {
+	s, _ := ctx.Value(scopeKey{}).(chat.Scope)
 	return s
 }
 

@@ -6,9 +6,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/dialect/chain"
 	"github.com/agentchat/agentchat/internal/run"
-	"github.com/agentchat/agentchat/internal/store"
 )
 
 // chainStream serves GET and POST /v1/chain/stream (seed 003): it starts a
@@ -33,7 +33,7 @@ func (s *Server) chainStream(w http.ResponseWriter, r *http.Request) error {
 		}
 		writeHeader(w, chain.Header())
 		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(chain.Rejection(nil, req.Steps(), s.chainHardLimit, store.NewID(), time.Now()))
+		_, _ = w.Write(chain.Rejection(nil, req.Steps(), s.chainHardLimit, chat.NewID(), time.Now()))
 		return nil
 	}
 	if req.RunID != "" || after > 0 {
@@ -53,9 +53,9 @@ func (s *Server) chainStream(w http.ResponseWriter, r *http.Request) error {
 // numbers are counted from there) and follows it live, writing the frames
 // after `after`. A finished chain the client has every frame of answers
 // 204, which tells an EventSource not to reconnect again.
-func (s *Server) chainAttach(w http.ResponseWriter, r *http.Request, sc store.Scope, req chain.Request, after int64) error {
+func (s *Server) chainAttach(w http.ResponseWriter, r *http.Request, sc chat.Scope, req chain.Request, after int64) error {
 	ctx := r.Context()
-	var target store.Run
+	var target chat.Run
 	var err error
 	if req.RunID != "" {
 		target, err = s.runs.Get(ctx, sc, req.RunID)
@@ -65,7 +65,7 @@ func (s *Server) chainAttach(w http.ResponseWriter, r *http.Request, sc store.Sc
 	if err != nil {
 		return runErr(err)
 	}
-	if !store.Active(target.Status) && after > 0 {
+	if !chat.Active(target.Status) && after > 0 {
 		_, evs, err := s.runs.Timeline(ctx, sc, target.ID)
 		if err != nil {
 			return runErr(err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/store"
 )
 
@@ -27,7 +28,7 @@ var clientNamespace = uuid.MustParse("5b0c6a56-2f0e-4c59-9f4e-2b7c8e4f6a10")
 // clientConversation returns the conversation a client-chosen name means
 // for the principal, and whether it exists; when it does not, id is the one
 // to create it with.
-func (s *Server) clientConversation(ctx context.Context, sc store.Scope, name string) (id string, exists bool, err error) {
+func (s *Server) clientConversation(ctx context.Context, sc chat.Scope, name string) (id string, exists bool, err error) {
 	derived := uuid.NewSHA1(clientNamespace, []byte(sc.Tenant+"\x00"+sc.User+"\x00"+name)).String()
 	for _, id := range []string{name, derived} {
 		_, err := s.st.GetConversation(ctx, sc, id)
@@ -42,7 +43,7 @@ func (s *Server) clientConversation(ctx context.Context, sc store.Scope, name st
 }
 
 // clientThread is the existing conversation a threadId means, or 404.
-func (s *Server) clientThread(ctx context.Context, sc store.Scope, threadID string) (string, error) {
+func (s *Server) clientThread(ctx context.Context, sc chat.Scope, threadID string) (string, error) {
 	if !possibleID(threadID) {
 		return "", notFound("thread_not_found", "thread")
 	}

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/compaction"
 	"github.com/agentchat/agentchat/internal/engine/local"
 	"github.com/agentchat/agentchat/internal/llm"
@@ -276,7 +277,7 @@ func TestKnowledgeDocumentTooLarge(t *testing.T) {
 	big := strings.Repeat("字", 30000)
 	e.apiError(req{method: "POST", path: "/v1/knowledge/documents", token: alice, body: map[string]any{"source": "big.txt", "text": big}}, 413, "body_too_large")
 	small := retrieval.New(retrieval.Config{MaxDocBytes: 10})
-	if _, err := small.AddDocument(t.Context(), store.Scope{}, retrieval.DocumentInput{Source: "a", Text: strings.Repeat("x", 11)}); err != retrieval.ErrTooLarge {
+	if _, err := small.AddDocument(t.Context(), chat.Scope{}, retrieval.DocumentInput{Source: "a", Text: strings.Repeat("x", 11)}); err != retrieval.ErrTooLarge {
 		t.Fatalf("err %v", err)
 	}
 }
@@ -594,7 +595,7 @@ func TestPayloadReferenceScenarios(t *testing.T) {
 		created, _ := find(fs, "conversation.created")
 		conv := created.Data["conversationId"].(string)
 		st := e.store // the backend under test
-		sc := store.Scope{Tenant: "acme", User: "alice"}
+		sc := chat.Scope{Tenant: "acme", User: "alice"}
 		raw, _, err := st.ListMessages(t.Context(), sc, conv, store.MessageFilter{ToolName: "make_chart"}, store.Page{Limit: 10})
 		if err != nil || len(raw) != 1 || !bytes.Contains(raw[0].Metadata, []byte(`"tool_agent_output":{"_ref":"`)) {
 			t.Fatalf("stored %s (%v)", raw, err)
@@ -622,7 +623,7 @@ func TestPayloadReferenceScenarios(t *testing.T) {
 			json.Unmarshal(msgs[1].Metadata, &meta)
 			// A message whose blob is missing (a bad restore, a lost row).
 			missing := "0190a1b2-0000-7000-8000-000000000000"
-			if _, err := st.AppendMessage(t.Context(), sc, store.Message{ConversationID: conv, Role: store.RoleTool, ToolName: "make_chart", ToolCallID: "call-lost",
+			if _, err := st.AppendMessage(t.Context(), sc, chat.Message{ConversationID: conv, Role: chat.RoleTool, ToolName: "make_chart", ToolCallID: "call-lost",
 				Content: "Made the chart.", Metadata: json.RawMessage(`{"tool_name":"make_chart","status":"success","tool_agent_output":{"_ref":"` + missing + `"}}`)}); err != nil {
 				t.Fatal(err)
 			}

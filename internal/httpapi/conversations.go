@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/payload"
 	"github.com/agentchat/agentchat/internal/store"
@@ -23,7 +24,7 @@ type conversationView struct {
 	UpdatedAt string `json:"updatedAt"`
 }
 
-func viewConversation(c store.Conversation) conversationView {
+func viewConversation(c chat.Conversation) conversationView {
 	return conversationView{ID: c.ID, Title: c.Title, CreatedAt: dialect.Millis(c.CreatedAt), UpdatedAt: dialect.Millis(c.UpdatedAt)}
 }
 
@@ -39,7 +40,7 @@ type messageView struct {
 	CreatedAt      string          `json:"createdAt"`
 }
 
-func viewMessage(m store.Message) messageView {
+func viewMessage(m chat.Message) messageView {
 	return messageView{ID: m.ID, ConversationID: m.ConversationID, Role: m.Role, Content: m.Content, Parts: m.Parts,
 		Metadata: m.Metadata, RunID: m.RunID, CreatedAt: dialect.Millis(m.CreatedAt)}
 }
@@ -63,7 +64,7 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	c, err := s.st.CreateConversation(r.Context(), scopeOf(r.Context()), store.Conversation{Title: title})
+	c, err := s.st.CreateConversation(r.Context(), scopeOf(r.Context()), chat.Conversation{Title: title})
 	if err != nil {
 		return err
 	}

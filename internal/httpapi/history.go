@@ -24,11 +24,11 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/dialect/agui"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/payload"
-	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/uischema"
 )
 
@@ -118,7 +118,7 @@ func (s *Server) aguiHistory(w http.ResponseWriter, r *http.Request) error {
 	}
 
 	loc := s.historyLoc
-	dayOf := func(m store.Message) string { return m.CreatedAt.In(loc).Format(dayLayout) }
+	dayOf := func(m chat.Message) string { return m.CreatedAt.In(loc).Format(dayLayout) }
 	day := ""
 	for _, m := range msgs {
 		if d := dayOf(m); (before == "" || d < before) && d > day {
@@ -127,7 +127,7 @@ func (s *Server) aguiHistory(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := historySnapshot{Scope: "history_day", ThreadID: name, Day: day, Messages: []historyMessage{},
 		LastEventID: strconv.FormatInt(last, 10), TimeZone: loc.String()}
-	var page []store.Message
+	var page []chat.Message
 	for _, m := range msgs {
 		switch d := dayOf(m); {
 		case d == day:
@@ -148,7 +148,7 @@ func (s *Server) aguiHistory(w http.ResponseWriter, r *http.Request) error {
 // indexRuns replays the events of the runs behind msgs to learn the AG-UI
 // runId of each message. A run whose events are gone (retention) is left
 // out; its messages fall back to the run's id.
-func (s *Server) indexRuns(r *http.Request, sc store.Scope, msgs []store.Message) agui.RunIndex {
+func (s *Server) indexRuns(r *http.Request, sc chat.Scope, msgs []chat.Message) agui.RunIndex {
 	var runs []string
 	for _, m := range msgs {
 		if m.RunID != "" && !slices.Contains(runs, m.RunID) {
@@ -168,16 +168,16 @@ func (s *Server) indexRuns(r *http.Request, sc store.Scope, msgs []store.Message
 	return agui.IndexRuns(evs)
 }
 
-func viewHistoryMessage(m store.Message, ix agui.RunIndex) historyMessage {
+func viewHistoryMessage(m chat.Message, ix agui.RunIndex) historyMessage {
 	v := historyMessage{ID: m.ID, MessageID: m.ID, Role: m.Role, Content: m.Content, TaskID: m.RunID,
 		CreatedAt: dialect.Millis(m.CreatedAt), RunID: aguiOr(ix.Runs[m.RunID], m.RunID)}
 	if id, ok := ix.Messages[m.ID]; ok {
 		v.RunID = id
 	}
 	switch m.Role {
-	case store.RoleUser:
+	case chat.RoleUser:
 		v.Parts = m.Parts
-	case store.RoleAssistant:
+	case chat.RoleAssistant:
 		var meta assistantMeta
 		_ = json.Unmarshal(m.Metadata, &meta)
 		for _, c := range meta.ToolCalls {
@@ -194,7 +194,7 @@ func viewHistoryMessage(m store.Message, ix agui.RunIndex) historyMessage {
 		a := agui.Result(event.MessageCompletedData{MessageID: m.ID, Role: m.Role, Content: m.Content, Partial: meta.Partial, Answer: meta.Answer})
 		v.historyResult = &historyResult{Status: a.Status, Answer: a.Answer, KeyPoints: a.KeyPoints, ResultType: a.ResultType,
 			SuggestedActions: a.SuggestedActions, UISchema: uischema.Compile(a.UIHints, a)}
-	case store.RoleTool:
+	case chat.RoleTool:
 		v.ToolCallID = m.ToolCallID
 		v.Metadata = toolMetadata(m)
 	}
@@ -203,7 +203,7 @@ func viewHistoryMessage(m store.Message, ix agui.RunIndex) historyMessage {
 
 // toolMetadata is a tool message's seed record; tool_agent_output, the full
 // output, is the content itself when the tool gave nothing structured.
-func toolMetadata(m store.Message) json.RawMessage {
+func toolMetadata(m chat.Message) json.RawMessage {
 	meta := map[string]json.RawMessage{}
 	_ = json.Unmarshal(m.Metadata, &meta)
 	if out := meta["tool_agent_output"]; len(out) == 0 || string(out) == "null" {

@@ -11,12 +11,12 @@ import (
 	"time"
 	_ "time/tzdata" // the zones below load on hosts without a zone database
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/config"
 	"github.com/agentchat/agentchat/internal/dialect/agui/aguitest"
 	"github.com/agentchat/agentchat/internal/httpapi"
 	"github.com/agentchat/agentchat/internal/llm/llmtest"
 	"github.com/agentchat/agentchat/internal/llm/openai"
-	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/tool/builtin"
 )
 
@@ -53,9 +53,9 @@ func contents(h map[string]any) []string {
 func TestHistoryDaysInAZone(t *testing.T) {
 	t.Parallel()
 	e := setup(t, options{})
-	sc := store.Scope{Tenant: "acme", User: "alice"}
+	sc := chat.Scope{Tenant: "acme", User: "alice"}
 	ctx := context.Background()
-	if _, err := e.store.CreateConversation(ctx, sc, store.Conversation{ID: "t-days", Title: "days"}); err != nil {
+	if _, err := e.store.CreateConversation(ctx, sc, chat.Conversation{ID: "t-days", Title: "days"}); err != nil {
 		t.Fatal(err)
 	}
 	// 15:30Z is 23:30 in Shanghai (UTC+8), 16:30Z already the next day there.
@@ -69,7 +69,7 @@ func TestHistoryDaysInAZone(t *testing.T) {
 		{"2026-03-16T02:00:00Z", "morning of the sixteenth"},
 	} {
 		at, _ := time.Parse(time.RFC3339, m.at)
-		if _, err := e.store.AppendMessage(ctx, sc, store.Message{ConversationID: "t-days", Role: store.RoleUser, Content: m.text, CreatedAt: at}); err != nil {
+		if _, err := e.store.AppendMessage(ctx, sc, chat.Message{ConversationID: "t-days", Role: chat.RoleUser, Content: m.text, CreatedAt: at}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/dialect/conversation"
 	"github.com/agentchat/agentchat/internal/dialect/native"
@@ -28,7 +29,7 @@ type runView struct {
 	EndedAt        string `json:"endedAt,omitempty"`
 }
 
-func viewRun(r store.Run) runView {
+func viewRun(r chat.Run) runView {
 	v := runView{ID: r.ID, ConversationID: r.ConversationID, TurnID: r.TurnID, Status: r.Status, Input: r.Input, Engine: r.Engine,
 		Model: r.Model, Usage: r.Usage, CreatedAt: dialect.Millis(r.CreatedAt), StartedAt: dialect.Millis(r.StartedAt), EndedAt: millisOrEmpty(r.EndedAt)}
 	if r.Error != nil {
@@ -175,7 +176,7 @@ type confirmationView struct {
 	DecidedAt      string          `json:"decidedAt,omitempty"`
 }
 
-func viewConfirmation(c store.Confirmation) confirmationView {
+func viewConfirmation(c chat.Confirmation) confirmationView {
 	return confirmationView{ID: c.ID, RunID: c.RunID, ConversationID: c.ConversationID, ToolCallID: c.ToolCallID, ToolName: c.ToolName,
 		Args: c.Args, Status: c.Status, DecidedArgs: c.DecidedArgs, Reason: c.Reason, CreatedAt: dialect.Millis(c.CreatedAt),
 		ExpiresAt: dialect.Millis(c.ExpiresAt), DecidedAt: millisOrEmpty(c.DecidedAt)}
@@ -193,9 +194,9 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) error {
 	var status string
 	switch body.Decision {
 	case "approve":
-		status = store.ConfirmApproved
+		status = chat.ConfirmApproved
 	case "reject":
-		status = store.ConfirmRejected
+		status = chat.ConfirmRejected
 	default:
 		return apiErr(http.StatusUnprocessableEntity, "invalid_field", "field \"decision\" must be \"approve\" or \"reject\"")
 	}
@@ -210,7 +211,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) error {
 	if len(body.Reason) > 2000 {
 		return apiErr(http.StatusUnprocessableEntity, "invalid_field", "field \"reason\" is longer than 2000 characters")
 	}
-	c, err := s.runs.Decide(r.Context(), scopeOf(r.Context()), r.PathValue("id"), store.Decision{Status: status, Args: body.Args, Reason: body.Reason})
+	c, err := s.runs.Decide(r.Context(), scopeOf(r.Context()), r.PathValue("id"), chat.Decision{Status: status, Args: body.Args, Reason: body.Reason})
 	switch {
 	case errors.Is(err, store.ErrRunEnded):
 		return apiErr(http.StatusConflict, "confirmation_run_ended", "the run this confirmation belongs to has ended; nothing will run")
@@ -229,7 +230,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) listConfirmations(w http.ResponseWriter, r *http.Request) error {
 	status := r.URL.Query().Get("status")
 	switch status {
-	case "", store.ConfirmPending, store.ConfirmApproved, store.ConfirmRejected, store.ConfirmExpired, store.ConfirmCancelled:
+	case "", chat.ConfirmPending, chat.ConfirmApproved, chat.ConfirmRejected, chat.ConfirmExpired, chat.ConfirmCancelled:
 	default:
 		return apiErr(http.StatusBadRequest, "invalid_status", "status must be pending, approved, rejected, expired or cancelled")
 	}

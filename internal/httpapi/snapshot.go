@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/dialect/agui"
 	"github.com/agentchat/agentchat/internal/store"
 )
@@ -14,7 +15,7 @@ import (
 // messages, sent first on a thread stream when the client asks for it
 // (?snapshot=messages). Its id is the seq the snapshot reflects, so a client
 // that reconnects from it misses nothing.
-func (s *Server) messagesSnapshot(ctx context.Context, sc store.Scope, thread string, seq int64) ([]byte, error) {
+func (s *Server) messagesSnapshot(ctx context.Context, sc chat.Scope, thread string, seq int64) ([]byte, error) {
 	var out []agui.Message
 	cursor := ""
 	for {
@@ -33,12 +34,12 @@ func (s *Server) messagesSnapshot(ctx context.Context, sc store.Scope, thread st
 
 // snapshotMessage gives a stored message AG-UI's message shape; an assistant's
 // tool calls come from its metadata, where the agent loop records them.
-func snapshotMessage(m store.Message) agui.Message {
+func snapshotMessage(m chat.Message) agui.Message {
 	out := agui.Message{ID: m.ID, Role: m.Role, Content: m.Content}
 	switch m.Role {
-	case store.RoleTool:
+	case chat.RoleTool:
 		out.ToolCallID = m.ToolCallID
-	case store.RoleAssistant:
+	case chat.RoleAssistant:
 		var meta struct {
 			ToolCalls []struct {
 				ID        string          `json:"id"`

@@ -27,6 +27,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/dialect/vercel"
 	"github.com/agentchat/agentchat/internal/event"
@@ -168,11 +169,11 @@ func (s *Server) vercelResume(w http.ResponseWriter, r *http.Request) error {
 
 // vercelContinue applies the decisions in the assistant message msg and
 // streams its run's continuation as the same message.
-func (s *Server) vercelContinue(w http.ResponseWriter, r *http.Request, sc store.Scope, convID string, msg uiMessage) error {
+func (s *Server) vercelContinue(w http.ResponseWriter, r *http.Request, sc chat.Scope, convID string, msg uiMessage) error {
 	ctx := r.Context()
 	type decision struct {
 		id string
-		d  store.Decision
+		d  chat.Decision
 	}
 	var decisions []decision
 	runID := ""
@@ -203,11 +204,11 @@ func (s *Server) vercelContinue(w http.ResponseWriter, r *http.Request, sc store
 			return apiErr(http.StatusUnprocessableEntity, "invalid_field", "the approvals in one message must belong to one run")
 		}
 		runID = c.RunID
-		status := store.ConfirmRejected
+		status := chat.ConfirmRejected
 		if *p.Approval.Approved {
-			status = store.ConfirmApproved
+			status = chat.ConfirmApproved
 		}
-		decisions = append(decisions, decision{c.ID, store.Decision{Status: status, Reason: p.Approval.Reason}})
+		decisions = append(decisions, decision{c.ID, chat.Decision{Status: status, Reason: p.Approval.Reason}})
 		pw.open[c.ToolCallID] = true
 	}
 	for _, d := range decisions {
@@ -241,7 +242,7 @@ func (s *Server) vercelContinue(w http.ResponseWriter, r *http.Request, sc store
 // continuationPoint is the seq after which a run's continuation begins: just
 // before the run.resumed that follows the confirmation's wait, or, while the
 // run has not resumed yet, after its last event (the pause).
-func (s *Server) continuationPoint(ctx context.Context, sc store.Scope, runID, confirmationID string) (int64, error) {
+func (s *Server) continuationPoint(ctx context.Context, sc chat.Scope, runID, confirmationID string) (int64, error) {
 	_, evs, err := s.runs.Timeline(ctx, sc, runID)
 	if err != nil {
 		return 0, err
@@ -268,13 +269,13 @@ func (s *Server) continuationPoint(ctx context.Context, sc store.Scope, runID, c
 // vercelRegenerate answers the chat's last user message again in a new run
 // (trigger regenerate-message). The answer it replaces stays stored as the
 // previous version; the new run's context leaves it out.
-func (s *Server) vercelRegenerate(w http.ResponseWriter, r *http.Request, sc store.Scope, convID string, body uiRequest) error {
+func (s *Server) vercelRegenerate(w http.ResponseWriter, r *http.Request, sc chat.Scope, convID string, body uiRequest) error {
 	ctx := r.Context()
 	runs, err := s.st.ListRuns(ctx, sc, convID)
 	if err != nil {
 		return conversationErr(err)
 	}
-	var old store.Run
+	var old chat.Run
 	for i := len(runs) - 1; i >= 0; i-- {
 		if body.MessageID == "" || runs[i].ID == body.MessageID {
 			old = runs[i]
@@ -292,7 +293,7 @@ func (s *Server) vercelRegenerate(w http.ResponseWriter, r *http.Request, sc sto
 		return err
 	}
 	input, parts := old.Input, json.RawMessage(nil)
-	if len(msgs) > 0 && msgs[0].Role == store.RoleUser {
+	if len(msgs) > 0 && msgs[0].Role == chat.RoleUser {
 		input, parts = msgs[0].Content, msgs[0].Parts
 	}
 	return s.startReplacing(w, r, sc, convID, old.ID, run.StartRequest{Input: input, Parts: parts, Engine: body.Engine})
@@ -302,7 +303,7 @@ func (s *Server) vercelRegenerate(w http.ResponseWriter, r *http.Request, sc sto
 // an earlier user message (messageId names the last message, a user's,
 // after the client dropped what followed it): the run after the assistant
 // message before it, or the chat's first run.
-func (s *Server) editedRun(ctx context.Context, sc store.Scope, convID string, body uiRequest) (string, error) {
+func (s *Server) editedRun(ctx context.Context, sc chat.Scope, convID string, body uiRequest) (string, error) {
 	n := len(body.Messages)
 	if body.Trigger == triggerRegenerate || body.MessageID == "" || n == 0 ||
 		body.Messages[n-1].ID != body.MessageID || body.Messages[n-1].Role != "user" {
@@ -335,7 +336,7 @@ func (s *Server) editedRun(ctx context.Context, sc store.Scope, convID string, b
 
 // startReplacing starts a run that replaces the answers of run old and of
 // the runs after it (regenerate-message, or an edited user message).
-func (s *Server) startReplacing(w http.ResponseWriter, r *http.Request, sc store.Scope, convID, old string, req run.StartRequest) error {
+func (s *Server) startReplacing(w http.ResponseWriter, r *http.Request, sc chat.Scope, convID, old string, req run.StartRequest) error {
 	req.ConversationID, req.Regenerates = convID, old
 	started, err := s.runs.Start(r.Context(), sc, req, true)
 	if err != nil {
@@ -417,7 +418,7 @@ func (p *pauseWatch) paused() bool { return len(p.open) == 0 && len(p.awaiting) 
 // (which must exist), or its chat id. exists is false for a chat not seen
 // before (convID is then the id to create it with) and for a request naming
 // neither (convID "").
-func (s *Server) vercelConversation(ctx context.Context, sc store.Scope, body uiRequest) (convID string, exists bool, err error) {
+func (s *Server) vercelConversation(ctx context.Context, sc chat.Scope, body uiRequest) (convID string, exists bool, err error) {
 	switch {
 	case body.ConversationID != "":
 		if _, err := s.st.GetConversation(ctx, sc, body.ConversationID); err != nil {

@@ -13,7 +13,7 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/agentchat/agentchat/internal/store"
+	"github.com/agentchat/agentchat/internal/chat"
 )
 
 // Unavailable is the _error of a reference that could not be resolved.
@@ -21,13 +21,13 @@ const Unavailable = "payload_unavailable"
 
 // Getter reads blobs (store.Store is one).
 type Getter interface {
-	GetBlob(ctx context.Context, s store.Scope, id string) (store.Blob, error)
+	GetBlob(ctx context.Context, s chat.Scope, id string) (chat.Blob, error)
 }
 
 // Resolve replaces every reference in the messages' metadata by its
 // payload. Messages without a reference are returned as they are, without
 // being re-encoded.
-func Resolve(ctx context.Context, g Getter, sc store.Scope, msgs []store.Message) []store.Message {
+func Resolve(ctx context.Context, g Getter, sc chat.Scope, msgs []chat.Message) []chat.Message {
 	for i, m := range msgs {
 		if !bytes.Contains(m.Metadata, []byte(`"_ref"`)) {
 			continue
@@ -46,7 +46,7 @@ func Resolve(ctx context.Context, g Getter, sc store.Scope, msgs []store.Message
 
 // walk resolves references anywhere in v. A reference is an object whose
 // only key is _ref, with a string value.
-func walk(ctx context.Context, g Getter, sc store.Scope, v any) any {
+func walk(ctx context.Context, g Getter, sc chat.Scope, v any) any {
 	switch x := v.(type) {
 	case map[string]any:
 		if id, ok := x["_ref"].(string); ok && len(x) == 1 {

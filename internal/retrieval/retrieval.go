@@ -26,6 +26,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/llm"
 	"github.com/agentchat/agentchat/internal/store"
@@ -97,7 +98,7 @@ type DocumentInput struct {
 }
 
 // AddDocument splits, indexes (and embeds, with an embedder) a document.
-func (s *Service) AddDocument(ctx context.Context, sc store.Scope, in DocumentInput) (store.Document, error) {
+func (s *Service) AddDocument(ctx context.Context, sc chat.Scope, in DocumentInput) (store.Document, error) {
 	if len(in.Text) > s.cfg.MaxDocBytes {
 		return store.Document{}, ErrTooLarge
 	}
@@ -128,7 +129,7 @@ func (s *Service) Enabled() bool { return s.cfg.Knowledge || s.cfg.Memory }
 
 // Retrieve finds the context for a turn's query. No hits is an empty
 // result, never an error; a failing search is logged and gives no hits.
-func (s *Service) Retrieve(ctx context.Context, sc store.Scope, conversationID, query string) event.RetrievalData {
+func (s *Service) Retrieve(ctx context.Context, sc chat.Scope, conversationID, query string) event.RetrievalData {
 	out := event.RetrievalData{Query: query}
 	terms := QueryTerms(query)
 	if len(terms) == 0 {
@@ -157,7 +158,7 @@ func hit(p store.Passage, score float64) event.RetrievalHit {
 	return event.RetrievalHit{Content: p.Content, Source: p.Source, Score: score, DocumentID: p.DocumentID, ChunkID: p.ChunkID}
 }
 
-func (s *Service) knowledge(ctx context.Context, sc store.Scope, query string, terms []string) ([]event.RetrievalHit, error) {
+func (s *Service) knowledge(ctx context.Context, sc chat.Scope, query string, terms []string) ([]event.RetrievalHit, error) {
 	k := s.cfg.TopK
 	text, err := s.cfg.Store.SearchKnowledge(ctx, sc, terms, k*3)
 	if err != nil {
@@ -182,7 +183,7 @@ func (s *Service) knowledge(ctx context.Context, sc store.Scope, query string, t
 }
 
 // vectorRank ranks the tenant's chunk vectors by cosine similarity to the query.
-func (s *Service) vectorRank(ctx context.Context, sc store.Scope, query string, n int) ([]store.Passage, error) {
+func (s *Service) vectorRank(ctx context.Context, sc chat.Scope, query string, n int) ([]store.Passage, error) {
 	qv, err := s.cfg.Embedder.Embed(ctx, []string{query})
 	if err != nil {
 		return nil, err
@@ -239,7 +240,7 @@ func fuse(k int, rankings ...[]store.Passage) []event.RetrievalHit {
 }
 
 // Remember indexes a message for memory search when memory is on.
-func (s *Service) Remember(ctx context.Context, sc store.Scope, m store.Message) {
+func (s *Service) Remember(ctx context.Context, sc chat.Scope, m chat.Message) {
 	if !s.cfg.Memory || strings.TrimSpace(m.Content) == "" {
 		return
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/engine"
 	"github.com/agentchat/agentchat/internal/store"
 )
@@ -32,13 +33,13 @@ type ChainRequest struct {
 // none: derived from the principal and the input, so the same request
 // repeated (an EventSource reconnecting to its URL with Last-Event-ID) finds
 // the chain it started, and two principals never share one.
-func ChainConversationID(sc store.Scope, input string) string {
+func ChainConversationID(sc chat.Scope, input string) string {
 	return uuid.NewSHA1(chainNamespace, []byte(sc.Tenant+"\x00"+sc.User+"\x00"+input)).String()
 }
 
 // StartChain starts a chain run and follows it from its first event. The
 // conversation is created on first use.
-func (s *Service) StartChain(ctx context.Context, sc store.Scope, req ChainRequest) (Started, error) {
+func (s *Service) StartChain(ctx context.Context, sc chat.Scope, req ChainRequest) (Started, error) {
 	sr := StartRequest{Input: req.Input, Engine: ChainEngine, Options: engine.Options{Engine: ChainEngine, MaxSteps: req.MaxSteps}}
 	conv := req.ConversationID
 	if conv == "" {
@@ -66,16 +67,16 @@ func (s *Service) StartChain(ctx context.Context, sc store.Scope, req ChainReque
 
 // LatestChain is the newest run of the conversation a chain request names
 // (or derives): the chain a reconnecting client resumes.
-func (s *Service) LatestChain(ctx context.Context, sc store.Scope, conversationID, input string) (store.Run, error) {
+func (s *Service) LatestChain(ctx context.Context, sc chat.Scope, conversationID, input string) (chat.Run, error) {
 	if conversationID == "" {
 		conversationID = ChainConversationID(sc, input)
 	}
 	runs, err := s.st.ListRuns(ctx, sc, conversationID)
 	if err != nil {
-		return store.Run{}, err
+		return chat.Run{}, err
 	}
 	if len(runs) == 0 {
-		return store.Run{}, fmt.Errorf("no chain in conversation %s: %w", conversationID, store.ErrNotFound)
+		return chat.Run{}, fmt.Errorf("no chain in conversation %s: %w", conversationID, store.ErrNotFound)
 	}
 	return runs[len(runs)-1], nil
 }

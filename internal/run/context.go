@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/compaction"
 	"github.com/agentchat/agentchat/internal/engine"
 	"github.com/agentchat/agentchat/internal/event"
@@ -15,7 +16,7 @@ import (
 // With automatic compaction on, a new turn whose context would exceed the
 // limit compacts first. A new run announces each compaction it is the first
 // to use with a context.patch event.
-func (s *Service) withCompaction(ctx context.Context, sc store.Scope, conv, runID string, h engine.Host, history []store.Message, announce bool) []store.Message {
+func (s *Service) withCompaction(ctx context.Context, sc chat.Scope, conv, runID string, h engine.Host, history []chat.Message, announce bool) []chat.Message {
 	c := s.cfg.Compactor
 	if c == nil {
 		return history
@@ -47,7 +48,7 @@ func (s *Service) withCompaction(ctx context.Context, sc store.Scope, conv, runI
 
 // usedBefore reports whether an earlier run already answered with the
 // compaction in its context (it stored a message after the compaction).
-func usedBefore(history []store.Message, k store.Compaction, runID string) bool {
+func usedBefore(history []chat.Message, k store.Compaction, runID string) bool {
 	for _, m := range history {
 		if m.RunID != runID && compaction.Since(k, m.CreatedAt) {
 			return true

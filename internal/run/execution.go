@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/engine"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/store"
@@ -16,8 +17,8 @@ import (
 // execution is one run executing in this process: the engine's Host.
 type execution struct {
 	s      *Service
-	sc     store.Scope
-	run    store.Run
+	sc     chat.Scope
+	run    chat.Run
 	cancel context.CancelCauseFunc
 	done   chan struct{}
 
@@ -37,7 +38,7 @@ type execution struct {
 }
 
 // newExecution prepares r, which names t as its executor, for execution here.
-func (s *Service) newExecution(t *term, sc store.Scope, r store.Run, lastSeq int64) *execution {
+func (s *Service) newExecution(t *term, sc chat.Scope, r chat.Run, lastSeq int64) *execution {
 	x := &execution{s: s, sc: sc, run: r, seq: lastSeq, reserved: r.SeqReserved, done: make(chan struct{}), term: t}
 	x.tel = s.cfg.Telemetry.NewRun(r)
 	return x
@@ -193,7 +194,7 @@ func (x *execution) stamp(ev *event.Event) {
 }
 
 // AppendMessage stores a message of the run's conversation.
-func (x *execution) AppendMessage(ctx context.Context, m store.Message) (store.Message, error) {
+func (x *execution) AppendMessage(ctx context.Context, m chat.Message) (chat.Message, error) {
 	m.ConversationID = x.run.ConversationID
 	if m.RunID == "" {
 		m.RunID = x.run.ID
@@ -202,7 +203,7 @@ func (x *execution) AppendMessage(ctx context.Context, m store.Message) (store.M
 }
 
 // RequestConfirmation stores a pending confirmation for a call of this run.
-func (x *execution) RequestConfirmation(ctx context.Context, c store.Confirmation) (store.Confirmation, error) {
+func (x *execution) RequestConfirmation(ctx context.Context, c chat.Confirmation) (chat.Confirmation, error) {
 	c.Tenant, c.Owner, c.RunID, c.ConversationID = x.run.Tenant, x.run.Owner, x.run.ID, x.run.ConversationID
 	c.ExpiresAt = time.Now().Add(x.s.cfg.ConfirmTTL)
 	x.mu.Lock()
@@ -229,7 +230,7 @@ func (x *execution) finish(o engine.Outcome) {
 			return
 		}
 		if !x.store("pause run", func(ctx context.Context) error {
-			_, err := s.st.UpdateRun(ctx, x.run.Tenant, x.run.ID, store.RunUpdate{Status: store.RunAwaitingInput, State: o.State, Usage: &o.Usage})
+			_, err := s.st.UpdateRun(ctx, x.run.Tenant, x.run.ID, store.RunUpdate{Status: chat.RunAwaitingInput, State: o.State, Usage: &o.Usage})
 			return err
 		}) {
 			return
@@ -291,16 +292,16 @@ func (x *execution) finish(o engine.Outcome) {
 // resumeDecided continues a run that paused while one of its confirmations
 // was already decided (two calls awaiting, the first decision arriving while
 // the run handled the second).
-func (s *Service) resumeDecided(ctx context.Context, r store.Run, awaiting []string) {
+func (s *Service) resumeDecided(ctx context.Context, r chat.Run, awaiting []string) {
 	if len(awaiting) == 0 {
 		return
 	}
-	list, err := s.st.ListConfirmations(ctx, store.Scope{Tenant: r.Tenant, User: r.Owner}, "")
+	list, err := s.st.ListConfirmations(ctx, chat.Scope{Tenant: r.Tenant, User: r.Owner}, "")
 	if err != nil {
 		return
 	}
 	for _, c := range list {
-		if c.RunID == r.ID && c.Status != store.ConfirmPending && slices.Contains(awaiting, c.ToolCallID) {
+		if c.RunID == r.ID && c.Status != chat.ConfirmPending && slices.Contains(awaiting, c.ToolCallID) {
 			go s.resume(c, "")
 			return
 		}

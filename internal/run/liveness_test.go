@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentchat/agentchat/internal/bus"
 	"github.com/agentchat/agentchat/internal/bus/membus"
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/engine"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/run"
@@ -266,7 +267,7 @@ func TestCancelAsTheRunPauses(t *testing.T) {
 	t.Cleanup(func() { b.Close() })
 	asked := make(chan struct{})
 	eng := engineFunc(func(ctx context.Context, task engine.Task, h engine.Host) engine.Outcome {
-		if _, err := h.RequestConfirmation(ctx, store.Confirmation{ToolCallID: "call_1", ToolName: "send", Args: json.RawMessage(`{}`)}); err != nil {
+		if _, err := h.RequestConfirmation(ctx, chat.Confirmation{ToolCallID: "call_1", ToolName: "send", Args: json.RawMessage(`{}`)}); err != nil {
 			return engine.Outcome{Status: engine.StatusFailed}
 		}
 		close(asked)
@@ -284,11 +285,11 @@ func TestCancelAsTheRunPauses(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := waitRun(t, st, started.Run.ID, 10*time.Second, ended)
-	if got.Status != store.RunCancelled {
+	if got.Status != chat.RunCancelled {
 		t.Fatalf("run %+v", got)
 	}
 	list, err := st.ListConfirmations(t.Context(), alice, "")
-	if err != nil || len(list) != 1 || list[0].Status != store.ConfirmCancelled {
+	if err != nil || len(list) != 1 || list[0].Status != chat.ConfirmCancelled {
 		t.Fatalf("confirmations %+v (%v)", list, err)
 	}
 }
@@ -300,11 +301,11 @@ func TestTakeoverEndsTheCallsItFindsRunning(t *testing.T) {
 	t.Parallel()
 	st, b := openStore(t), newRetainingBus(t)
 	ctx := context.Background()
-	c, err := st.CreateConversation(ctx, alice, store.Conversation{})
+	c, err := st.CreateConversation(ctx, alice, chat.Conversation{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := st.CreateRun(ctx, alice, store.Run{ConversationID: c.ID, Input: "x", Status: store.RunRunning, LeaseOwner: "dead", LeaseEpoch: 1})
+	r, err := st.CreateRun(ctx, alice, chat.Run{ConversationID: c.ID, Input: "x", Status: chat.RunRunning, LeaseOwner: "dead", LeaseEpoch: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +326,7 @@ func TestTakeoverEndsTheCallsItFindsRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	replica(t, "b", st, b, streaming(0))
-	if got := waitRun(t, st, r.ID, 10*time.Second, ended); got.Status != store.RunFailed {
+	if got := waitRun(t, st, r.ID, 10*time.Second, ended); got.Status != chat.RunFailed {
 		t.Fatalf("run %+v", got)
 	}
 	_, timeline, err := replica(t, "c", st, b, streaming(0)).Timeline(ctx, alice, r.ID)

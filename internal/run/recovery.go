@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentchat/agentchat/internal/bus"
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/engine"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/store"
@@ -33,7 +34,7 @@ import (
 
 // settleSeq makes the log hold everything published on r's thread that the
 // bus still retains, and returns the thread's last seq.
-func (s *Service) settleSeq(ctx context.Context, r store.Run) (int64, error) {
+func (s *Service) settleSeq(ctx context.Context, r chat.Run) (int64, error) {
 	last, err := s.st.LastSeq(ctx, r.Tenant, r.ConversationID)
 	if err != nil {
 		return 0, err
@@ -63,7 +64,7 @@ func (s *Service) settleSeq(ctx context.Context, r store.Run) (int64, error) {
 
 // takeOver makes this replica's term the executor of r, an orphaned run. It
 // reports false when another replica took it first, or the store refused.
-func (s *Service) takeOver(r store.Run) (*term, bool) {
+func (s *Service) takeOver(r chat.Run) (*term, bool) {
 	t, err := s.term(s.ctx)
 	if err != nil {
 		return nil, false
@@ -83,7 +84,7 @@ func (s *Service) takeOver(r store.Run) (*term, bool) {
 // endTakenOver writes the end of a run this replica took over. The run is
 // now this term's, so no sweep lists it again: it retries until it succeeds,
 // the term is fenced (then another replica takes the run), or the service stops.
-func (s *Service) endTakenOver(t *term, r store.Run) {
+func (s *Service) endTakenOver(t *term, r chat.Run) {
 	backoff := 50 * time.Millisecond
 	for {
 		// Our writes are direct and synchronous: a late write of the dead
@@ -106,12 +107,12 @@ func (s *Service) endTakenOver(t *term, r store.Run) {
 
 // writeOrphanEnd settles the thread and writes r's end: the end its dead
 // executor already wrote or published, or a new one.
-func (s *Service) writeOrphanEnd(ctx context.Context, r store.Run) error {
+func (s *Service) writeOrphanEnd(ctx context.Context, r chat.Run) error {
 	last, err := s.settleSeq(ctx, r)
 	if err != nil {
 		return err
 	}
-	sc := store.Scope{Tenant: r.Tenant, User: r.Owner}
+	sc := chat.Scope{Tenant: r.Tenant, User: r.Owner}
 	// No other run emits on the thread while r is active: if the thread's last
 	// event is r's end, r finished and only its status was not recorded.
 	if last > 0 {
@@ -186,7 +187,7 @@ func (s *Service) writeOrphanEnd(ctx context.Context, r store.Run) error {
 	return nil
 }
 
-var activeStatuses = []string{store.RunQueued, store.RunRunning, store.RunAwaitingInput}
+var activeStatuses = []string{chat.RunQueued, chat.RunRunning, chat.RunAwaitingInput}
 
 // claimRun takes a waiting run for execution here, applying confirmationID
 // (a decided confirmation of the run) when set: exactly one claimer wins. It
@@ -223,7 +224,7 @@ func (s *Service) claimRun(ctx context.Context, tenant, runID, confirmationID st
 		}()
 		return nil
 	}
-	sc := store.Scope{Tenant: r.Tenant, User: r.Owner}
+	sc := chat.Scope{Tenant: r.Tenant, User: r.Owner}
 	x := s.newExecution(t, sc, r, last)
 	// The calls begun before the pause are this execution's to end if the
 	// run ends without them; a run that waited asked for a confirmation.
@@ -259,7 +260,7 @@ func (s *Service) resumeUnapplied(now time.Time) {
 // replica executing it. The stored request is what counts: the announcement
 // is a fast path, and an executor that misses it sees the request at its
 // replica's next heartbeat.
-func (s *Service) requestCancel(ctx context.Context, r store.Run) error {
+func (s *Service) requestCancel(ctx context.Context, r chat.Run) error {
 	_, err := s.st.UpdateRun(ctx, r.Tenant, r.ID, store.RunUpdate{CancelRequested: true, From: activeStatuses})
 	if errors.Is(err, store.ErrConflict) {
 		return nil // it ended meanwhile
@@ -276,7 +277,7 @@ func (s *Service) requestCancel(ctx context.Context, r store.Run) error {
 // awaitEnd waits a little for a run executing anywhere to end, so that a
 // cancel's answer usually shows the final status. It returns the run as last
 // read.
-func (s *Service) awaitEnd(ctx context.Context, sc store.Scope, runID string, limit time.Duration) (store.Run, error) {
+func (s *Service) awaitEnd(ctx context.Context, sc chat.Scope, runID string, limit time.Duration) (chat.Run, error) {
 	s.mu.Lock()
 	x := s.executing[runID]
 	s.mu.Unlock()
@@ -294,7 +295,7 @@ func (s *Service) awaitEnd(ctx context.Context, sc store.Scope, runID string, li
 	defer tick.Stop()
 	for {
 		r, err := s.st.GetRun(ctx, sc, runID)
-		if err != nil || !store.Active(r.Status) || r.Status == store.RunAwaitingInput {
+		if err != nil || !chat.Active(r.Status) || r.Status == chat.RunAwaitingInput {
 			return r, err
 		}
 		select {

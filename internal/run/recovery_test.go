@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentchat/agentchat/internal/bus"
 	"github.com/agentchat/agentchat/internal/bus/membus"
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/engine"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/run"
@@ -25,7 +26,7 @@ import (
 // into the store (unavailable) and the bus (retained history, lost control
 // messages).
 
-var alice = store.Scope{Tenant: "acme", User: "alice"}
+var alice = chat.Scope{Tenant: "acme", User: "alice"}
 
 const leaseTTL = 2 * time.Second
 
@@ -125,7 +126,7 @@ func (b *retainingBus) published(thread string) []event.Event {
 }
 
 // waitRun polls the run until done says so.
-func waitRun(t *testing.T, st store.Store, id string, within time.Duration, done func(store.Run) bool) store.Run {
+func waitRun(t *testing.T, st store.Store, id string, within time.Duration, done func(chat.Run) bool) chat.Run {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
@@ -140,7 +141,7 @@ func waitRun(t *testing.T, st store.Store, id string, within time.Duration, done
 	}
 }
 
-func ended(r store.Run) bool { return !store.Active(r.Status) }
+func ended(r chat.Run) bool { return !chat.Active(r.Status) }
 
 // checkLog fails unless the thread's log is seqs 1..n without holes (but the
 // ones a SeqSkipped event accounts for), each the same as what the bus
@@ -179,14 +180,14 @@ func checkLog(t *testing.T, st store.Store, b *retainingBus, thread string) []ev
 
 // abandoned makes a run that a dead replica was executing: running, its
 // term over, events 1..logged in the log and 1..published on the bus.
-func abandoned(t *testing.T, st store.Store, b *retainingBus, logged, published int, endPublished bool) store.Run {
+func abandoned(t *testing.T, st store.Store, b *retainingBus, logged, published int, endPublished bool) chat.Run {
 	t.Helper()
 	ctx := context.Background()
-	c, err := st.CreateConversation(ctx, alice, store.Conversation{})
+	c, err := st.CreateConversation(ctx, alice, chat.Conversation{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := st.CreateRun(ctx, alice, store.Run{ConversationID: c.ID, Input: "x", Status: store.RunRunning,
+	r, err := st.CreateRun(ctx, alice, chat.Run{ConversationID: c.ID, Input: "x", Status: chat.RunRunning,
 		LeaseOwner: "dead", LeaseEpoch: 1}) // a term never registered: over
 
 	if err != nil {
@@ -219,7 +220,7 @@ func TestTakeoverContinuesAfterWhatWasPublished(t *testing.T) {
 	r := abandoned(t, st, b, 5, 8, false)
 	replica(t, "b", st, b, streaming(0))
 	got := waitRun(t, st, r.ID, 5*time.Second, ended)
-	if got.Status != store.RunFailed || got.Error == nil || got.Error.Code != "executor_lost" || got.EndedAt == nil {
+	if got.Status != chat.RunFailed || got.Error == nil || got.Error.Code != "executor_lost" || got.EndedAt == nil {
 		t.Fatalf("run %+v", got)
 	}
 	evs := checkLog(t, st, b, r.ConversationID)
@@ -239,7 +240,7 @@ func TestTakeoverRecordsAnEndAlreadyPublished(t *testing.T) {
 	r := abandoned(t, st, b, 3, 6, true)
 	replica(t, "b", st, b, streaming(0))
 	got := waitRun(t, st, r.ID, 5*time.Second, ended)
-	if got.Status != store.RunSucceeded {
+	if got.Status != chat.RunSucceeded {
 		t.Fatalf("run %+v", got)
 	}
 	if evs := checkLog(t, st, b, r.ConversationID); len(evs) != 6 {
@@ -257,7 +258,7 @@ func TestTakeoverHonoursACancelRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	replica(t, "b", st, b, streaming(0))
-	if got := waitRun(t, st, r.ID, 5*time.Second, ended); got.Status != store.RunCancelled {
+	if got := waitRun(t, st, r.ID, 5*time.Second, ended); got.Status != chat.RunCancelled {
 		t.Fatalf("run %+v", got)
 	}
 	if evs := checkLog(t, st, b, r.ConversationID); len(evs) != 3 || !evs[2].Terminal() {
@@ -282,7 +283,7 @@ func TestCancelWithoutTheMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := waitRun(t, st, started.Run.ID, 3*leaseTTL, ended)
-	if got.Status != store.RunCancelled {
+	if got.Status != chat.RunCancelled {
 		t.Fatalf("run %+v", got)
 	}
 	if took := time.Since(begin); took > leaseTTL {
@@ -328,21 +329,21 @@ func (u *unavailable) TakeOverRun(ctx context.Context, tenant, runID, owner stri
 	return u.Store.TakeOverRun(ctx, tenant, runID, owner, epoch, now)
 }
 
-func (u *unavailable) UpdateRun(ctx context.Context, tenant, id string, up store.RunUpdate) (store.Run, error) {
+func (u *unavailable) UpdateRun(ctx context.Context, tenant, id string, up store.RunUpdate) (chat.Run, error) {
 	if u.down.Load() {
-		return store.Run{}, errDown
+		return chat.Run{}, errDown
 	}
 	return u.Store.UpdateRun(ctx, tenant, id, up)
 }
 
-func (u *unavailable) GetRunAnyOwner(ctx context.Context, tenant, id string) (store.Run, error) {
+func (u *unavailable) GetRunAnyOwner(ctx context.Context, tenant, id string) (chat.Run, error) {
 	if u.down.Load() {
-		return store.Run{}, errDown
+		return chat.Run{}, errDown
 	}
 	return u.Store.GetRunAnyOwner(ctx, tenant, id)
 }
 
-func (u *unavailable) OrphanedRuns(ctx context.Context, now time.Time, limit int) ([]store.Run, error) {
+func (u *unavailable) OrphanedRuns(ctx context.Context, now time.Time, limit int) ([]chat.Run, error) {
 	if u.down.Load() {
 		return nil, errDown
 	}
@@ -373,7 +374,7 @@ func TestCutOffExecutorIsFenced(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // some events out
 	cut.down.Store(true)
 	got := waitRun(t, shared, started.Run.ID, 4*leaseTTL, ended)
-	if got.Status != store.RunFailed || got.Error == nil || got.Error.Code != "executor_lost" {
+	if got.Status != chat.RunFailed || got.Error == nil || got.Error.Code != "executor_lost" {
 		t.Fatalf("run %+v", got)
 	}
 	endSeq := int64(0)
@@ -410,7 +411,7 @@ func TestShortStoreOutage(t *testing.T) {
 	time.Sleep(leaseTTL / 3)
 	cut.down.Store(false)
 	got := waitRun(t, shared, started.Run.ID, 5*time.Second, ended)
-	if got.Status != store.RunSucceeded {
+	if got.Status != chat.RunSucceeded {
 		t.Fatalf("run %+v", got)
 	}
 	evs := checkLog(t, shared, b, started.Run.ConversationID)
@@ -431,7 +432,7 @@ var awaitingEngine = engineFunc(func(ctx context.Context, t engine.Task, h engin
 		h.Emit(ctx, event.New(event.RunResumedData{ConfirmationID: t.Resume.Confirmation.ID, Decision: "approve"}))
 		return engine.Outcome{Status: engine.StatusSucceeded}
 	}
-	if _, err := h.RequestConfirmation(ctx, store.Confirmation{ToolCallID: "call_1", ToolName: "send", Args: json.RawMessage(`{}`)}); err != nil {
+	if _, err := h.RequestConfirmation(ctx, chat.Confirmation{ToolCallID: "call_1", ToolName: "send", Args: json.RawMessage(`{}`)}); err != nil {
 		return engine.Outcome{Status: engine.StatusFailed}
 	}
 	return engine.Outcome{Status: engine.StatusAwaiting, State: json.RawMessage(`{}`), Awaiting: []string{"call_1"}}
@@ -447,18 +448,18 @@ func TestUnappliedDecisionIsApplied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitRun(t, st, started.Run.ID, 5*time.Second, func(r store.Run) bool { return r.Status == store.RunAwaitingInput })
-	list, err := st.ListConfirmations(context.Background(), alice, store.ConfirmPending)
+	waitRun(t, st, started.Run.ID, 5*time.Second, func(r chat.Run) bool { return r.Status == chat.RunAwaitingInput })
+	list, err := st.ListConfirmations(context.Background(), alice, chat.ConfirmPending)
 	if err != nil || len(list) != 1 {
 		t.Fatalf("confirmations %v (%v)", list, err)
 	}
 	// Decided in the store only, as by a replica that died at once.
-	if _, err := st.DecideConfirmation(context.Background(), alice, list[0].ID, store.Decision{Status: store.ConfirmApproved, At: time.Now()}); err != nil {
+	if _, err := st.DecideConfirmation(context.Background(), alice, list[0].ID, chat.Decision{Status: chat.ConfirmApproved, At: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	replica(t, "b", st, b, awaitingEngine)
 	got := waitRun(t, st, started.Run.ID, 10*time.Second, ended)
-	if got.Status != store.RunSucceeded {
+	if got.Status != chat.RunSucceeded {
 		t.Fatalf("run %+v", got)
 	}
 	evs := checkLog(t, st, b, started.Run.ConversationID)
@@ -488,7 +489,7 @@ func TestStreamFillsAGapFromTheLog(t *testing.T) {
 	t.Cleanup(func() { b.Close() })
 	s := replica(t, "a", st, b, streaming(0))
 	for _, after := range []int64{0, 5, 10} {
-		c, err := st.CreateConversation(ctx, alice, store.Conversation{})
+		c, err := st.CreateConversation(ctx, alice, chat.Conversation{})
 		if err != nil {
 			t.Fatal(err)
 		}

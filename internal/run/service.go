@@ -26,6 +26,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentchat/agentchat/internal/bus"
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/compaction"
 	"github.com/agentchat/agentchat/internal/engine"
 	"github.com/agentchat/agentchat/internal/event"
@@ -113,7 +114,7 @@ type continuation struct {
 // New starts the service's background loops.
 func New(cfg Config) *Service {
 	if cfg.ReplicaID == "" {
-		cfg.ReplicaID = store.NewID()
+		cfg.ReplicaID = chat.NewID()
 	}
 	if cfg.ConfirmTTL == 0 {
 		cfg.ConfirmTTL = 15 * time.Minute
@@ -165,7 +166,7 @@ type StartRequest struct {
 	// ToolResults, when Input is empty, continue a conversation whose last run
 	// left frontend tool calls: these role=tool messages are stored in place
 	// of a user message, and the run starts from them.
-	ToolResults []store.Message
+	ToolResults []chat.Message
 	// Regenerates, when set, names a run of the conversation whose answer this
 	// run replaces (the AI SDK's regenerate-message): the answers from that
 	// run on stay stored as previous versions, the new user message records
@@ -176,8 +177,8 @@ type StartRequest struct {
 
 // Started is a run that has begun.
 type Started struct {
-	Run          store.Run
-	Conversation store.Conversation
+	Run          chat.Run
+	Conversation chat.Conversation
 	// Created tells whether this request created the conversation.
 	Created bool
 	// Stream follows the run from its first event; nil unless Start was asked to follow.
@@ -187,7 +188,7 @@ type Started struct {
 // Start creates a run and executes it in the background. With follow set, the
 // returned Stream is subscribed before the first event, so it misses nothing
 // without reading the log. The run does not depend on ctx.
-func (s *Service) Start(ctx context.Context, sc store.Scope, req StartRequest, follow bool) (Started, error) {
+func (s *Service) Start(ctx context.Context, sc chat.Scope, req StartRequest, follow bool) (Started, error) {
 	input := strings.TrimSpace(req.Input)
 	if input == "" && len(req.Parts) == 0 && len(req.ToolResults) == 0 {
 		return Started{}, fmt.Errorf("%w: input is empty", ErrInvalidInput)
@@ -213,9 +214,9 @@ func (s *Service) Start(ctx context.Context, sc store.Scope, req StartRequest, f
 	}
 
 	in := store.RunStart{
-		Run: store.Run{ConversationID: req.ConversationID, Status: store.RunRunning, Input: req.Input, Engine: req.Engine,
+		Run: chat.Run{ConversationID: req.ConversationID, Status: chat.RunRunning, Input: req.Input, Engine: req.Engine,
 			LeaseOwner: s.cfg.ReplicaID, LeaseEpoch: t.epoch},
-		Message:      store.Message{Role: store.RoleUser, Content: req.Input, Parts: req.Parts},
+		Message:      chat.Message{Role: chat.RoleUser, Content: req.Input, Parts: req.Parts},
 		MaxExecuting: s.cfg.MaxRunsPerTenant,
 		ReserveSeqs:  reserveBlock,
 	}
@@ -231,7 +232,7 @@ func (s *Service) Start(ctx context.Context, sc store.Scope, req StartRequest, f
 		if title == "" {
 			title = titleFrom(input)
 		}
-		in.NewConversation = &store.Conversation{ID: req.CreateWithID, Title: title, Engine: req.Engine}
+		in.NewConversation = &chat.Conversation{ID: req.CreateWithID, Title: title, Engine: req.Engine}
 	}
 	// One call writes the conversation, the run and the user message, and
 	// reads the thread's last seq: no other run can emit on the thread now.
@@ -251,8 +252,8 @@ func (s *Service) Start(ctx context.Context, sc store.Scope, req StartRequest, f
 			return Started{}, err
 		}
 	}
-	if userMsg.Role != store.RoleUser {
-		userMsg = store.Message{}
+	if userMsg.Role != chat.RoleUser {
+		userMsg = chat.Message{}
 	}
 	x := s.newExecution(t, sc, r, last)
 	x.tel.Parent(ctx) // the run's span continues the request's trace
@@ -272,7 +273,7 @@ func (s *Service) Start(ctx context.Context, sc store.Scope, req StartRequest, f
 		x.Emit(ctx, event.New(event.RunStartedData{ConversationID: conv.ID, Input: req.Input, UserMessageID: userMsg.ID, Engine: req.Engine, ClientRunID: req.ClientRunID}))
 		// A conversation this request created holds just the message it
 		// wrote: no read stands between the start and the model call.
-		history := []store.Message{userMsg}
+		history := []chat.Message{userMsg}
 		var err error
 		if !out.Created || len(extra) > 0 || userMsg.ID == "" {
 			if history, err = s.history(ctx, sc, conv.ID); err != nil {
@@ -316,11 +317,11 @@ func (s *Service) release() {
 }
 
 // abandon ends a run that failed before it could execute.
-func (s *Service) abandon(r store.Run, cause error) {
+func (s *Service) abandon(r chat.Run, cause error) {
 	s.log.Error("run could not start", "run_id", r.ID, "err", cause)
 	now := time.Now()
 	_, err := s.st.UpdateRun(context.WithoutCancel(s.ctx), r.Tenant, r.ID, store.RunUpdate{
-		Status: store.RunFailed, EndedAt: &now, Error: &event.ErrorInfo{Code: "start_failed", Message: "The run could not start."},
+		Status: chat.RunFailed, EndedAt: &now, Error: &event.ErrorInfo{Code: "start_failed", Message: "The run could not start."},
 	})
 	if err != nil {
 		s.log.Error("mark run failed", "run_id", r.ID, "err", err)
@@ -328,8 +329,8 @@ func (s *Service) abandon(r store.Run, cause error) {
 }
 
 // history reads a conversation's messages, oldest first.
-func (s *Service) history(ctx context.Context, sc store.Scope, conv string) ([]store.Message, error) {
-	var all []store.Message
+func (s *Service) history(ctx context.Context, sc chat.Scope, conv string) ([]chat.Message, error) {
+	var all []chat.Message
 	cursor := ""
 	for {
 		page, next, err := s.st.ListMessages(ctx, sc, conv, store.MessageFilter{}, store.Page{Limit: 500, Cursor: cursor})
@@ -351,13 +352,13 @@ type regeneration struct {
 
 // current drops the runs that later runs regenerated: a user message
 // regenerating run R supersedes everything from R's first message on.
-func current(msgs []store.Message) []store.Message {
+func current(msgs []chat.Message) []chat.Message {
 	out := msgs[:0:0]
 	for _, m := range msgs {
-		if m.Role == store.RoleUser && len(m.Metadata) > 0 {
+		if m.Role == chat.RoleUser && len(m.Metadata) > 0 {
 			var g regeneration
 			if json.Unmarshal(m.Metadata, &g) == nil && g.Regenerates != "" {
-				if i := slices.IndexFunc(out, func(o store.Message) bool { return o.RunID == g.Regenerates }); i >= 0 {
+				if i := slices.IndexFunc(out, func(o chat.Message) bool { return o.RunID == g.Regenerates }); i >= 0 {
 					out = out[:i]
 				}
 			}
@@ -370,7 +371,7 @@ func current(msgs []store.Message) []store.Message {
 // LastSeq is the thread's last event seq, read once this process's events
 // are in the log, so a client that loads stored state and then follows the
 // thread from there misses nothing written here.
-func (s *Service) LastSeq(ctx context.Context, sc store.Scope, thread string) (int64, error) {
+func (s *Service) LastSeq(ctx context.Context, sc chat.Scope, thread string) (int64, error) {
 	if err := s.evlog.Flush(ctx); err != nil {
 		return 0, err
 	}
@@ -378,18 +379,18 @@ func (s *Service) LastSeq(ctx context.Context, sc store.Scope, thread string) (i
 }
 
 // Get returns one of the principal's runs.
-func (s *Service) Get(ctx context.Context, sc store.Scope, runID string) (store.Run, error) {
+func (s *Service) Get(ctx context.Context, sc chat.Scope, runID string) (chat.Run, error) {
 	return s.st.GetRun(ctx, sc, runID)
 }
 
 // Timeline returns a run with every event it emitted, in seq order.
-func (s *Service) Timeline(ctx context.Context, sc store.Scope, runID string) (store.Run, []event.Event, error) {
+func (s *Service) Timeline(ctx context.Context, sc chat.Scope, runID string) (chat.Run, []event.Event, error) {
 	r, err := s.st.GetRun(ctx, sc, runID)
 	if err != nil {
-		return store.Run{}, nil, err
+		return chat.Run{}, nil, err
 	}
 	if err := s.evlog.Flush(ctx); err != nil {
-		return store.Run{}, nil, err
+		return chat.Run{}, nil, err
 	}
 	evs, err := s.st.ListEvents(ctx, sc, r.ConversationID, r.ID, 0, 0, 0)
 	return r, slices.DeleteFunc(evs, func(ev event.Event) bool { return ev.Type == event.SeqSkipped }), err
@@ -398,16 +399,16 @@ func (s *Service) Timeline(ctx context.Context, sc store.Scope, runID string) (s
 // Cancel stops a run, on whichever replica executes it. Cancelling a
 // finished run changes nothing. It waits a little for the run to end so the
 // answer usually shows its final status.
-func (s *Service) Cancel(ctx context.Context, sc store.Scope, runID string) (store.Run, error) {
+func (s *Service) Cancel(ctx context.Context, sc chat.Scope, runID string) (chat.Run, error) {
 	r, err := s.st.GetRun(ctx, sc, runID)
-	if err != nil || !store.Active(r.Status) {
+	if err != nil || !chat.Active(r.Status) {
 		return r, err
 	}
-	if r.Status != store.RunAwaitingInput {
+	if r.Status != chat.RunAwaitingInput {
 		if err := s.requestCancel(ctx, r); err != nil {
 			return r, err
 		}
-		if r, err = s.awaitEnd(ctx, sc, runID, 5*time.Second); err != nil || r.Status != store.RunAwaitingInput {
+		if r, err = s.awaitEnd(ctx, sc, runID, 5*time.Second); err != nil || r.Status != chat.RunAwaitingInput {
 			return r, err
 		}
 		// It paused as the cancel came: cancel the wait.
@@ -419,7 +420,7 @@ func (s *Service) Cancel(ctx context.Context, sc store.Scope, runID string) (sto
 }
 
 // cancelWaiting ends a run waiting for a person, cancelled.
-func (s *Service) cancelWaiting(ctx context.Context, r store.Run) error {
+func (s *Service) cancelWaiting(ctx context.Context, r chat.Run) error {
 	// Its confirmations end first: a decision from now on is refused
 	// rather than approved with nothing left to run it.
 	if _, err := s.st.EndConfirmations(ctx, r.Tenant, r.ID, time.Now()); err != nil {
@@ -439,14 +440,14 @@ func (s *Service) cancelWaiting(ctx context.Context, r store.Run) error {
 
 // Decide records a person's decision on a confirmation and continues its run.
 // Exactly one decision wins; repeating it returns the same confirmation.
-func (s *Service) Decide(ctx context.Context, sc store.Scope, id string, d store.Decision) (store.Confirmation, error) {
+func (s *Service) Decide(ctx context.Context, sc chat.Scope, id string, d chat.Decision) (chat.Confirmation, error) {
 	return s.DecideFor(ctx, sc, id, d, "")
 }
 
 // DecideFor is Decide for a client that names the continuation (an AG-UI
 // resume): clientRunID goes on the run.resumed event when this decision is
 // the one that resumes the run.
-func (s *Service) DecideFor(ctx context.Context, sc store.Scope, id string, d store.Decision, clientRunID string) (store.Confirmation, error) {
+func (s *Service) DecideFor(ctx context.Context, sc chat.Scope, id string, d chat.Decision, clientRunID string) (chat.Confirmation, error) {
 	d.At = time.Now()
 	if clientRunID != "" {
 		// Stored before the decision is, so every resume that can see the
@@ -475,16 +476,16 @@ func (s *Service) DecideFor(ctx context.Context, sc store.Scope, id string, d st
 }
 
 // Confirmations lists the principal's confirmations in a status ("" for all).
-func (s *Service) Confirmations(ctx context.Context, sc store.Scope, status string) ([]store.Confirmation, error) {
+func (s *Service) Confirmations(ctx context.Context, sc chat.Scope, status string) ([]chat.Confirmation, error) {
 	return s.st.ListConfirmations(ctx, sc, status)
 }
 
 // resume continues the run of a decided confirmation, if it is waiting and no
 // one else has claimed it.
-func (s *Service) resume(c store.Confirmation, clientRunID string) {
+func (s *Service) resume(c chat.Confirmation, clientRunID string) {
 	ctx := s.ctx
 	r, err := s.st.GetRunAnyOwner(ctx, c.Tenant, c.RunID)
-	if err != nil || r.Status != store.RunAwaitingInput {
+	if err != nil || r.Status != chat.RunAwaitingInput {
 		return
 	}
 	if !s.admit() {
@@ -498,7 +499,7 @@ func (s *Service) resume(c store.Confirmation, clientRunID string) {
 	if v, ok := s.continuations.LoadAndDelete(c.ID); ok && v.(continuation).status == c.Status {
 		clientRunID = v.(continuation).clientRunID
 	}
-	sc := store.Scope{Tenant: r.Tenant, User: r.Owner}
+	sc := chat.Scope{Tenant: r.Tenant, User: r.Owner}
 	s.launch(x, func(ctx context.Context) engine.Outcome {
 		telemetry.Waited(ctx, c)
 		conv, err := s.st.GetConversation(ctx, sc, r.ConversationID)

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/agentchat/agentchat/internal/bus"
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/event"
-	"github.com/agentchat/agentchat/internal/store"
 )
 
 // Stream follows a thread, or one run of it, from a position: first what the
@@ -18,7 +18,7 @@ import (
 // A Stream is used by one goroutine. Close it to release its subscription.
 type Stream struct {
 	s       *Service
-	sc      store.Scope
+	sc      chat.Scope
 	thread  string
 	runID   string // "" follows the whole thread
 	q       *bus.Queue
@@ -78,7 +78,7 @@ func (st *Stream) Check(ctx context.Context) error {
 
 // Follow opens a stream of a thread (runID empty) or of one run, after seq
 // `after` (a Last-Event-ID; 0 from the start).
-func (s *Service) Follow(ctx context.Context, sc store.Scope, thread, runID string, after int64) (*Stream, error) {
+func (s *Service) Follow(ctx context.Context, sc chat.Scope, thread, runID string, after int64) (*Stream, error) {
 	var err error
 	ended := false
 	if runID != "" {
@@ -86,7 +86,7 @@ func (s *Service) Follow(ctx context.Context, sc store.Scope, thread, runID stri
 		if err != nil {
 			return nil, err
 		}
-		thread, ended = r.ConversationID, !store.Active(r.Status)
+		thread, ended = r.ConversationID, !chat.Active(r.Status)
 	} else if _, err := s.st.GetConversation(ctx, sc, thread); err != nil {
 		return nil, err
 	}

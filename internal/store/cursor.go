@@ -5,12 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/google/uuid"
 )
-
-// NewID returns a new sortable opaque id (UUIDv7).
-func NewID() string { return uuid.Must(uuid.NewV7()).String() }
 
 // Cursor is the position after which a page continues: a time and an id,
 // because ids alone do not order rows whose times were set by clients or moved.

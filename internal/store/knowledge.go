@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/agentchat/agentchat/internal/chat"
 )
 
 // Document is an uploaded knowledge-base document. It belongs to a tenant and
@@ -55,15 +57,6 @@ type MemoryEntry struct {
 	CreatedAt      time.Time
 }
 
-// Blob is a large payload stored out of line (seed 002 `_ref`), owned by a
-// conversation and deleted with it.
-type Blob struct {
-	ID             string
-	ConversationID string
-	Data           json.RawMessage
-	CreatedAt      time.Time
-}
-
 // Compaction is a conversation's compacted context: the summary that stands
 // for its messages up to and including ThroughID (ordered by CreatedAt, id).
 type Compaction struct {
@@ -81,37 +74,37 @@ type Compaction struct {
 // compactions are the principal's own (another user's is ErrNotFound).
 type Knowledge interface {
 	// CreateDocument stores a document with its chunks, setting ID and CreatedAt when empty.
-	CreateDocument(ctx context.Context, s Scope, d Document, chunks []Chunk) (Document, error)
-	GetDocument(ctx context.Context, s Scope, id string) (Document, error)
+	CreateDocument(ctx context.Context, s chat.Scope, d Document, chunks []Chunk) (Document, error)
+	GetDocument(ctx context.Context, s chat.Scope, id string) (Document, error)
 	// ListDocuments returns the tenant's documents newest first and the next cursor.
-	ListDocuments(ctx context.Context, s Scope, p Page) ([]Document, string, error)
+	ListDocuments(ctx context.Context, s chat.Scope, p Page) ([]Document, string, error)
 	// DeleteDocument removes a document and its chunks.
-	DeleteDocument(ctx context.Context, s Scope, id string) error
+	DeleteDocument(ctx context.Context, s chat.Scope, id string) error
 	// SearchKnowledge ranks the tenant's chunks by full-text relevance to any
 	// of terms (tokens made by the same tokeniser as Chunk.Terms), best first.
-	SearchKnowledge(ctx context.Context, s Scope, terms []string, limit int) ([]Passage, error)
+	SearchKnowledge(ctx context.Context, s chat.Scope, terms []string, limit int) ([]Passage, error)
 	// KnowledgeVectors returns up to limit of the tenant's chunks that have an
 	// embedding, newest document first, for vector ranking.
-	KnowledgeVectors(ctx context.Context, s Scope, limit int) ([]Passage, error)
+	KnowledgeVectors(ctx context.Context, s chat.Scope, limit int) ([]Passage, error)
 
 	// Remember indexes a message of one of s's conversations for memory search
 	// (repeating it is a no-op).
-	Remember(ctx context.Context, s Scope, e MemoryEntry) error
+	Remember(ctx context.Context, s chat.Scope, e MemoryEntry) error
 	// SearchMemory ranks s's own remembered messages outside the conversation
 	// exclude by full-text relevance, best first.
-	SearchMemory(ctx context.Context, s Scope, terms []string, exclude string, limit int) ([]Passage, error)
+	SearchMemory(ctx context.Context, s chat.Scope, terms []string, exclude string, limit int) ([]Passage, error)
 
 	// PutBlob stores a payload in one of s's conversations, setting ID when empty.
-	PutBlob(ctx context.Context, s Scope, b Blob) (Blob, error)
-	GetBlob(ctx context.Context, s Scope, id string) (Blob, error)
+	PutBlob(ctx context.Context, s chat.Scope, b chat.Blob) (chat.Blob, error)
+	GetBlob(ctx context.Context, s chat.Scope, id string) (chat.Blob, error)
 
 	// Compact records c and copies archived (the messages it stands for,
 	// unchanged) into the conversation's archive, atomically. It fails with
 	// *BusyError when the conversation has an active run other than
 	// activeRunID.
-	Compact(ctx context.Context, s Scope, c Compaction, archived []Message, activeRunID string) (Compaction, error)
+	Compact(ctx context.Context, s chat.Scope, c Compaction, archived []chat.Message, activeRunID string) (Compaction, error)
 	// LatestCompaction returns the conversation's newest compaction, or ErrNotFound.
-	LatestCompaction(ctx context.Context, s Scope, conversationID string) (Compaction, error)
+	LatestCompaction(ctx context.Context, s chat.Scope, conversationID string) (Compaction, error)
 	// ListArchive pages the conversation's archived messages, oldest first.
-	ListArchive(ctx context.Context, s Scope, conversationID string, p Page) ([]Message, string, error)
+	ListArchive(ctx context.Context, s chat.Scope, conversationID string, p Page) ([]chat.Message, string, error)
 }

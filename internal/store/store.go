@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/event"
 )
 
@@ -36,12 +37,6 @@ type BusyError struct{ ActiveRunID string }
 func (e *BusyError) Error() string { return "conversation has an active run " + e.ActiveRunID }
 func (e *BusyError) Unwrap() error { return ErrConflict }
 
-// Scope is the principal a query acts for: a tenant and a user in it.
-type Scope struct {
-	Tenant string
-	User   string
-}
-
 // Page asks for one page of a list. Cursor is opaque and comes from a
 // previous page's Next; Limit is already clamped by the caller.
 type Page struct {
@@ -49,95 +44,10 @@ type Page struct {
 	Cursor string
 }
 
-// Conversation is a thread of messages and runs.
-type Conversation struct {
-	ID        string
-	Tenant    string
-	Owner     string
-	Title     string
-	Engine    string // pinned engine, empty for the default
-	CreatedAt time.Time
-	UpdatedAt time.Time
-}
-
-// Message roles.
-const (
-	RoleUser      = "user"
-	RoleAssistant = "assistant"
-	RoleTool      = "tool"
-	RoleSystem    = "system"
-)
-
-// Message is one stored message of a conversation.
-type Message struct {
-	ID             string
-	ConversationID string
-	Role           string
-	Content        string
-	// Parts holds multi-part content (text and image URLs) as JSON, nil when plain text.
-	Parts json.RawMessage
-	// Metadata is structured data about the message (tool calls, tool results, partial marks).
-	Metadata json.RawMessage
-	RunID    string
-	// ToolName and ToolCallID index tool messages (seed 002 persistence).
-	ToolName   string
-	ToolCallID string
-	CreatedAt  time.Time
-}
-
 // MessageFilter narrows ListMessages.
 type MessageFilter struct {
 	ToolName string
 	RunID    string
-}
-
-// Run statuses. A run is active while queued, running or awaiting_input.
-const (
-	RunQueued        = "queued"
-	RunRunning       = "running"
-	RunAwaitingInput = "awaiting_input"
-	RunSucceeded     = event.StatusSucceeded
-	RunFailed        = event.StatusFailed
-	RunCancelled     = event.StatusCancelled
-)
-
-// Active reports whether a run in status s still holds its conversation.
-func Active(status string) bool {
-	return status == RunQueued || status == RunRunning || status == RunAwaitingInput
-}
-
-// Run is one execution of the agent for one user input.
-type Run struct {
-	ID             string
-	Tenant         string
-	Owner          string
-	ConversationID string
-	TurnID         string
-	Status         string
-	Input          string
-	Engine         string
-	Model          string
-	Error          *event.ErrorInfo
-	Usage          event.Usage
-	// State is the engine's resumable state (e.g. the pending tool calls of a
-	// run awaiting input), opaque to the store.
-	State     json.RawMessage
-	CreatedAt time.Time
-	StartedAt time.Time
-	EndedAt   *time.Time
-	// LeaseOwner and LeaseEpoch name the replica term executing the run:
-	// the run is orphaned once that term has ended or lapsed (see
-	// RegisterReplica). Empty and 0 for a run no replica executes.
-	LeaseOwner string
-	LeaseEpoch int64
-	// SeqReserved is the highest seq of the thread the run's executor may
-	// publish before the log holds it (ReserveSeqs). A replica ending the
-	// run after its executor died continues after it.
-	SeqReserved int64
-	// CancelRequested records that someone asked to stop the run. It is the
-	// durable form of the cancel control message: an executor that missed the
-	// message sees it at its replica's next heartbeat (CancelRequests).
-	CancelRequested bool
 }
 
 // RunUpdate changes a run's status and what goes with it. Nil fields are kept.
@@ -159,10 +69,10 @@ type RunUpdate struct {
 type RunStart struct {
 	// NewConversation, when set, is created first and Run goes into it;
 	// otherwise Run.ConversationID names an existing conversation.
-	NewConversation *Conversation
-	Run             Run
+	NewConversation *chat.Conversation
+	Run             chat.Run
 	// Message is the run's user message (ConversationID and RunID are filled in).
-	Message Message
+	Message chat.Message
 	// MaxExecuting, when above zero, refuses the start with ErrTooManyRuns
 	// if the tenant already has that many queued or running runs, counted
 	// across every replica sharing the store.
@@ -174,52 +84,10 @@ type RunStart struct {
 
 // RunStarted is what StartRun wrote, and the thread's last seq before the run.
 type RunStarted struct {
-	Conversation Conversation
-	Run          Run
-	Message      Message
+	Conversation chat.Conversation
+	Run          chat.Run
+	Message      chat.Message
 	LastSeq      int64
-}
-
-// Confirmation statuses.
-const (
-	ConfirmPending  = "pending"
-	ConfirmApproved = "approved"
-	ConfirmRejected = "rejected"
-	ConfirmExpired  = "expired"
-	// ConfirmCancelled: its run ended (cancelled, failed, lost) before a
-	// decision; deciding it now is refused, since nothing would run.
-	ConfirmCancelled = "cancelled"
-)
-
-// Confirmation is a tool call waiting for, or decided by, a person.
-type Confirmation struct {
-	ID             string
-	Tenant         string
-	Owner          string
-	RunID          string
-	ConversationID string
-	ToolCallID     string
-	ToolName       string
-	Args           json.RawMessage
-	Status         string
-	// DecidedArgs are the arguments a person edited before approving; nil if unchanged.
-	DecidedArgs json.RawMessage
-	Reason      string
-	CreatedAt   time.Time
-	ExpiresAt   time.Time
-	DecidedAt   *time.Time
-	// AppliedAt is when the run continued with this decision (ClaimRun); nil
-	// until then. A decided confirmation not yet applied to a run awaiting
-	// input is work left undone (UnappliedDecisions).
-	AppliedAt *time.Time
-}
-
-// Decision is a person's answer to a confirmation.
-type Decision struct {
-	Status string // ConfirmApproved or ConfirmRejected (ConfirmExpired by the system)
-	Args   json.RawMessage
-	Reason string
-	At     time.Time
 }
 
 // Store is everything agentchat persists. It is deliberately wide: one seam,
@@ -229,36 +97,36 @@ type Store interface {
 	Knowledge
 
 	// Conversations.
-	CreateConversation(ctx context.Context, s Scope, c Conversation) (Conversation, error)
-	GetConversation(ctx context.Context, s Scope, id string) (Conversation, error)
+	CreateConversation(ctx context.Context, s chat.Scope, c chat.Conversation) (chat.Conversation, error)
+	GetConversation(ctx context.Context, s chat.Scope, id string) (chat.Conversation, error)
 	// ListConversations returns newest UpdatedAt first (ties by id, descending) and the next cursor ("" at the end).
-	ListConversations(ctx context.Context, s Scope, p Page) ([]Conversation, string, error)
-	UpdateConversation(ctx context.Context, s Scope, id string, title *string, engine *string) (Conversation, error)
+	ListConversations(ctx context.Context, s chat.Scope, p Page) ([]chat.Conversation, string, error)
+	UpdateConversation(ctx context.Context, s chat.Scope, id string, title *string, engine *string) (chat.Conversation, error)
 	// DeleteConversation removes the conversation with its messages, runs, events and confirmations.
-	DeleteConversation(ctx context.Context, s Scope, id string) error
+	DeleteConversation(ctx context.Context, s chat.Scope, id string) error
 
 	// Messages. AppendMessage sets ID and CreatedAt when empty and bumps the conversation's UpdatedAt.
-	AppendMessage(ctx context.Context, s Scope, m Message) (Message, error)
+	AppendMessage(ctx context.Context, s chat.Scope, m chat.Message) (chat.Message, error)
 	// ListMessages returns oldest CreatedAt first (ties by id) and the next cursor.
-	ListMessages(ctx context.Context, s Scope, conversationID string, f MessageFilter, p Page) ([]Message, string, error)
+	ListMessages(ctx context.Context, s chat.Scope, conversationID string, f MessageFilter, p Page) ([]chat.Message, string, error)
 
 	// StartRun writes everything a new run needs before it executes (the
 	// conversation when new, the run, the user message) and reads the
 	// thread's last seq, in as few round trips as the backend allows. It
 	// fails like CreateConversation, CreateRun and AppendMessage.
-	StartRun(ctx context.Context, s Scope, in RunStart) (RunStarted, error)
+	StartRun(ctx context.Context, s chat.Scope, in RunStart) (RunStarted, error)
 
 	// Runs. CreateRun fails with *BusyError when the conversation has an active run.
-	CreateRun(ctx context.Context, s Scope, r Run) (Run, error)
-	GetRun(ctx context.Context, s Scope, id string) (Run, error)
+	CreateRun(ctx context.Context, s chat.Scope, r chat.Run) (chat.Run, error)
+	GetRun(ctx context.Context, s chat.Scope, id string) (chat.Run, error)
 	// GetRunAnyOwner reads a run by id for the system (lease takeover, confirmations
 	// expiring); never use it to answer a request.
-	GetRunAnyOwner(ctx context.Context, tenant, id string) (Run, error)
-	UpdateRun(ctx context.Context, tenant, id string, u RunUpdate) (Run, error)
+	GetRunAnyOwner(ctx context.Context, tenant, id string) (chat.Run, error)
+	UpdateRun(ctx context.Context, tenant, id string, u RunUpdate) (chat.Run, error)
 	// ActiveRun returns the conversation's active run or ErrNotFound.
-	ActiveRun(ctx context.Context, s Scope, conversationID string) (Run, error)
+	ActiveRun(ctx context.Context, s chat.Scope, conversationID string) (chat.Run, error)
 	// ListRuns lists a conversation's runs, oldest first.
-	ListRuns(ctx context.Context, s Scope, conversationID string) ([]Run, error)
+	ListRuns(ctx context.Context, s chat.Scope, conversationID string) ([]chat.Run, error)
 	// Replica liveness: one heartbeat per replica, not one lease per run.
 	//
 	// RegisterReplica begins a new term of replica id: its epoch goes up by
@@ -273,7 +141,7 @@ type Store interface {
 	// OrphanedRuns lists queued or running runs whose executing term is over
 	// at now (ended, lapsed, or unknown), oldest first. Runs awaiting input
 	// need no executor and are not listed.
-	OrphanedRuns(ctx context.Context, now time.Time, limit int) ([]Run, error)
+	OrphanedRuns(ctx context.Context, now time.Time, limit int) ([]chat.Run, error)
 	// TakeOverRun makes the term (owner, epoch) the executor of an active run
 	// that is orphaned at now, or already that term's. Of racing takers
 	// exactly one wins; it reports whether the caller did.
@@ -291,7 +159,7 @@ type Store interface {
 	// requires it to be decided and not yet applied. A refused claim is
 	// ErrConflict (ErrNotFound when the run does not exist). The run's
 	// executor becomes the term (owner, epoch).
-	ClaimRun(ctx context.Context, tenant, runID, confirmationID, owner string, epoch int64) (Run, error)
+	ClaimRun(ctx context.Context, tenant, runID, confirmationID, owner string, epoch int64) (chat.Run, error)
 	// DeleteRunsEndedBefore removes finished runs (and their events) older than t; it returns how many.
 	DeleteRunsEndedBefore(ctx context.Context, t time.Time) (int, error)
 
@@ -301,21 +169,21 @@ type Store interface {
 	// ListEvents returns the thread's events with afterSeq < seq <= untilSeq
 	// (untilSeq 0: no upper bound), ascending, at most limit (0: no limit).
 	// runID, when set, keeps only that run's events.
-	ListEvents(ctx context.Context, s Scope, thread, runID string, afterSeq, untilSeq int64, limit int) ([]event.Event, error)
+	ListEvents(ctx context.Context, s chat.Scope, thread, runID string, afterSeq, untilSeq int64, limit int) ([]event.Event, error)
 	// LastSeq is the thread's highest stored seq, 0 when it has none.
 	LastSeq(ctx context.Context, tenant, thread string) (int64, error)
 
 	// Confirmations.
-	CreateConfirmation(ctx context.Context, c Confirmation) (Confirmation, error)
-	GetConfirmation(ctx context.Context, s Scope, id string) (Confirmation, error)
+	CreateConfirmation(ctx context.Context, c chat.Confirmation) (chat.Confirmation, error)
+	GetConfirmation(ctx context.Context, s chat.Scope, id string) (chat.Confirmation, error)
 	// DecideConfirmation records d if the confirmation is pending and not expired
 	// at d.At. Repeating the decision already recorded returns it unchanged; a
 	// different one is ErrConflict (with the stored confirmation returned).
-	DecideConfirmation(ctx context.Context, s Scope, id string, d Decision) (Confirmation, error)
+	DecideConfirmation(ctx context.Context, s chat.Scope, id string, d chat.Decision) (chat.Confirmation, error)
 	// ListConfirmations lists the principal's confirmations in a status ("" for all), newest first.
-	ListConfirmations(ctx context.Context, s Scope, status string) ([]Confirmation, error)
+	ListConfirmations(ctx context.Context, s chat.Scope, status string) ([]chat.Confirmation, error)
 	// ExpireConfirmations marks pending confirmations past their expiry as expired and returns them.
-	ExpireConfirmations(ctx context.Context, now time.Time) ([]Confirmation, error)
+	ExpireConfirmations(ctx context.Context, now time.Time) ([]chat.Confirmation, error)
 	// EndConfirmations marks the run's pending confirmations cancelled (at
 	// at), because the run ended without them; it returns how many.
 	EndConfirmations(ctx context.Context, tenant, runID string, at time.Time) (int, error)
@@ -323,7 +191,7 @@ type Store interface {
 	// expired) before decidedBefore and not yet applied, whose run still
 	// awaits input: runs that a decision should have continued but that no
 	// replica claimed (it died, or missed the news). Oldest decision first.
-	UnappliedDecisions(ctx context.Context, decidedBefore time.Time, limit int) ([]Confirmation, error)
+	UnappliedDecisions(ctx context.Context, decidedBefore time.Time, limit int) ([]chat.Confirmation, error)
 
 	// Ping reports whether the database answers.
 	Ping(ctx context.Context) error

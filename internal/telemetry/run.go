@@ -11,8 +11,8 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/event"
-	"github.com/agentchat/agentchat/internal/store"
 )
 
 // Run observes one execution of a run (a start, or a continuation after a
@@ -21,7 +21,7 @@ import (
 // Every method is safe on a nil *Run.
 type Run struct {
 	t      *Telemetry
-	run    store.Run
+	run    chat.Run
 	parent trace.SpanContext // an incoming request's trace, when there was one
 	start  time.Time
 	span   trace.Span
@@ -37,7 +37,7 @@ type Run struct {
 }
 
 // NewRun prepares the observer of one execution of r.
-func (t *Telemetry) NewRun(r store.Run) *Run {
+func (t *Telemetry) NewRun(r chat.Run) *Run {
 	if t == nil {
 		return nil
 	}
@@ -130,7 +130,7 @@ func (r *Run) Event(ev event.Event) {
 // Waited records the time the run waited for a person's decision on c, as
 // a span of its own under the continuing run (the wait itself held no
 // process, so it is recorded when the decision continues the run).
-func Waited(ctx context.Context, c store.Confirmation) {
+func Waited(ctx context.Context, c chat.Confirmation) {
 	r := fromContext(ctx)
 	if r == nil {
 		return

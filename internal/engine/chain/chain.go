@@ -40,11 +40,11 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/engine"
 	"github.com/agentchat/agentchat/internal/engine/local"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/llm"
-	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/tool"
 )
 
@@ -247,16 +247,16 @@ func (r *runner) limit(ctx context.Context) engine.Outcome {
 		return r.done()
 	}
 	text := LimitText(r.st.MaxSteps)
-	id := store.NewID()
+	id := chat.NewID()
 	answer := local.DeriveAnswer(text)
 	answer.Status, answer.ResultType = "failed", "error_report"
 	meta, _ := json.Marshal(struct {
 		Answer *event.Answer `json:"answer"`
 	}{answer})
-	if _, err := r.h.AppendMessage(ctx, store.Message{ID: id, Role: store.RoleAssistant, Content: text, Metadata: meta, RunID: r.t.Run.ID}); err != nil {
+	if _, err := r.h.AppendMessage(ctx, chat.Message{ID: id, Role: chat.RoleAssistant, Content: text, Metadata: meta, RunID: r.t.Run.ID}); err != nil {
 		r.e.log.Error("store chain limit message", "run_id", r.t.Run.ID, "err", err)
 	}
-	r.h.Emit(ctx, event.Event{Payload: event.MessageCompletedData{MessageID: id, Role: store.RoleAssistant, Content: text, Answer: answer}})
+	r.h.Emit(ctx, event.Event{Payload: event.MessageCompletedData{MessageID: id, Role: chat.RoleAssistant, Content: text, Answer: answer}})
 	return engine.Outcome{Status: engine.StatusSucceeded, Usage: r.st.Usage, Answer: answer}
 }
 
@@ -561,9 +561,9 @@ func jsonObject(text string) json.RawMessage {
 	return b.Bytes()
 }
 
-func lastUserText(history []store.Message) string {
+func lastUserText(history []chat.Message) string {
 	for i := len(history) - 1; i >= 0; i-- {
-		if history[i].Role == store.RoleUser {
+		if history[i].Role == chat.RoleUser {
 			return history[i].Content
 		}
 	}

@@ -8,11 +8,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/engine"
 	"github.com/agentchat/agentchat/internal/engine/local"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/llm/scripted"
-	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/tool"
 	"github.com/agentchat/agentchat/internal/tool/builtin"
 )
@@ -29,15 +29,15 @@ func (h *host) Emit(_ context.Context, ev event.Event) {
 	h.evs = append(h.evs, ev)
 }
 
-func (h *host) AppendMessage(_ context.Context, m store.Message) (store.Message, error) {
+func (h *host) AppendMessage(_ context.Context, m chat.Message) (chat.Message, error) {
 	if m.ID == "" {
-		m.ID = store.NewID()
+		m.ID = chat.NewID()
 	}
 	return m, nil
 }
 
-func (h *host) RequestConfirmation(_ context.Context, c store.Confirmation) (store.Confirmation, error) {
-	c.ID = store.NewID()
+func (h *host) RequestConfirmation(_ context.Context, c chat.Confirmation) (chat.Confirmation, error) {
+	c.ID = chat.NewID()
 	return c, nil
 }
 
@@ -66,8 +66,8 @@ func newEngine(t *testing.T, hard int) *Engine {
 
 func task(input string, maxSteps int) engine.Task {
 	return engine.Task{
-		Run:     store.Run{ID: "run-1", Input: input},
-		History: []store.Message{{Role: store.RoleUser, Content: input}},
+		Run:     chat.Run{ID: "run-1", Input: input},
+		History: []chat.Message{{Role: chat.RoleUser, Content: input}},
 		Options: engine.Options{MaxSteps: maxSteps},
 	}
 }
@@ -163,7 +163,7 @@ func TestPauseAndResume(t *testing.T) {
 	aw := o.Announce[0].Payload.(event.ToolAwaitingData)
 	tk.Run.State = o.State
 	tk.Options = engine.Options{}
-	tk.Resume = &engine.Resume{Confirmation: store.Confirmation{ID: aw.ConfirmationID, ToolCallID: aw.ToolCallID, ToolName: aw.Name, Args: aw.Args, Status: store.ConfirmRejected}}
+	tk.Resume = &engine.Resume{Confirmation: chat.Confirmation{ID: aw.ConfirmationID, ToolCallID: aw.ToolCallID, ToolName: aw.Name, Args: aw.Args, Status: chat.ConfirmRejected}}
 	h2 := &host{}
 	o = e.Execute(context.Background(), tk, h2)
 	if o.Status != engine.StatusSucceeded || o.Answer == nil || o.Answer.Answer != "Okay, I did not send it." {

@@ -5,18 +5,18 @@ import (
 	"encoding/json"
 	"slices"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/llm"
-	"github.com/agentchat/agentchat/internal/store"
 )
 
 // Retriever finds context for a turn and remembers what was said (package
 // retrieval implements it).
 type Retriever interface {
 	// Retrieve returns the hits for a query; no hits is an empty result.
-	Retrieve(ctx context.Context, sc store.Scope, conversationID, query string) event.RetrievalData
+	Retrieve(ctx context.Context, sc chat.Scope, conversationID, query string) event.RetrievalData
 	// Remember indexes a stored message for memory search (a no-op when memory is off).
-	Remember(ctx context.Context, sc store.Scope, m store.Message)
+	Remember(ctx context.Context, sc chat.Scope, m chat.Message)
 	// ContextMessage is how hits are shown to the model.
 	ContextMessage(d event.RetrievalData) string
 }
@@ -29,7 +29,7 @@ type PromptSource interface {
 
 // BlobStore keeps large tool outputs out of line.
 type BlobStore interface {
-	PutBlob(ctx context.Context, s store.Scope, b store.Blob) (store.Blob, error)
+	PutBlob(ctx context.Context, s chat.Scope, b chat.Blob) (chat.Blob, error)
 }
 
 // retrieve runs retrieval for a new turn: with hits it emits the retrieval
@@ -40,9 +40,9 @@ func (r *runner) retrieve(ctx context.Context, msgs []llm.Message) []llm.Message
 	if r.a.retriever == nil {
 		return msgs
 	}
-	var user store.Message
+	var user chat.Message
 	for _, m := range slices.Backward(r.t.History) {
-		if m.Role == store.RoleUser {
+		if m.Role == chat.RoleUser {
 			user = m
 			break
 		}
@@ -70,7 +70,7 @@ func (r *runner) retrieve(ctx context.Context, msgs []llm.Message) []llm.Message
 }
 
 // remember indexes a final answer for memory search.
-func (r *runner) remember(ctx context.Context, m store.Message) {
+func (r *runner) remember(ctx context.Context, m chat.Message) {
 	if r.a.retriever != nil && m.ID != "" {
 		r.a.retriever.Remember(context.WithoutCancel(ctx), r.t.Scope, m)
 	}
@@ -88,7 +88,7 @@ func (r *runner) offload(ctx context.Context, out json.RawMessage) json.RawMessa
 	if r.a.blobs == nil || r.a.inlineBytes <= 0 || len(out) <= r.a.inlineBytes {
 		return out
 	}
-	b, err := r.a.blobs.PutBlob(ctx, r.t.Scope, store.Blob{ConversationID: r.t.Conversation.ID, Data: out})
+	b, err := r.a.blobs.PutBlob(ctx, r.t.Scope, chat.Blob{ConversationID: r.t.Conversation.ID, Data: out})
 	if err != nil {
 		r.a.log.Error("store large tool output", "run_id", r.t.Run.ID, "err", err)
 		return out

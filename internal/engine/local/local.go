@@ -19,10 +19,10 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/engine"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/llm"
-	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/tool"
 )
 
@@ -133,7 +133,7 @@ func (a *Agent) Execute(ctx context.Context, t engine.Task, h engine.Host) engin
 		}
 		c := t.Resume.Confirmation
 		decision := "approve"
-		if c.Status != store.ConfirmApproved {
+		if c.Status != chat.ConfirmApproved {
 			decision = "reject"
 		}
 		h.Emit(ctx, event.Event{Iteration: iteration, Payload: event.RunResumedData{ConfirmationID: c.ID, Decision: decision, ClientRunID: t.Resume.ClientRunID}})
@@ -186,7 +186,7 @@ func (a *Agent) Execute(ctx context.Context, t engine.Task, h engine.Host) engin
 		msgs = append(msgs, results...)
 	}
 	text := fmt.Sprintf("I stopped after %d steps without reaching a final answer. Ask me to continue, or narrow the request.", a.maxIter)
-	r.completeMessage(ctx, iteration, store.NewID(), text, false)
+	r.completeMessage(ctx, iteration, chat.NewID(), text, false)
 	return engine.Outcome{Status: engine.StatusSucceeded, Usage: r.usage}
 }
 
@@ -214,7 +214,7 @@ func (r *runner) iterate(ctx context.Context, it int, msgs []llm.Message) (turnO
 	emit(event.IterationData{Model: r.a.model.Name()})
 	req := llm.Request{Messages: msgs, Tools: r.toolSpecs(), JSONObject: r.t.Options.Structured}
 	var shown answerText // what a structured answer shows of its JSON
-	msgID := store.NewID()
+	msgID := chat.NewID()
 	var acc llm.Accumulator
 	stream, err := r.a.model.Stream(ctx, req)
 	if err == nil {
@@ -235,7 +235,7 @@ func (r *runner) iterate(ctx context.Context, it int, msgs []llm.Message) (turnO
 				if !ok {
 					id = d.ID
 					if id == "" {
-						id = "call_" + store.NewID()
+						id = "call_" + chat.NewID()
 					}
 					started[d.Index] = id
 					emit(event.ToolCallStartedData{ToolCallID: id, Name: d.Name, MessageID: msgID})
@@ -266,7 +266,7 @@ func (r *runner) iterate(ctx context.Context, it int, msgs []llm.Message) (turnO
 			text = r.shownText(text)
 			assistant := llm.Message{Role: llm.RoleAssistant, Content: text, ToolCalls: calls}
 			meta, _ := json.Marshal(toolCallMeta{ToolCalls: calls})
-			if _, err := r.h.AppendMessage(ctx, store.Message{ID: msgID, Role: store.RoleAssistant, Content: text, Metadata: meta, RunID: r.t.Run.ID}); err != nil {
+			if _, err := r.h.AppendMessage(ctx, chat.Message{ID: msgID, Role: chat.RoleAssistant, Content: text, Metadata: meta, RunID: r.t.Run.ID}); err != nil {
 				o := failed("store_failed", "The answer could not be saved.", r.usage)
 				return turnOut{}, &o
 			}
@@ -322,13 +322,13 @@ func (r *runner) completeMessage(ctx context.Context, it int, id, text string, p
 		answer = DeriveAnswer(text)
 	}
 	meta, _ := json.Marshal(toolCallMeta{Partial: partial, Answer: answer})
-	stored, err := r.h.AppendMessage(ctx, store.Message{ID: id, Role: store.RoleAssistant, Content: text, Metadata: meta, RunID: r.t.Run.ID})
+	stored, err := r.h.AppendMessage(ctx, chat.Message{ID: id, Role: chat.RoleAssistant, Content: text, Metadata: meta, RunID: r.t.Run.ID})
 	if err != nil {
 		r.a.log.Error("store assistant message", "run_id", r.t.Run.ID, "err", err)
 	} else if !partial {
 		r.remember(ctx, stored) // context.go
 	}
-	r.h.Emit(ctx, event.Event{Iteration: it, Step: "worker", Payload: event.MessageCompletedData{MessageID: id, Role: store.RoleAssistant, Content: text, Partial: partial, Answer: answer}})
+	r.h.Emit(ctx, event.Event{Iteration: it, Step: "worker", Payload: event.MessageCompletedData{MessageID: id, Role: chat.RoleAssistant, Content: text, Partial: partial, Answer: answer}})
 	return answer
 }
 
@@ -374,7 +374,7 @@ func (r *runner) toolSpecs() []llm.ToolSpec {
 // order, the ids of the calls waiting for a person, and the events that
 // announce the wait.
 func (r *runner) runTools(ctx context.Context, it int, calls []llm.ToolCall) ([]llm.Message, []string, []event.Event) {
-	results := make([]*store.Message, len(calls))
+	results := make([]*chat.Message, len(calls))
 	var awaiting []string
 	var announce []event.Event
 	var wg sync.WaitGroup
@@ -445,7 +445,7 @@ func normaliseArgs(a json.RawMessage) json.RawMessage {
 // requestConfirmation stores a pending confirmation and returns the event
 // that announces it.
 func (r *runner) requestConfirmation(ctx context.Context, it int, callID, name string, args json.RawMessage) (event.Event, error) {
-	c, err := r.h.RequestConfirmation(ctx, store.Confirmation{ToolCallID: callID, ToolName: name, Args: args})
+	c, err := r.h.RequestConfirmation(ctx, chat.Confirmation{ToolCallID: callID, ToolName: name, Args: args})
 	if err != nil {
 		return event.Event{}, err
 	}
@@ -456,7 +456,7 @@ func (r *runner) requestConfirmation(ctx context.Context, it int, callID, name s
 }
 
 // record stores a tool result as a role=tool message and announces it.
-func (r *runner) record(ctx context.Context, it int, callID, name string, args json.RawMessage, res tool.Result, denied bool, confirmationID string) store.Message {
+func (r *runner) record(ctx context.Context, it int, callID, name string, args json.RawMessage, res tool.Result, denied bool, confirmationID string) chat.Message {
 	content := res.Content
 	if res.Error != "" && (content == "" || content == res.Error) {
 		// Say plainly that the call failed: the model must not read an error as output.
@@ -464,7 +464,7 @@ func (r *runner) record(ctx context.Context, it int, callID, name string, args j
 	}
 	meta, _ := json.Marshal(ToolMessageMeta{ToolName: name, ToolCallID: callID, ToolCallArgs: args, Status: string(res.Status),
 		Result: content, Error: res.Error, Denied: denied, ToolAgentOutput: r.offload(ctx, res.Output), ConfirmationID: confirmationID})
-	m := store.Message{Role: store.RoleTool, Content: content, Metadata: meta, RunID: r.t.Run.ID, ToolName: name, ToolCallID: callID}
+	m := chat.Message{Role: chat.RoleTool, Content: content, Metadata: meta, RunID: r.t.Run.ID, ToolName: name, ToolCallID: callID}
 	stored, err := r.h.AppendMessage(ctx, m)
 	if err != nil {
 		r.a.log.Error("store tool message", "run_id", r.t.Run.ID, "tool", name, "err", err)
@@ -478,7 +478,7 @@ func (r *runner) record(ctx context.Context, it int, callID, name string, args j
 }
 
 // decided runs (or declines) the tool a person decided on, and stores the result.
-func (r *runner) decided(ctx context.Context, it int, c store.Confirmation) (store.Message, bool) {
+func (r *runner) decided(ctx context.Context, it int, c chat.Confirmation) (chat.Message, bool) {
 	args := c.Args
 	if len(c.DecidedArgs) > 0 {
 		args = c.DecidedArgs
@@ -486,14 +486,14 @@ func (r *runner) decided(ctx context.Context, it int, c store.Confirmation) (sto
 	var res tool.Result
 	denied, expired := false, false
 	switch c.Status {
-	case store.ConfirmApproved:
+	case chat.ConfirmApproved:
 		if err := r.a.tools.Validate(c.ToolName, args); err != nil {
 			res = tool.Result{Status: tool.StatusFailure, Error: err.Error()}
 			break
 		}
 		r.h.Emit(ctx, event.Event{Iteration: it, Step: "worker", Payload: event.ToolRunningData{ToolCallID: c.ToolCallID, Name: c.ToolName, Args: args}})
 		res = r.a.tools.Call(ctx, c.ToolName, args)
-	case store.ConfirmExpired:
+	case chat.ConfirmExpired:
 		expired = true
 		res = tool.Result{Status: tool.StatusFailure, Error: "Nobody approved this call in time, so it did not run.", Content: "The confirmation expired; the tool did not run."}
 	default:
@@ -507,23 +507,23 @@ func (r *runner) decided(ctx context.Context, it int, c store.Confirmation) (sto
 	return r.record(context.WithoutCancel(ctx), it, c.ToolCallID, c.ToolName, args, res, denied, c.ID), expired
 }
 
-func (r *runner) finishExpired(ctx context.Context, it int, c store.Confirmation) engine.Outcome {
+func (r *runner) finishExpired(ctx context.Context, it int, c chat.Confirmation) engine.Outcome {
 	text := fmt.Sprintf("Nobody approved %s in time, so I did not run it. Ask again when you are ready.", c.ToolName)
-	r.completeMessage(ctx, it, store.NewID(), text, false)
+	r.completeMessage(ctx, it, chat.NewID(), text, false)
 	return failed("confirmation_expired", "The confirmation expired before anyone decided.", r.usage)
 }
 
 // BuildContext rebuilds the model's view of a conversation from stored
 // messages. A tool call left without a result (a run that failed mid-way) gets
 // a stand-in result, since providers reject a call with no answer.
-func BuildContext(system string, history []store.Message) []llm.Message {
+func BuildContext(system string, history []chat.Message) []llm.Message {
 	var out []llm.Message
 	if system != "" {
 		out = append(out, llm.Message{Role: llm.RoleSystem, Content: system})
 	}
 	answered := map[string]bool{}
 	for _, m := range history {
-		if m.Role == store.RoleTool {
+		if m.Role == chat.RoleTool {
 			answered[m.ToolCallID] = true
 		}
 	}
@@ -536,7 +536,7 @@ func BuildContext(system string, history []store.Message) []llm.Message {
 	}
 	for _, m := range history {
 		switch m.Role {
-		case store.RoleUser:
+		case chat.RoleUser:
 			flush()
 			msg := llm.Message{Role: llm.RoleUser, Content: m.Content}
 			if len(m.Parts) > 0 {
@@ -546,7 +546,7 @@ func BuildContext(system string, history []store.Message) []llm.Message {
 				}
 			}
 			out = append(out, msg)
-		case store.RoleAssistant:
+		case chat.RoleAssistant:
 			flush()
 			var meta toolCallMeta
 			_ = json.Unmarshal(m.Metadata, &meta)
@@ -559,9 +559,9 @@ func BuildContext(system string, history []store.Message) []llm.Message {
 					open = append(open, c)
 				}
 			}
-		case store.RoleTool:
+		case chat.RoleTool:
 			out = append(out, llm.Message{Role: llm.RoleTool, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.ToolName})
-		case store.RoleSystem:
+		case chat.RoleSystem:
 			flush()
 			out = append(out, llm.Message{Role: llm.RoleSystem, Content: m.Content})
 		}

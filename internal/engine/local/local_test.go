@@ -5,8 +5,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/llm"
-	"github.com/agentchat/agentchat/internal/store"
 )
 
 func TestBuildContext(t *testing.T) {
@@ -19,15 +19,15 @@ func TestBuildContext(t *testing.T) {
 		b, _ := json.Marshal(toolCallMeta{ToolCalls: tc})
 		return b
 	}
-	history := []store.Message{
-		{Role: store.RoleUser, Content: "hi", Parts: json.RawMessage(`[{"type":"text","text":"hi"},{"type":"image_url","imageUrl":"https://x/y.png"}]`)},
-		{Role: store.RoleAssistant, Content: "", Metadata: calls("a", "b")},
-		{Role: store.RoleTool, Content: "1", ToolCallID: "a", ToolName: "calculator"},
+	history := []chat.Message{
+		{Role: chat.RoleUser, Content: "hi", Parts: json.RawMessage(`[{"type":"text","text":"hi"},{"type":"image_url","imageUrl":"https://x/y.png"}]`)},
+		{Role: chat.RoleAssistant, Content: "", Metadata: calls("a", "b")},
+		{Role: chat.RoleTool, Content: "1", ToolCallID: "a", ToolName: "calculator"},
 		// b was never answered (the run failed): a stand-in answer is added.
-		{Role: store.RoleUser, Content: "again"},
-		{Role: store.RoleAssistant, Content: "partial", Metadata: json.RawMessage(`{"partial":true}`)},
-		{Role: store.RoleAssistant, Content: "", Metadata: json.RawMessage(`{"partial":true}`)}, // an empty partial says nothing
-		{Role: store.RoleAssistant, Content: "", Metadata: calls("c")},
+		{Role: chat.RoleUser, Content: "again"},
+		{Role: chat.RoleAssistant, Content: "partial", Metadata: json.RawMessage(`{"partial":true}`)},
+		{Role: chat.RoleAssistant, Content: "", Metadata: json.RawMessage(`{"partial":true}`)}, // an empty partial says nothing
+		{Role: chat.RoleAssistant, Content: "", Metadata: calls("c")},
 		// c is awaiting a decision: left open for the resumed run to answer.
 	}
 	got := BuildContext("be brief", history)

@@ -42,12 +42,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/engine"
 	"github.com/agentchat/agentchat/internal/engine/local"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/llm"
 	"github.com/agentchat/agentchat/internal/llm/openai"
-	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/tool"
 )
 
@@ -213,8 +213,8 @@ func (e *Engine) Execute(ctx context.Context, t engine.Task, h engine.Host) engi
 }
 
 // ofRun keeps the messages of one run.
-func ofRun(history []store.Message, runID string) []store.Message {
-	var out []store.Message
+func ofRun(history []chat.Message, runID string) []chat.Message {
+	var out []chat.Message
 	for _, m := range history {
 		if m.RunID == runID {
 			out = append(out, m)
@@ -265,7 +265,7 @@ func (f *firstOutput) goLive(ctx context.Context) {
 	f.held = nil
 }
 
-func (f *firstOutput) AppendMessage(ctx context.Context, m store.Message) (store.Message, error) {
+func (f *firstOutput) AppendMessage(ctx context.Context, m chat.Message) (chat.Message, error) {
 	f.mu.Lock()
 	if !f.live {
 		f.goLive(ctx)
@@ -274,7 +274,7 @@ func (f *firstOutput) AppendMessage(ctx context.Context, m store.Message) (store
 	return f.h.AppendMessage(ctx, m)
 }
 
-func (f *firstOutput) RequestConfirmation(ctx context.Context, c store.Confirmation) (store.Confirmation, error) {
+func (f *firstOutput) RequestConfirmation(ctx context.Context, c chat.Confirmation) (chat.Confirmation, error) {
 	return f.h.RequestConfirmation(ctx, c)
 }
 

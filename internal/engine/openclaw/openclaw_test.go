@@ -9,18 +9,18 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/engine"
 	"github.com/agentchat/agentchat/internal/engine/openclaw"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/llm/llmtest"
-	"github.com/agentchat/agentchat/internal/store"
 )
 
 // host records what a run does.
 type host struct {
 	mu     sync.Mutex
 	events []event.Event
-	msgs   []store.Message
+	msgs   []chat.Message
 }
 
 func (h *host) Emit(_ context.Context, ev event.Event) {
@@ -29,26 +29,26 @@ func (h *host) Emit(_ context.Context, ev event.Event) {
 	h.events = append(h.events, ev)
 }
 
-func (h *host) AppendMessage(_ context.Context, m store.Message) (store.Message, error) {
+func (h *host) AppendMessage(_ context.Context, m chat.Message) (chat.Message, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	m.ID = store.NewID()
+	m.ID = chat.NewID()
 	h.msgs = append(h.msgs, m)
 	return m, nil
 }
 
-func (h *host) RequestConfirmation(_ context.Context, c store.Confirmation) (store.Confirmation, error) {
-	c.ID = store.NewID()
+func (h *host) RequestConfirmation(_ context.Context, c chat.Confirmation) (chat.Confirmation, error) {
+	c.ID = chat.NewID()
 	return c, nil
 }
 
 func task(tenant string) engine.Task {
 	return engine.Task{
-		Scope: store.Scope{Tenant: tenant, User: "u"}, Run: store.Run{ID: "run-2"}, Conversation: store.Conversation{ID: "conv-1"},
-		History: []store.Message{
-			{Role: store.RoleUser, Content: "earlier", RunID: "run-1"},
-			{Role: store.RoleAssistant, Content: "earlier answer", RunID: "run-1"},
-			{Role: store.RoleUser, Content: "now", RunID: "run-2"},
+		Scope: chat.Scope{Tenant: tenant, User: "u"}, Run: chat.Run{ID: "run-2"}, Conversation: chat.Conversation{ID: "conv-1"},
+		History: []chat.Message{
+			{Role: chat.RoleUser, Content: "earlier", RunID: "run-1"},
+			{Role: chat.RoleAssistant, Content: "earlier answer", RunID: "run-1"},
+			{Role: chat.RoleUser, Content: "now", RunID: "run-2"},
 		},
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/store"
 )
@@ -68,7 +69,7 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 // key over the rows overlapping (after, until], from the last row starting at
 // or before after (which may hold after+1). Each row read holds at least one
 // wanted event, so limit rows hold enough.
-func (s *Store) ListEvents(ctx context.Context, sc store.Scope, thread, runID string, after, until int64, limit int) ([]event.Event, error) {
+func (s *Store) ListEvents(ctx context.Context, sc chat.Scope, thread, runID string, after, until int64, limit int) ([]event.Event, error) {
 	if until <= 0 {
 		until = math.MaxInt64
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/store"
 )
 
@@ -24,9 +25,9 @@ func scanDocument(row pgx.CollectableRow) (store.Document, error) {
 }
 
 // CreateDocument stores a document and its chunks in one transaction.
-func (s *Store) CreateDocument(ctx context.Context, sc store.Scope, d store.Document, chunks []store.Chunk) (store.Document, error) {
+func (s *Store) CreateDocument(ctx context.Context, sc chat.Scope, d store.Document, chunks []store.Chunk) (store.Document, error) {
 	if d.ID == "" {
-		d.ID = store.NewID()
+		d.ID = chat.NewID()
 	}
 	if d.CreatedAt.IsZero() {
 		d.CreatedAt = now()
@@ -39,7 +40,7 @@ func (s *Store) CreateDocument(ctx context.Context, sc store.Scope, d store.Docu
 			d.ID, d.Tenant, d.Owner, d.Source, d.MediaType, nullJSON(d.Metadata), d.Bytes, d.Chunks, d.CreatedAt)
 		for _, c := range chunks {
 			if c.ID == "" {
-				c.ID = store.NewID()
+				c.ID = chat.NewID()
 			}
 			var emb any
 			if len(c.Embedding) > 0 {
@@ -57,7 +58,7 @@ func (s *Store) CreateDocument(ctx context.Context, sc store.Scope, d store.Docu
 }
 
 // GetDocument reads one of the tenant's documents.
-func (s *Store) GetDocument(ctx context.Context, sc store.Scope, id string) (store.Document, error) {
+func (s *Store) GetDocument(ctx context.Context, sc chat.Scope, id string) (store.Document, error) {
 	rows, _ := s.pool.Query(ctx, `SELECT `+documentCols+` FROM knowledge_documents WHERE id = $1 AND tenant = $2`, id, sc.Tenant)
 	d, err := pgx.CollectExactlyOneRow(rows, scanDocument)
 	if err != nil {
@@ -67,7 +68,7 @@ func (s *Store) GetDocument(ctx context.Context, sc store.Scope, id string) (sto
 }
 
 // ListDocuments pages the tenant's documents, newest first.
-func (s *Store) ListDocuments(ctx context.Context, sc store.Scope, p store.Page) ([]store.Document, string, error) {
+func (s *Store) ListDocuments(ctx context.Context, sc chat.Scope, p store.Page) ([]store.Document, string, error) {
 	cur, ok, err := store.DecodeCursor(p.Cursor)
 	if err != nil {
 		return nil, "", err
@@ -94,7 +95,7 @@ func (s *Store) ListDocuments(ctx context.Context, sc store.Scope, p store.Page)
 }
 
 // DeleteDocument removes a document; its chunks follow.
-func (s *Store) DeleteDocument(ctx context.Context, sc store.Scope, id string) error {
+func (s *Store) DeleteDocument(ctx context.Context, sc chat.Scope, id string) error {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM knowledge_documents WHERE id = $1 AND tenant = $2`, id, sc.Tenant)
 	if err == nil && tag.RowsAffected() == 0 {
 		err = store.ErrNotFound
@@ -124,7 +125,7 @@ func scanPassage(row pgx.CollectableRow) (store.Passage, error) {
 }
 
 // SearchKnowledge ranks the tenant's chunks by ts_rank_cd (cover density).
-func (s *Store) SearchKnowledge(ctx context.Context, sc store.Scope, terms []string, limit int) ([]store.Passage, error) {
+func (s *Store) SearchKnowledge(ctx context.Context, sc chat.Scope, terms []string, limit int) ([]store.Passage, error) {
 	if len(terms) == 0 {
 		return nil, nil
 	}
@@ -142,7 +143,7 @@ func (s *Store) SearchKnowledge(ctx context.Context, sc store.Scope, terms []str
 }
 
 // KnowledgeVectors lists the tenant's embedded chunks, newest documents first.
-func (s *Store) KnowledgeVectors(ctx context.Context, sc store.Scope, limit int) ([]store.Passage, error) {
+func (s *Store) KnowledgeVectors(ctx context.Context, sc chat.Scope, limit int) ([]store.Passage, error) {
 	rows, _ := s.pool.Query(ctx, `
 		SELECT c.id, c.document_id, d.source, c.content, c.embedding
 		FROM knowledge_chunks c JOIN knowledge_documents d ON d.id = c.document_id
@@ -162,7 +163,7 @@ func (s *Store) KnowledgeVectors(ctx context.Context, sc store.Scope, limit int)
 // ---- memory ----
 
 // Remember indexes a message of one of sc's conversations.
-func (s *Store) Remember(ctx context.Context, sc store.Scope, e store.MemoryEntry) error {
+func (s *Store) Remember(ctx context.Context, sc chat.Scope, e store.MemoryEntry) error {
 	if e.CreatedAt.IsZero() {
 		e.CreatedAt = now()
 	}
@@ -186,7 +187,7 @@ func (s *Store) Remember(ctx context.Context, sc store.Scope, e store.MemoryEntr
 }
 
 // SearchMemory ranks sc's own remembered messages by ts_rank_cd.
-func (s *Store) SearchMemory(ctx context.Context, sc store.Scope, terms []string, exclude string, limit int) ([]store.Passage, error) {
+func (s *Store) SearchMemory(ctx context.Context, sc chat.Scope, terms []string, exclude string, limit int) ([]store.Passage, error) {
 	if len(terms) == 0 {
 		return nil, nil
 	}
@@ -205,9 +206,9 @@ func (s *Store) SearchMemory(ctx context.Context, sc store.Scope, terms []string
 // ---- blobs ----
 
 // PutBlob stores a payload in one of sc's conversations.
-func (s *Store) PutBlob(ctx context.Context, sc store.Scope, b store.Blob) (store.Blob, error) {
+func (s *Store) PutBlob(ctx context.Context, sc chat.Scope, b chat.Blob) (chat.Blob, error) {
 	if b.ID == "" {
-		b.ID = store.NewID()
+		b.ID = chat.NewID()
 	}
 	b.CreatedAt = now()
 	tag, err := s.pool.Exec(ctx, `INSERT INTO blobs (id, tenant, conversation_id, data, created_at)
@@ -217,20 +218,20 @@ func (s *Store) PutBlob(ctx context.Context, sc store.Scope, b store.Blob) (stor
 		err = store.ErrNotFound
 	}
 	if err != nil {
-		return store.Blob{}, fmt.Errorf("put blob: %w", interpretError(err))
+		return chat.Blob{}, fmt.Errorf("put blob: %w", interpretError(err))
 	}
 	return b, nil
 }
 
 // GetBlob reads a payload of one of sc's conversations.
-func (s *Store) GetBlob(ctx context.Context, sc store.Scope, id string) (store.Blob, error) {
-	var b store.Blob
+func (s *Store) GetBlob(ctx context.Context, sc chat.Scope, id string) (chat.Blob, error) {
+	var b chat.Blob
 	var data []byte
 	err := s.pool.QueryRow(ctx, `SELECT b.id, b.conversation_id, b.data, b.created_at FROM blobs b
 		JOIN conversations c ON c.id = b.conversation_id
 		WHERE b.id = $1 AND b.tenant = $2 AND c.owner = $3`, id, sc.Tenant, sc.User).Scan(&b.ID, &b.ConversationID, &data, &b.CreatedAt)
 	if err != nil {
-		return store.Blob{}, fmt.Errorf("get blob %s: %w", id, interpretError(err))
+		return chat.Blob{}, fmt.Errorf("get blob %s: %w", id, interpretError(err))
 	}
 	b.Data, b.CreatedAt = rawJSON(data), b.CreatedAt.UTC()
 	return b, nil
@@ -250,9 +251,9 @@ func scanCompaction(row pgx.CollectableRow) (store.Compaction, error) {
 // Compact records a compaction and archives its messages atomically. The
 // conversation row is locked, so the check for an active run and the writes
 // see one state.
-func (s *Store) Compact(ctx context.Context, sc store.Scope, c store.Compaction, archived []store.Message, activeRunID string) (store.Compaction, error) {
+func (s *Store) Compact(ctx context.Context, sc chat.Scope, c store.Compaction, archived []chat.Message, activeRunID string) (store.Compaction, error) {
 	if c.ID == "" {
-		c.ID = store.NewID()
+		c.ID = chat.NewID()
 	}
 	c.CreatedAt, c.Archived = now(), len(archived)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -285,7 +286,7 @@ func (s *Store) Compact(ctx context.Context, sc store.Scope, c store.Compaction,
 }
 
 // LatestCompaction reads the conversation's newest compaction.
-func (s *Store) LatestCompaction(ctx context.Context, sc store.Scope, conversationID string) (store.Compaction, error) {
+func (s *Store) LatestCompaction(ctx context.Context, sc chat.Scope, conversationID string) (store.Compaction, error) {
 	rows, _ := s.pool.Query(ctx, `SELECT k.id, k.conversation_id, k.summary, k.archived, k.through_id, k.through_at, k.created_at
 		FROM compactions k JOIN conversations c ON c.id = k.conversation_id
 		WHERE k.conversation_id = $1 AND c.tenant = $2 AND c.owner = $3
@@ -298,7 +299,7 @@ func (s *Store) LatestCompaction(ctx context.Context, sc store.Scope, conversati
 }
 
 // ListArchive pages the conversation's archived messages, oldest first.
-func (s *Store) ListArchive(ctx context.Context, sc store.Scope, conversationID string, p store.Page) ([]store.Message, string, error) {
+func (s *Store) ListArchive(ctx context.Context, sc chat.Scope, conversationID string, p store.Page) ([]chat.Message, string, error) {
 	cur, ok, err := store.DecodeCursor(p.Cursor)
 	if err != nil {
 		return nil, "", err
@@ -310,7 +311,7 @@ func (s *Store) ListArchive(ctx context.Context, sc store.Scope, conversationID 
 		args = append(args, cur.At, cur.ID)
 	}
 	q += ` ORDER BY created_at, id LIMIT $3`
-	var out []store.Message
+	var out []chat.Message
 	err = s.scoped(ctx, sc, conversationID, q, args, func(rows pgx.Rows) error {
 		var err error
 		out, err = pgx.CollectRows(rows, scanMessage)

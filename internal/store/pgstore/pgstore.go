@@ -48,6 +48,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/store"
 )
@@ -282,21 +283,21 @@ const activeStatuses = `('queued', 'running', 'awaiting_input')`
 
 const conversationCols = `id, tenant, owner, title, engine, created_at, updated_at`
 
-func scanConversation(row pgx.Row) (store.Conversation, error) {
-	var c store.Conversation
+func scanConversation(row pgx.Row) (chat.Conversation, error) {
+	var c chat.Conversation
 	err := row.Scan(&c.ID, &c.Tenant, &c.Owner, &c.Title, &c.Engine, &c.CreatedAt, &c.UpdatedAt)
 	c.CreatedAt, c.UpdatedAt = c.CreatedAt.UTC(), c.UpdatedAt.UTC()
 	return c, err
 }
 
-func collectConversation(row pgx.CollectableRow) (store.Conversation, error) {
+func collectConversation(row pgx.CollectableRow) (chat.Conversation, error) {
 	return scanConversation(row)
 }
 
 // CreateConversation stores a new conversation owned by sc.
-func (s *Store) CreateConversation(ctx context.Context, sc store.Scope, c store.Conversation) (store.Conversation, error) {
+func (s *Store) CreateConversation(ctx context.Context, sc chat.Scope, c chat.Conversation) (chat.Conversation, error) {
 	if c.ID == "" {
-		c.ID = store.NewID()
+		c.ID = chat.NewID()
 	}
 	c.Tenant, c.Owner = sc.Tenant, sc.User
 	if c.CreatedAt.IsZero() {
@@ -307,23 +308,23 @@ func (s *Store) CreateConversation(ctx context.Context, sc store.Scope, c store.
 	_, err := s.pool.Exec(ctx, `INSERT INTO conversations (`+conversationCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 		c.ID, c.Tenant, c.Owner, c.Title, c.Engine, c.CreatedAt, c.UpdatedAt)
 	if err != nil {
-		return store.Conversation{}, fmt.Errorf("create conversation: %w", interpretError(err))
+		return chat.Conversation{}, fmt.Errorf("create conversation: %w", interpretError(err))
 	}
 	return c, nil
 }
 
 // GetConversation reads one of sc's conversations.
-func (s *Store) GetConversation(ctx context.Context, sc store.Scope, id string) (store.Conversation, error) {
+func (s *Store) GetConversation(ctx context.Context, sc chat.Scope, id string) (chat.Conversation, error) {
 	c, err := scanConversation(s.pool.QueryRow(ctx,
 		`SELECT `+conversationCols+` FROM conversations WHERE id = $1 AND tenant = $2 AND owner = $3`, id, sc.Tenant, sc.User))
 	if err != nil {
-		return store.Conversation{}, fmt.Errorf("get conversation %s: %w", id, interpretError(err))
+		return chat.Conversation{}, fmt.Errorf("get conversation %s: %w", id, interpretError(err))
 	}
 	return c, nil
 }
 
 // ListConversations pages sc's conversations, most recently updated first.
-func (s *Store) ListConversations(ctx context.Context, sc store.Scope, p store.Page) ([]store.Conversation, string, error) {
+func (s *Store) ListConversations(ctx context.Context, sc chat.Scope, p store.Page) ([]chat.Conversation, string, error) {
 	cur, ok, err := store.DecodeCursor(p.Cursor)
 	if err != nil {
 		return nil, "", err
@@ -355,21 +356,21 @@ func (s *Store) ListConversations(ctx context.Context, sc store.Scope, p store.P
 }
 
 // UpdateConversation renames a conversation or pins its engine.
-func (s *Store) UpdateConversation(ctx context.Context, sc store.Scope, id string, title, engine *string) (store.Conversation, error) {
+func (s *Store) UpdateConversation(ctx context.Context, sc chat.Scope, id string, title, engine *string) (chat.Conversation, error) {
 	// GREATEST keeps updated_at from moving backwards when a clock does.
 	c, err := scanConversation(s.pool.QueryRow(ctx, `UPDATE conversations
 		SET title = COALESCE($4, title), engine = COALESCE($5, engine), updated_at = GREATEST(updated_at, $6)
 		WHERE id = $1 AND tenant = $2 AND owner = $3 RETURNING `+conversationCols,
 		id, sc.Tenant, sc.User, title, engine, now()))
 	if err != nil {
-		return store.Conversation{}, fmt.Errorf("update conversation %s: %w", id, interpretError(err))
+		return chat.Conversation{}, fmt.Errorf("update conversation %s: %w", id, interpretError(err))
 	}
 	return c, nil
 }
 
 // DeleteConversation removes a conversation and everything in it: messages,
 // runs and confirmations by cascade, and its events (which have no foreign key).
-func (s *Store) DeleteConversation(ctx context.Context, sc store.Scope, id string) error {
+func (s *Store) DeleteConversation(ctx context.Context, sc chat.Scope, id string) error {
 	var n int
 	err := s.pool.QueryRow(ctx, `WITH c AS (
 			DELETE FROM conversations WHERE id = $1 AND tenant = $2 AND owner = $3 RETURNING id
@@ -390,8 +391,8 @@ func (s *Store) DeleteConversation(ctx context.Context, sc store.Scope, id strin
 
 const messageCols = `id, conversation_id, role, content, parts, metadata, run_id, tool_name, tool_call_id, created_at`
 
-func scanMessage(row pgx.CollectableRow) (store.Message, error) {
-	var m store.Message
+func scanMessage(row pgx.CollectableRow) (chat.Message, error) {
+	var m chat.Message
 	var parts, meta []byte
 	err := row.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Content, &parts, &meta, &m.RunID, &m.ToolName, &m.ToolCallID, &m.CreatedAt)
 	m.Parts, m.Metadata, m.CreatedAt = rawJSON(parts), rawJSON(meta), m.CreatedAt.UTC()
@@ -401,9 +402,9 @@ func scanMessage(row pgx.CollectableRow) (store.Message, error) {
 // AppendMessage adds a message to one of sc's conversations and bumps its
 // updated_at, in one statement: the message is written only if the scoped
 // UPDATE found the conversation.
-func (s *Store) AppendMessage(ctx context.Context, sc store.Scope, m store.Message) (store.Message, error) {
+func (s *Store) AppendMessage(ctx context.Context, sc chat.Scope, m chat.Message) (chat.Message, error) {
 	if m.ID == "" {
-		m.ID = store.NewID()
+		m.ID = chat.NewID()
 	}
 	if m.CreatedAt.IsZero() {
 		m.CreatedAt = now()
@@ -421,13 +422,13 @@ func (s *Store) AppendMessage(ctx context.Context, sc store.Scope, m store.Messa
 		err = store.ErrNotFound
 	}
 	if err != nil {
-		return store.Message{}, fmt.Errorf("append message to %s: %w", m.ConversationID, interpretError(err))
+		return chat.Message{}, fmt.Errorf("append message to %s: %w", m.ConversationID, interpretError(err))
 	}
 	return m, nil
 }
 
 // ListMessages pages a conversation's messages, oldest first.
-func (s *Store) ListMessages(ctx context.Context, sc store.Scope, conversationID string, f store.MessageFilter, p store.Page) ([]store.Message, string, error) {
+func (s *Store) ListMessages(ctx context.Context, sc chat.Scope, conversationID string, f store.MessageFilter, p store.Page) ([]chat.Message, string, error) {
 	cur, ok, err := store.DecodeCursor(p.Cursor)
 	if err != nil {
 		return nil, "", err
@@ -451,7 +452,7 @@ func (s *Store) ListMessages(ctx context.Context, sc store.Scope, conversationID
 	}
 	q += ` ORDER BY created_at, id LIMIT ` + arg(p.Limit+1)
 
-	var out []store.Message
+	var out []chat.Message
 	err = s.scoped(ctx, sc, conversationID, q, args, func(rows pgx.Rows) error {
 		var err error
 		out, err = pgx.CollectRows(rows, scanMessage)
@@ -472,7 +473,7 @@ func (s *Store) ListMessages(ctx context.Context, sc store.Scope, conversationID
 // scoped runs query q in one pipelined round trip with the check that sc owns
 // the conversation; read gets q's rows only when it does. The query itself
 // filters by tenant too, so it never reads another tenant's rows either way.
-func (s *Store) scoped(ctx context.Context, sc store.Scope, conversationID, q string, args []any, read func(pgx.Rows) error) error {
+func (s *Store) scoped(ctx context.Context, sc chat.Scope, conversationID, q string, args []any, read func(pgx.Rows) error) error {
 	b := &pgx.Batch{}
 	b.Queue(`SELECT EXISTS (SELECT 1 FROM conversations WHERE id = $1 AND tenant = $2 AND owner = $3)`, conversationID, sc.Tenant, sc.User)
 	b.Queue(q, args...)
@@ -499,14 +500,14 @@ func (s *Store) scoped(ctx context.Context, sc store.Scope, conversationID, q st
 
 const runCols = `id, tenant, owner, conversation_id, turn_id, status, input, engine, model, error_code, error_message, usage, state, created_at, started_at, ended_at, lease_owner, lease_epoch, cancel_requested, seq_reserved`
 
-func scanRun(row pgx.Row) (store.Run, error) {
-	var r store.Run
+func scanRun(row pgx.Row) (chat.Run, error) {
+	var r chat.Run
 	var ecode, emsg *string
 	var usage, state []byte
 	err := row.Scan(&r.ID, &r.Tenant, &r.Owner, &r.ConversationID, &r.TurnID, &r.Status, &r.Input, &r.Engine, &r.Model,
 		&ecode, &emsg, &usage, &state, &r.CreatedAt, &r.StartedAt, &r.EndedAt, &r.LeaseOwner, &r.LeaseEpoch, &r.CancelRequested, &r.SeqReserved)
 	if err != nil {
-		return store.Run{}, err
+		return chat.Run{}, err
 	}
 	if ecode != nil {
 		r.Error = &event.ErrorInfo{Code: *ecode}
@@ -526,20 +527,20 @@ func scanRun(row pgx.Row) (store.Run, error) {
 	return r, nil
 }
 
-func collectRun(row pgx.CollectableRow) (store.Run, error) { return scanRun(row) }
+func collectRun(row pgx.CollectableRow) (chat.Run, error) { return scanRun(row) }
 
 // CreateRun starts a run record. The partial unique index runs_one_active
 // refuses a second active run per conversation, so concurrent starts on any
 // number of replicas cannot both win; the loser learns the active run's id.
-func (s *Store) CreateRun(ctx context.Context, sc store.Scope, r store.Run) (store.Run, error) {
+func (s *Store) CreateRun(ctx context.Context, sc chat.Scope, r chat.Run) (chat.Run, error) {
 	if r.ID == "" {
-		r.ID = store.NewID()
+		r.ID = chat.NewID()
 	}
 	if r.TurnID == "" {
 		r.TurnID = r.ID
 	}
 	if r.Status == "" {
-		r.Status = store.RunQueued
+		r.Status = chat.RunQueued
 	}
 	r.Tenant, r.Owner = sc.Tenant, sc.User
 	if r.CreatedAt.IsZero() {
@@ -561,38 +562,38 @@ func (s *Store) CreateRun(ctx context.Context, sc store.Scope, r store.Run) (sto
 			r.CreatedAt, r.StartedAt, r.LeaseOwner, r.LeaseEpoch, r.SeqReserved)
 		switch {
 		case err == nil && tag.RowsAffected() == 0:
-			return store.Run{}, fmt.Errorf("create run: conversation %s: %w", r.ConversationID, store.ErrNotFound)
+			return chat.Run{}, fmt.Errorf("create run: conversation %s: %w", r.ConversationID, store.ErrNotFound)
 		case err == nil:
 			return r, nil
 		case !isConstraint(err, "runs_one_active"):
-			return store.Run{}, fmt.Errorf("create run: %w", interpretError(err))
+			return chat.Run{}, fmt.Errorf("create run: %w", interpretError(err))
 		}
 		var active string
 		err = s.pool.QueryRow(ctx, `SELECT id FROM runs WHERE conversation_id = $1 AND status IN `+activeStatuses, r.ConversationID).Scan(&active)
 		if err == nil {
-			return store.Run{}, fmt.Errorf("create run: %w", &store.BusyError{ActiveRunID: active})
+			return chat.Run{}, fmt.Errorf("create run: %w", &store.BusyError{ActiveRunID: active})
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
-			return store.Run{}, fmt.Errorf("create run: %w", interpretError(err))
+			return chat.Run{}, fmt.Errorf("create run: %w", interpretError(err))
 		}
 	}
-	return store.Run{}, fmt.Errorf("create run: %w: conversation %s keeps starting runs", store.ErrConflict, r.ConversationID)
+	return chat.Run{}, fmt.Errorf("create run: %w: conversation %s keeps starting runs", store.ErrConflict, r.ConversationID)
 }
 
 // GetRun reads one of sc's runs.
-func (s *Store) GetRun(ctx context.Context, sc store.Scope, id string) (store.Run, error) {
+func (s *Store) GetRun(ctx context.Context, sc chat.Scope, id string) (chat.Run, error) {
 	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM runs WHERE id = $1 AND tenant = $2 AND owner = $3`, id, sc.Tenant, sc.User))
 	if err != nil {
-		return store.Run{}, fmt.Errorf("get run %s: %w", id, interpretError(err))
+		return chat.Run{}, fmt.Errorf("get run %s: %w", id, interpretError(err))
 	}
 	return r, nil
 }
 
 // GetRunAnyOwner reads a run of the tenant whoever owns it (system use only).
-func (s *Store) GetRunAnyOwner(ctx context.Context, tenant, id string) (store.Run, error) {
+func (s *Store) GetRunAnyOwner(ctx context.Context, tenant, id string) (chat.Run, error) {
 	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM runs WHERE id = $1 AND tenant = $2`, id, tenant))
 	if err != nil {
-		return store.Run{}, fmt.Errorf("get run %s: %w", id, interpretError(err))
+		return chat.Run{}, fmt.Errorf("get run %s: %w", id, interpretError(err))
 	}
 	return r, nil
 }
@@ -601,7 +602,7 @@ func (s *Store) GetRunAnyOwner(ctx context.Context, tenant, id string) (store.Ru
 // compare-and-set is the WHERE clause of one UPDATE, so it holds across
 // replicas without a transaction; only a refusal costs a second query, to tell
 // a missing run from one in another status.
-func (s *Store) UpdateRun(ctx context.Context, tenant, id string, u store.RunUpdate) (store.Run, error) {
+func (s *Store) UpdateRun(ctx context.Context, tenant, id string, u store.RunUpdate) (chat.Run, error) {
 	var status, ecode, emsg, model *string
 	if u.Status != "" {
 		status = &u.Status
@@ -614,7 +615,7 @@ func (s *Store) UpdateRun(ctx context.Context, tenant, id string, u store.RunUpd
 	if u.Usage != nil {
 		b, err := json.Marshal(*u.Usage)
 		if err != nil {
-			return store.Run{}, fmt.Errorf("update run %s: %w", id, err)
+			return chat.Run{}, fmt.Errorf("update run %s: %w", id, err)
 		}
 		usage = b
 	}
@@ -650,24 +651,24 @@ func (s *Store) UpdateRun(ctx context.Context, tenant, id string, u store.RunUpd
 		}
 	}
 	if err != nil {
-		return store.Run{}, fmt.Errorf("update run %s: %w", id, interpretError(err))
+		return chat.Run{}, fmt.Errorf("update run %s: %w", id, interpretError(err))
 	}
 	return r, nil
 }
 
 // ActiveRun returns the conversation's queued, running or waiting run.
-func (s *Store) ActiveRun(ctx context.Context, sc store.Scope, conversationID string) (store.Run, error) {
+func (s *Store) ActiveRun(ctx context.Context, sc chat.Scope, conversationID string) (chat.Run, error) {
 	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM runs
 		WHERE conversation_id = $1 AND tenant = $2 AND owner = $3 AND status IN `+activeStatuses,
 		conversationID, sc.Tenant, sc.User))
 	if err != nil {
-		return store.Run{}, fmt.Errorf("active run of %s: %w", conversationID, interpretError(err))
+		return chat.Run{}, fmt.Errorf("active run of %s: %w", conversationID, interpretError(err))
 	}
 	return r, nil
 }
 
 // ListRuns lists a conversation's runs, oldest first.
-func (s *Store) ListRuns(ctx context.Context, sc store.Scope, conversationID string) ([]store.Run, error) {
+func (s *Store) ListRuns(ctx context.Context, sc chat.Scope, conversationID string) ([]chat.Run, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+runCols+` FROM runs
 		WHERE conversation_id = $1 AND tenant = $2 AND owner = $3 ORDER BY created_at, id`,
 		conversationID, sc.Tenant, sc.User)
@@ -685,7 +686,7 @@ func (s *Store) ListRuns(ctx context.Context, sc store.Scope, conversationID str
 // is the compare-and-set (its row lock orders racing claimers, and the loser
 // re-reads the status it changed), and the confirmation is marked applied
 // only when that UPDATE matched.
-func (s *Store) ClaimRun(ctx context.Context, tenant, runID, confirmationID, owner string, epoch int64) (store.Run, error) {
+func (s *Store) ClaimRun(ctx context.Context, tenant, runID, confirmationID, owner string, epoch int64) (chat.Run, error) {
 	r, err := scanRun(s.pool.QueryRow(ctx, `WITH r AS (
 			UPDATE runs SET status = 'running', lease_owner = $3, lease_epoch = $4
 			WHERE id = $1 AND tenant = $2 AND status = 'awaiting_input'
@@ -704,7 +705,7 @@ func (s *Store) ClaimRun(ctx context.Context, tenant, runID, confirmationID, own
 		}
 	}
 	if err != nil {
-		return store.Run{}, fmt.Errorf("claim run %s: %w", runID, interpretError(err))
+		return chat.Run{}, fmt.Errorf("claim run %s: %w", runID, interpretError(err))
 	}
 	return r, nil
 }
@@ -729,13 +730,13 @@ func (s *Store) DeleteRunsEndedBefore(ctx context.Context, t time.Time) (int, er
 
 const confirmationCols = `id, tenant, owner, run_id, conversation_id, tool_call_id, tool_name, args, status, decided_args, reason, created_at, expires_at, decided_at, applied_at`
 
-func scanConfirmation(row pgx.Row) (store.Confirmation, error) {
-	var c store.Confirmation
+func scanConfirmation(row pgx.Row) (chat.Confirmation, error) {
+	var c chat.Confirmation
 	var args, decided []byte
 	err := row.Scan(&c.ID, &c.Tenant, &c.Owner, &c.RunID, &c.ConversationID, &c.ToolCallID, &c.ToolName, &args, &c.Status,
 		&decided, &c.Reason, &c.CreatedAt, &c.ExpiresAt, &c.DecidedAt, &c.AppliedAt)
 	if err != nil {
-		return store.Confirmation{}, err
+		return chat.Confirmation{}, err
 	}
 	c.Args, c.DecidedArgs = json.RawMessage(args), rawJSON(decided)
 	c.CreatedAt, c.ExpiresAt = c.CreatedAt.UTC(), c.ExpiresAt.UTC()
@@ -750,17 +751,17 @@ func scanConfirmation(row pgx.Row) (store.Confirmation, error) {
 	return c, nil
 }
 
-func collectConfirmation(row pgx.CollectableRow) (store.Confirmation, error) {
+func collectConfirmation(row pgx.CollectableRow) (chat.Confirmation, error) {
 	return scanConfirmation(row)
 }
 
 // CreateConfirmation stores a pending confirmation; a missing run is ErrNotFound.
-func (s *Store) CreateConfirmation(ctx context.Context, c store.Confirmation) (store.Confirmation, error) {
+func (s *Store) CreateConfirmation(ctx context.Context, c chat.Confirmation) (chat.Confirmation, error) {
 	if c.ID == "" {
-		c.ID = store.NewID()
+		c.ID = chat.NewID()
 	}
 	if c.Status == "" {
-		c.Status = store.ConfirmPending
+		c.Status = chat.ConfirmPending
 	}
 	if c.CreatedAt.IsZero() {
 		c.CreatedAt = now()
@@ -774,17 +775,17 @@ func (s *Store) CreateConfirmation(ctx context.Context, c store.Confirmation) (s
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
 		c.ID, c.Tenant, c.Owner, c.RunID, c.ConversationID, c.ToolCallID, c.ToolName, []byte(c.Args), c.Status, c.CreatedAt, c.ExpiresAt)
 	if err != nil {
-		return store.Confirmation{}, fmt.Errorf("create confirmation: %w", interpretError(err))
+		return chat.Confirmation{}, fmt.Errorf("create confirmation: %w", interpretError(err))
 	}
 	return c, nil
 }
 
 // GetConfirmation reads one of sc's confirmations.
-func (s *Store) GetConfirmation(ctx context.Context, sc store.Scope, id string) (store.Confirmation, error) {
+func (s *Store) GetConfirmation(ctx context.Context, sc chat.Scope, id string) (chat.Confirmation, error) {
 	c, err := scanConfirmation(s.pool.QueryRow(ctx, `SELECT `+confirmationCols+` FROM confirmations WHERE id = $1 AND tenant = $2 AND owner = $3`,
 		id, sc.Tenant, sc.User))
 	if err != nil {
-		return store.Confirmation{}, fmt.Errorf("get confirmation %s: %w", id, interpretError(err))
+		return chat.Confirmation{}, fmt.Errorf("get confirmation %s: %w", id, interpretError(err))
 	}
 	return c, nil
 }
@@ -792,8 +793,8 @@ func (s *Store) GetConfirmation(ctx context.Context, sc store.Scope, id string) 
 // DecideConfirmation records the one decision that wins. The row is locked
 // (SELECT … FOR UPDATE) while store.ApplyDecision judges it, so racing
 // decisions from any replicas are judged one after another.
-func (s *Store) DecideConfirmation(ctx context.Context, sc store.Scope, id string, d store.Decision) (store.Confirmation, error) {
-	var c store.Confirmation
+func (s *Store) DecideConfirmation(ctx context.Context, sc chat.Scope, id string, d chat.Decision) (chat.Confirmation, error) {
+	var c chat.Confirmation
 	var outcome error
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
@@ -811,7 +812,7 @@ func (s *Store) DecideConfirmation(ctx context.Context, sc store.Scope, id strin
 		return err
 	})
 	if err != nil {
-		return store.Confirmation{}, fmt.Errorf("decide confirmation %s: %w", id, interpretError(err))
+		return chat.Confirmation{}, fmt.Errorf("decide confirmation %s: %w", id, interpretError(err))
 	}
 	if outcome != nil {
 		return c, fmt.Errorf("decide confirmation %s: %w", id, outcome)
@@ -820,7 +821,7 @@ func (s *Store) DecideConfirmation(ctx context.Context, sc store.Scope, id strin
 }
 
 // ListConfirmations lists sc's confirmations, newest first.
-func (s *Store) ListConfirmations(ctx context.Context, sc store.Scope, status string) ([]store.Confirmation, error) {
+func (s *Store) ListConfirmations(ctx context.Context, sc chat.Scope, status string) ([]chat.Confirmation, error) {
 	q := `SELECT ` + confirmationCols + ` FROM confirmations WHERE tenant = $1 AND owner = $2`
 	args := []any{sc.Tenant, sc.User}
 	if status != "" {
@@ -841,7 +842,7 @@ func (s *Store) ListConfirmations(ctx context.Context, sc store.Scope, status st
 
 // UnappliedDecisions finds decisions no replica acted on, through the partial
 // index of decided, unapplied confirmations.
-func (s *Store) UnappliedDecisions(ctx context.Context, before time.Time, limit int) ([]store.Confirmation, error) {
+func (s *Store) UnappliedDecisions(ctx context.Context, before time.Time, limit int) ([]chat.Confirmation, error) {
 	rows, err := s.pool.Query(ctx, `SELECT c.`+strings.ReplaceAll(confirmationCols, ", ", ", c.")+`
 		FROM confirmations c JOIN runs r ON r.id = c.run_id
 		WHERE c.status <> 'pending' AND c.applied_at IS NULL AND c.decided_at < $1 AND r.status = 'awaiting_input'
@@ -858,7 +859,7 @@ func (s *Store) UnappliedDecisions(ctx context.Context, before time.Time, limit 
 
 // ExpireConfirmations marks overdue pending confirmations expired, in one
 // statement, and returns them.
-func (s *Store) ExpireConfirmations(ctx context.Context, at time.Time) ([]store.Confirmation, error) {
+func (s *Store) ExpireConfirmations(ctx context.Context, at time.Time) ([]chat.Confirmation, error) {
 	at = ms(at)
 	rows, err := s.pool.Query(ctx, `UPDATE confirmations SET status = 'expired', decided_at = $1
 		WHERE status = 'pending' AND expires_at < $1 RETURNING `+confirmationCols, at)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/store/pgstore"
@@ -82,8 +83,8 @@ func TestSearchPathParameter(t *testing.T) {
 	dbURL := testenv.Postgres(t)
 	schema := newSchema(t, dbURL)
 	s := open(t, withParam(t, dbURL, "search_path", schema))
-	sc := store.Scope{Tenant: "acme", User: "alice"}
-	if _, err := s.CreateConversation(t.Context(), sc, store.Conversation{Title: "x"}); err != nil {
+	sc := chat.Scope{Tenant: "acme", User: "alice"}
+	if _, err := s.CreateConversation(t.Context(), sc, chat.Conversation{Title: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	// The tables live in the named schema, not in public.
@@ -134,8 +135,8 @@ func TestLargeEventBatch(t *testing.T) {
 	t.Parallel()
 	dbURL := testenv.Postgres(t)
 	s := open(t, withParam(t, dbURL, "schema", newSchema(t, dbURL)))
-	sc := store.Scope{Tenant: "acme", User: "alice"}
-	c, err := s.CreateConversation(t.Context(), sc, store.Conversation{})
+	sc := chat.Scope{Tenant: "acme", User: "alice"}
+	c, err := s.CreateConversation(t.Context(), sc, chat.Conversation{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,11 +162,11 @@ func TestStartRunIsAtomic(t *testing.T) {
 	t.Parallel()
 	dbURL := testenv.Postgres(t)
 	s := open(t, withParam(t, dbURL, "schema", newSchema(t, dbURL)))
-	sc := store.Scope{Tenant: "acme", User: "alice"}
+	sc := chat.Scope{Tenant: "acme", User: "alice"}
 	_, err := s.StartRun(t.Context(), sc, store.RunStart{
-		NewConversation: &store.Conversation{ID: "c1", Title: "t"},
-		Run:             store.Run{Input: "x", Status: store.RunRunning, LeaseOwner: "r", LeaseEpoch: 1},
-		Message:         store.Message{Role: store.RoleUser, Content: "x", Parts: []byte(`{not json`)},
+		NewConversation: &chat.Conversation{ID: "c1", Title: "t"},
+		Run:             chat.Run{Input: "x", Status: chat.RunRunning, LeaseOwner: "r", LeaseEpoch: 1},
+		Message:         chat.Message{Role: chat.RoleUser, Content: "x", Parts: []byte(`{not json`)},
 	})
 	if err == nil {
 		t.Fatal("a start with bad parts succeeded")

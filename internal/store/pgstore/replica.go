@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/store"
 )
 
@@ -55,7 +56,7 @@ func orphaned(at string) string {
 
 // OrphanedRuns lists executing runs whose term is over; the partial index
 // runs_by_executor holds just the executing runs.
-func (s *Store) OrphanedRuns(ctx context.Context, at time.Time, limit int) ([]store.Run, error) {
+func (s *Store) OrphanedRuns(ctx context.Context, at time.Time, limit int) ([]chat.Run, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+runCols+` FROM runs
 		WHERE status IN ('queued', 'running') AND `+orphaned("$1")+` ORDER BY created_at, id LIMIT $2`, ms(at), limit)
 	if err != nil {

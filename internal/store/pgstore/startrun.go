@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/store"
 )
@@ -16,7 +17,7 @@ import (
 // fails at any step (a busy conversation, the database going away) leaves
 // nothing behind: no conversation without its run, no run without its user
 // message, no run left "running" that no replica executes.
-func (s *Store) StartRun(ctx context.Context, sc store.Scope, in store.RunStart) (store.RunStarted, error) {
+func (s *Store) StartRun(ctx context.Context, sc chat.Scope, in store.RunStart) (store.RunStarted, error) {
 	// A busy conversation whose active run ends between our attempt and our
 	// reading its id is simply tried again.
 	for range 3 {
@@ -43,14 +44,14 @@ type batchSender interface {
 
 // startRun makes one attempt; busy reports a conversation with an active run
 // (out.Run.ConversationID names it).
-func (s *Store) startRun(ctx context.Context, sc store.Scope, in store.RunStart) (out store.RunStarted, busy bool, err error) {
+func (s *Store) startRun(ctx context.Context, sc chat.Scope, in store.RunStart) (out store.RunStarted, busy bool, err error) {
 	at := now()
 	b := &pgx.Batch{}
 	conv := in.NewConversation
 	if conv != nil {
 		c := *conv
 		if c.ID == "" {
-			c.ID = store.NewID()
+			c.ID = chat.NewID()
 		}
 		c.Tenant, c.Owner, c.CreatedAt, c.UpdatedAt = sc.Tenant, sc.User, at, at
 		b.Queue(`INSERT INTO conversations (`+conversationCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
@@ -65,13 +66,13 @@ func (s *Store) startRun(ctx context.Context, sc store.Scope, in store.RunStart)
 	r := in.Run
 	r.ConversationID, r.Tenant, r.Owner = out.Conversation.ID, sc.Tenant, sc.User
 	if r.ID == "" {
-		r.ID = store.NewID()
+		r.ID = chat.NewID()
 	}
 	if r.TurnID == "" {
 		r.TurnID = r.ID
 	}
 	if r.Status == "" {
-		r.Status = store.RunQueued
+		r.Status = chat.RunQueued
 	}
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = at
@@ -93,7 +94,7 @@ func (s *Store) startRun(ctx context.Context, sc store.Scope, in store.RunStart)
 	m := in.Message
 	m.ConversationID, m.RunID = r.ConversationID, r.ID
 	if m.ID == "" {
-		m.ID = store.NewID()
+		m.ID = chat.NewID()
 	}
 	if m.CreatedAt.IsZero() {
 		m.CreatedAt = at

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/store"
 )
@@ -66,7 +67,7 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 // overlapping (after, until]: from the last row starting at or before after
 // (which may hold after+1), found by one probe, up to until. Each holds at
 // least one wanted event, so limit rows hold enough.
-func (s *Store) ListEvents(ctx context.Context, sc store.Scope, thread, runID string, after, until int64, limit int) ([]event.Event, error) {
+func (s *Store) ListEvents(ctx context.Context, sc chat.Scope, thread, runID string, after, until int64, limit int) ([]event.Event, error) {
 	if _, err := s.GetConversation(ctx, sc, thread); err != nil {
 		return nil, err
 	}

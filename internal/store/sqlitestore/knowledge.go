@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/store"
 )
 
@@ -25,9 +26,9 @@ func scanDocument(row scanner) (store.Document, error) {
 }
 
 // CreateDocument stores a document and its chunks in one transaction.
-func (s *Store) CreateDocument(ctx context.Context, sc store.Scope, d store.Document, chunks []store.Chunk) (store.Document, error) {
+func (s *Store) CreateDocument(ctx context.Context, sc chat.Scope, d store.Document, chunks []store.Chunk) (store.Document, error) {
 	if d.ID == "" {
-		d.ID = store.NewID()
+		d.ID = chat.NewID()
 	}
 	if d.CreatedAt.IsZero() {
 		d.CreatedAt = now()
@@ -46,7 +47,7 @@ func (s *Store) CreateDocument(ctx context.Context, sc store.Scope, d store.Docu
 		defer stmt.Close()
 		for _, c := range chunks {
 			if c.ID == "" {
-				c.ID = store.NewID()
+				c.ID = chat.NewID()
 			}
 			if _, err := stmt.ExecContext(ctx, c.ID, d.Tenant, d.ID, c.Ordinal, c.Content, c.Terms, vector(c.Embedding)); err != nil {
 				return err
@@ -70,7 +71,7 @@ func vector(v []float32) any {
 }
 
 // GetDocument reads one of the tenant's documents.
-func (s *Store) GetDocument(ctx context.Context, sc store.Scope, id string) (store.Document, error) {
+func (s *Store) GetDocument(ctx context.Context, sc chat.Scope, id string) (store.Document, error) {
 	d, err := scanDocument(s.read.QueryRowContext(ctx, `SELECT `+documentCols+` FROM knowledge_documents WHERE id = ? AND tenant = ?`, id, sc.Tenant))
 	if err != nil {
 		return store.Document{}, fmt.Errorf("get document %s: %w", id, interpret(err))
@@ -79,7 +80,7 @@ func (s *Store) GetDocument(ctx context.Context, sc store.Scope, id string) (sto
 }
 
 // ListDocuments pages the tenant's documents, newest first.
-func (s *Store) ListDocuments(ctx context.Context, sc store.Scope, p store.Page) ([]store.Document, string, error) {
+func (s *Store) ListDocuments(ctx context.Context, sc chat.Scope, p store.Page) ([]store.Document, string, error) {
 	cur, ok, err := store.DecodeCursor(p.Cursor)
 	if err != nil {
 		return nil, "", err
@@ -106,7 +107,7 @@ func (s *Store) ListDocuments(ctx context.Context, sc store.Scope, p store.Page)
 }
 
 // DeleteDocument removes a document; its chunks and their index entries follow.
-func (s *Store) DeleteDocument(ctx context.Context, sc store.Scope, id string) error {
+func (s *Store) DeleteDocument(ctx context.Context, sc chat.Scope, id string) error {
 	res, err := s.write.ExecContext(ctx, `DELETE FROM knowledge_documents WHERE id = ? AND tenant = ?`, id, sc.Tenant)
 	if err != nil {
 		return fmt.Errorf("delete document %s: %w", id, interpret(err))
@@ -135,7 +136,7 @@ func scanPassage(row scanner) (store.Passage, error) {
 
 // SearchKnowledge ranks the tenant's chunks by BM25 (FTS5's bm25() is lower
 // for better matches; the score returned is its negation, higher is better).
-func (s *Store) SearchKnowledge(ctx context.Context, sc store.Scope, terms []string, limit int) ([]store.Passage, error) {
+func (s *Store) SearchKnowledge(ctx context.Context, sc chat.Scope, terms []string, limit int) ([]store.Passage, error) {
 	if len(terms) == 0 {
 		return nil, nil
 	}
@@ -153,7 +154,7 @@ func (s *Store) SearchKnowledge(ctx context.Context, sc store.Scope, terms []str
 }
 
 // KnowledgeVectors lists the tenant's embedded chunks, newest documents first.
-func (s *Store) KnowledgeVectors(ctx context.Context, sc store.Scope, limit int) ([]store.Passage, error) {
+func (s *Store) KnowledgeVectors(ctx context.Context, sc chat.Scope, limit int) ([]store.Passage, error) {
 	out, err := collect(func(row scanner) (store.Passage, error) {
 		var p store.Passage
 		var emb string
@@ -176,7 +177,7 @@ func (s *Store) KnowledgeVectors(ctx context.Context, sc store.Scope, limit int)
 // ---- memory ----
 
 // Remember indexes a message of one of sc's conversations.
-func (s *Store) Remember(ctx context.Context, sc store.Scope, e store.MemoryEntry) error {
+func (s *Store) Remember(ctx context.Context, sc chat.Scope, e store.MemoryEntry) error {
 	if e.CreatedAt.IsZero() {
 		e.CreatedAt = now()
 	}
@@ -198,7 +199,7 @@ func (s *Store) Remember(ctx context.Context, sc store.Scope, e store.MemoryEntr
 }
 
 // SearchMemory ranks sc's own remembered messages by BM25.
-func (s *Store) SearchMemory(ctx context.Context, sc store.Scope, terms []string, exclude string, limit int) ([]store.Passage, error) {
+func (s *Store) SearchMemory(ctx context.Context, sc chat.Scope, terms []string, exclude string, limit int) ([]store.Passage, error) {
 	if len(terms) == 0 {
 		return nil, nil
 	}
@@ -216,9 +217,9 @@ func (s *Store) SearchMemory(ctx context.Context, sc store.Scope, terms []string
 // ---- blobs ----
 
 // PutBlob stores a payload in one of sc's conversations.
-func (s *Store) PutBlob(ctx context.Context, sc store.Scope, b store.Blob) (store.Blob, error) {
+func (s *Store) PutBlob(ctx context.Context, sc chat.Scope, b chat.Blob) (chat.Blob, error) {
 	if b.ID == "" {
-		b.ID = store.NewID()
+		b.ID = chat.NewID()
 	}
 	b.CreatedAt = now()
 	res, err := s.write.ExecContext(ctx, `INSERT INTO blobs (id, tenant, conversation_id, data, created_at)
@@ -230,21 +231,21 @@ func (s *Store) PutBlob(ctx context.Context, sc store.Scope, b store.Blob) (stor
 		}
 	}
 	if err != nil {
-		return store.Blob{}, fmt.Errorf("put blob: %w", interpret(err))
+		return chat.Blob{}, fmt.Errorf("put blob: %w", interpret(err))
 	}
 	return b, nil
 }
 
 // GetBlob reads a payload of one of sc's conversations.
-func (s *Store) GetBlob(ctx context.Context, sc store.Scope, id string) (store.Blob, error) {
-	var b store.Blob
+func (s *Store) GetBlob(ctx context.Context, sc chat.Scope, id string) (chat.Blob, error) {
+	var b chat.Blob
 	var data string
 	var created int64
 	err := s.read.QueryRowContext(ctx, `SELECT b.id, b.conversation_id, b.data, b.created_at FROM blobs b
 		JOIN conversations c ON c.id = b.conversation_id
 		WHERE b.id = ? AND b.tenant = ? AND c.owner = ?`, id, sc.Tenant, sc.User).Scan(&b.ID, &b.ConversationID, &data, &created)
 	if err != nil {
-		return store.Blob{}, fmt.Errorf("get blob %s: %w", id, interpret(err))
+		return chat.Blob{}, fmt.Errorf("get blob %s: %w", id, interpret(err))
 	}
 	b.Data, b.CreatedAt = json.RawMessage(data), fromMS(created)
 	return b, nil
@@ -263,9 +264,9 @@ func scanCompaction(row scanner) (store.Compaction, error) {
 }
 
 // Compact records a compaction and archives its messages atomically.
-func (s *Store) Compact(ctx context.Context, sc store.Scope, c store.Compaction, archived []store.Message, activeRunID string) (store.Compaction, error) {
+func (s *Store) Compact(ctx context.Context, sc chat.Scope, c store.Compaction, archived []chat.Message, activeRunID string) (store.Compaction, error) {
 	if c.ID == "" {
-		c.ID = store.NewID()
+		c.ID = chat.NewID()
 	}
 	c.CreatedAt, c.Archived = now(), len(archived)
 	err := s.tx(ctx, func(tx *sql.Tx) error {
@@ -301,7 +302,7 @@ func (s *Store) Compact(ctx context.Context, sc store.Scope, c store.Compaction,
 }
 
 // LatestCompaction reads the conversation's newest compaction.
-func (s *Store) LatestCompaction(ctx context.Context, sc store.Scope, conversationID string) (store.Compaction, error) {
+func (s *Store) LatestCompaction(ctx context.Context, sc chat.Scope, conversationID string) (store.Compaction, error) {
 	c, err := scanCompaction(s.read.QueryRowContext(ctx, `SELECT k.id, k.conversation_id, k.summary, k.archived, k.through_id, k.through_at, k.created_at
 		FROM compactions k JOIN conversations c ON c.id = k.conversation_id
 		WHERE k.conversation_id = ? AND c.tenant = ? AND c.owner = ?
@@ -313,7 +314,7 @@ func (s *Store) LatestCompaction(ctx context.Context, sc store.Scope, conversati
 }
 
 // ListArchive pages the conversation's archived messages, oldest first.
-func (s *Store) ListArchive(ctx context.Context, sc store.Scope, conversationID string, p store.Page) ([]store.Message, string, error) {
+func (s *Store) ListArchive(ctx context.Context, sc chat.Scope, conversationID string, p store.Page) ([]chat.Message, string, error) {
 	cur, ok, err := store.DecodeCursor(p.Cursor)
 	if err != nil {
 		return nil, "", err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/store"
 )
 
@@ -45,7 +46,7 @@ func (s *Store) RenewReplica(ctx context.Context, id string, epoch int64, at, un
 const orphaned = `NOT EXISTS (SELECT 1 FROM replicas p WHERE p.id = runs.lease_owner AND p.epoch = runs.lease_epoch AND p.alive_until >= ?)`
 
 // OrphanedRuns lists executing runs whose term is over.
-func (s *Store) OrphanedRuns(ctx context.Context, at time.Time, limit int) ([]store.Run, error) {
+func (s *Store) OrphanedRuns(ctx context.Context, at time.Time, limit int) ([]chat.Run, error) {
 	out, err := collect(scanRun)(s.read.QueryContext(ctx, `SELECT `+runCols+` FROM runs
 		WHERE status IN ('queued','running') AND `+orphaned+` ORDER BY created_at, id LIMIT ?`, ms(at), limit))
 	if err != nil {

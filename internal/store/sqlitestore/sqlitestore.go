@@ -26,6 +26,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/store"
 )
@@ -220,8 +221,8 @@ func collect[T any](scan func(scanner) (T, error)) func(*sql.Rows, error) ([]T, 
 
 const conversationCols = `id, tenant, owner, title, engine, created_at, updated_at`
 
-func scanConversation(row scanner) (store.Conversation, error) {
-	var c store.Conversation
+func scanConversation(row scanner) (chat.Conversation, error) {
+	var c chat.Conversation
 	var created, updated int64
 	err := row.Scan(&c.ID, &c.Tenant, &c.Owner, &c.Title, &c.Engine, &created, &updated)
 	c.CreatedAt, c.UpdatedAt = fromMS(created), fromMS(updated)
@@ -229,9 +230,9 @@ func scanConversation(row scanner) (store.Conversation, error) {
 }
 
 // CreateConversation stores a new conversation owned by s.
-func (s *Store) CreateConversation(ctx context.Context, sc store.Scope, c store.Conversation) (store.Conversation, error) {
+func (s *Store) CreateConversation(ctx context.Context, sc chat.Scope, c chat.Conversation) (chat.Conversation, error) {
 	if c.ID == "" {
-		c.ID = store.NewID()
+		c.ID = chat.NewID()
 	}
 	c.Tenant, c.Owner = sc.Tenant, sc.User
 	if c.CreatedAt.IsZero() {
@@ -242,23 +243,23 @@ func (s *Store) CreateConversation(ctx context.Context, sc store.Scope, c store.
 	_, err := s.write.ExecContext(ctx, `INSERT INTO conversations (`+conversationCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		c.ID, c.Tenant, c.Owner, c.Title, c.Engine, ms(c.CreatedAt), ms(c.UpdatedAt))
 	if err != nil {
-		return store.Conversation{}, fmt.Errorf("create conversation: %w", interpret(err))
+		return chat.Conversation{}, fmt.Errorf("create conversation: %w", interpret(err))
 	}
 	return c, nil
 }
 
 // GetConversation reads one of s's conversations.
-func (s *Store) GetConversation(ctx context.Context, sc store.Scope, id string) (store.Conversation, error) {
+func (s *Store) GetConversation(ctx context.Context, sc chat.Scope, id string) (chat.Conversation, error) {
 	c, err := scanConversation(s.read.QueryRowContext(ctx,
 		`SELECT `+conversationCols+` FROM conversations WHERE id = ? AND tenant = ? AND owner = ?`, id, sc.Tenant, sc.User))
 	if err != nil {
-		return store.Conversation{}, fmt.Errorf("get conversation %s: %w", id, interpret(err))
+		return chat.Conversation{}, fmt.Errorf("get conversation %s: %w", id, interpret(err))
 	}
 	return c, nil
 }
 
 // ListConversations pages s's conversations, most recently updated first.
-func (s *Store) ListConversations(ctx context.Context, sc store.Scope, p store.Page) ([]store.Conversation, string, error) {
+func (s *Store) ListConversations(ctx context.Context, sc chat.Scope, p store.Page) ([]chat.Conversation, string, error) {
 	cur, ok, err := store.DecodeCursor(p.Cursor)
 	if err != nil {
 		return nil, "", err
@@ -285,8 +286,8 @@ func (s *Store) ListConversations(ctx context.Context, sc store.Scope, p store.P
 }
 
 // UpdateConversation renames a conversation or pins its engine.
-func (s *Store) UpdateConversation(ctx context.Context, sc store.Scope, id string, title, engine *string) (store.Conversation, error) {
-	var c store.Conversation
+func (s *Store) UpdateConversation(ctx context.Context, sc chat.Scope, id string, title, engine *string) (chat.Conversation, error) {
+	var c chat.Conversation
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		var err error
 		c, err = scanConversation(tx.QueryRowContext(ctx,
@@ -306,7 +307,7 @@ func (s *Store) UpdateConversation(ctx context.Context, sc store.Scope, id strin
 		return err
 	})
 	if err != nil {
-		return store.Conversation{}, fmt.Errorf("update conversation %s: %w", id, err)
+		return chat.Conversation{}, fmt.Errorf("update conversation %s: %w", id, err)
 	}
 	return c, nil
 }
@@ -320,7 +321,7 @@ func later(a, b time.Time) time.Time {
 }
 
 // DeleteConversation removes a conversation and everything in it.
-func (s *Store) DeleteConversation(ctx context.Context, sc store.Scope, id string) error {
+func (s *Store) DeleteConversation(ctx context.Context, sc chat.Scope, id string) error {
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM conversations WHERE id = ? AND tenant = ? AND owner = ?`, id, sc.Tenant, sc.User)
 		if err != nil {
@@ -342,8 +343,8 @@ func (s *Store) DeleteConversation(ctx context.Context, sc store.Scope, id strin
 
 const messageCols = `id, conversation_id, role, content, parts, metadata, run_id, tool_name, tool_call_id, created_at`
 
-func scanMessage(row scanner) (store.Message, error) {
-	var m store.Message
+func scanMessage(row scanner) (chat.Message, error) {
+	var m chat.Message
 	var parts, meta sql.NullString
 	var created int64
 	err := row.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Content, &parts, &meta, &m.RunID, &m.ToolName, &m.ToolCallID, &created)
@@ -352,19 +353,19 @@ func scanMessage(row scanner) (store.Message, error) {
 }
 
 // AppendMessage adds a message to one of s's conversations.
-func (s *Store) AppendMessage(ctx context.Context, sc store.Scope, m store.Message) (store.Message, error) {
+func (s *Store) AppendMessage(ctx context.Context, sc chat.Scope, m chat.Message) (chat.Message, error) {
 	err := s.tx(ctx, func(tx *sql.Tx) error { return insertMessage(ctx, tx, sc, &m, now()) })
 	if err != nil {
-		return store.Message{}, fmt.Errorf("append message to %s: %w", m.ConversationID, err)
+		return chat.Message{}, fmt.Errorf("append message to %s: %w", m.ConversationID, err)
 	}
 	return m, nil
 }
 
 // insertMessage fills in m's defaults, inserts it and bumps its
 // conversation's updatedAt; ErrNotFound when the conversation is not sc's.
-func insertMessage(ctx context.Context, tx *sql.Tx, sc store.Scope, m *store.Message, at time.Time) error {
+func insertMessage(ctx context.Context, tx *sql.Tx, sc chat.Scope, m *chat.Message, at time.Time) error {
 	if m.ID == "" {
-		m.ID = store.NewID()
+		m.ID = chat.NewID()
 	}
 	if m.CreatedAt.IsZero() {
 		m.CreatedAt = at
@@ -384,7 +385,7 @@ func insertMessage(ctx context.Context, tx *sql.Tx, sc store.Scope, m *store.Mes
 }
 
 // ListMessages pages a conversation's messages, oldest first.
-func (s *Store) ListMessages(ctx context.Context, sc store.Scope, conversationID string, f store.MessageFilter, p store.Page) ([]store.Message, string, error) {
+func (s *Store) ListMessages(ctx context.Context, sc chat.Scope, conversationID string, f store.MessageFilter, p store.Page) ([]chat.Message, string, error) {
 	cur, ok, err := store.DecodeCursor(p.Cursor)
 	if err != nil {
 		return nil, "", err
@@ -425,8 +426,8 @@ func (s *Store) ListMessages(ctx context.Context, sc store.Scope, conversationID
 
 const runCols = `id, tenant, owner, conversation_id, turn_id, status, input, engine, model, error_code, error_message, usage, state, created_at, started_at, ended_at, lease_owner, lease_epoch, cancel_requested, seq_reserved`
 
-func scanRun(row scanner) (store.Run, error) {
-	var r store.Run
+func scanRun(row scanner) (chat.Run, error) {
+	var r chat.Run
 	var ecode, emsg, usage, state sql.NullString
 	var created, started int64
 	var ended sql.NullInt64
@@ -451,7 +452,7 @@ func scanRun(row scanner) (store.Run, error) {
 }
 
 // CreateRun starts a run record; the database refuses a second active run per conversation.
-func (s *Store) CreateRun(ctx context.Context, sc store.Scope, r store.Run) (store.Run, error) {
+func (s *Store) CreateRun(ctx context.Context, sc chat.Scope, r chat.Run) (chat.Run, error) {
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM conversations WHERE id = ? AND tenant = ? AND owner = ?`,
@@ -464,23 +465,23 @@ func (s *Store) CreateRun(ctx context.Context, sc store.Scope, r store.Run) (sto
 		return insertRun(ctx, tx, sc, &r, now())
 	})
 	if err != nil {
-		return store.Run{}, fmt.Errorf("create run: %w", err)
+		return chat.Run{}, fmt.Errorf("create run: %w", err)
 	}
 	return r, nil
 }
 
 // insertRun fills in r's defaults and inserts it into a conversation the
 // caller has checked is sc's, refusing a second active run.
-func insertRun(ctx context.Context, tx *sql.Tx, sc store.Scope, r *store.Run, at time.Time) error {
+func insertRun(ctx context.Context, tx *sql.Tx, sc chat.Scope, r *chat.Run, at time.Time) error {
 	r.Tenant, r.Owner = sc.Tenant, sc.User
 	if r.ID == "" {
-		r.ID = store.NewID()
+		r.ID = chat.NewID()
 	}
 	if r.TurnID == "" {
 		r.TurnID = r.ID
 	}
 	if r.Status == "" {
-		r.Status = store.RunQueued
+		r.Status = chat.RunQueued
 	}
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = at
@@ -503,13 +504,13 @@ func insertRun(ctx context.Context, tx *sql.Tx, sc store.Scope, r *store.Run, at
 
 // StartRun writes a run's start in one transaction: SQLite has one writer, so
 // one transaction instead of four is one wait in its queue instead of four.
-func (s *Store) StartRun(ctx context.Context, sc store.Scope, in store.RunStart) (store.RunStarted, error) {
+func (s *Store) StartRun(ctx context.Context, sc chat.Scope, in store.RunStart) (store.RunStarted, error) {
 	var out store.RunStarted
 	at := now()
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		if c := in.NewConversation; c != nil {
 			if c.ID == "" {
-				c.ID = store.NewID()
+				c.ID = chat.NewID()
 			}
 			c.Tenant, c.Owner, c.CreatedAt, c.UpdatedAt = sc.Tenant, sc.User, at, at
 			if _, err := tx.ExecContext(ctx, `INSERT INTO conversations (`+conversationCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
@@ -563,26 +564,26 @@ func (s *Store) StartRun(ctx context.Context, sc store.Scope, in store.RunStart)
 }
 
 // GetRun reads one of s's runs.
-func (s *Store) GetRun(ctx context.Context, sc store.Scope, id string) (store.Run, error) {
+func (s *Store) GetRun(ctx context.Context, sc chat.Scope, id string) (chat.Run, error) {
 	r, err := scanRun(s.read.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ? AND tenant = ? AND owner = ?`, id, sc.Tenant, sc.User))
 	if err != nil {
-		return store.Run{}, fmt.Errorf("get run %s: %w", id, interpret(err))
+		return chat.Run{}, fmt.Errorf("get run %s: %w", id, interpret(err))
 	}
 	return r, nil
 }
 
 // GetRunAnyOwner reads a run of the tenant whoever owns it (system use only).
-func (s *Store) GetRunAnyOwner(ctx context.Context, tenant, id string) (store.Run, error) {
+func (s *Store) GetRunAnyOwner(ctx context.Context, tenant, id string) (chat.Run, error) {
 	r, err := scanRun(s.read.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ? AND tenant = ?`, id, tenant))
 	if err != nil {
-		return store.Run{}, fmt.Errorf("get run %s: %w", id, interpret(err))
+		return chat.Run{}, fmt.Errorf("get run %s: %w", id, interpret(err))
 	}
 	return r, nil
 }
 
 // UpdateRun changes a run, optionally only from the given statuses.
-func (s *Store) UpdateRun(ctx context.Context, tenant, id string, u store.RunUpdate) (store.Run, error) {
-	var r store.Run
+func (s *Store) UpdateRun(ctx context.Context, tenant, id string, u store.RunUpdate) (chat.Run, error) {
+	var r chat.Run
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		var err error
 		r, err = scanRun(tx.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ? AND tenant = ?`, id, tenant))
@@ -607,12 +608,12 @@ func (s *Store) UpdateRun(ctx context.Context, tenant, id string, u store.RunUpd
 		return err
 	})
 	if err != nil {
-		return store.Run{}, fmt.Errorf("update run %s: %w", id, err)
+		return chat.Run{}, fmt.Errorf("update run %s: %w", id, err)
 	}
 	return r, nil
 }
 
-func applyRunUpdate(r *store.Run, u store.RunUpdate) {
+func applyRunUpdate(r *chat.Run, u store.RunUpdate) {
 	if u.Status != "" {
 		r.Status = u.Status
 	}
@@ -650,17 +651,17 @@ func contains(list []string, s string) bool {
 }
 
 // ActiveRun returns the conversation's queued, running or waiting run.
-func (s *Store) ActiveRun(ctx context.Context, sc store.Scope, conversationID string) (store.Run, error) {
+func (s *Store) ActiveRun(ctx context.Context, sc chat.Scope, conversationID string) (chat.Run, error) {
 	r, err := scanRun(s.read.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE conversation_id = ? AND tenant = ? AND owner = ? AND status IN ('queued','running','awaiting_input')`,
 		conversationID, sc.Tenant, sc.User))
 	if err != nil {
-		return store.Run{}, fmt.Errorf("active run of %s: %w", conversationID, interpret(err))
+		return chat.Run{}, fmt.Errorf("active run of %s: %w", conversationID, interpret(err))
 	}
 	return r, nil
 }
 
 // ListRuns lists a conversation's runs, oldest first.
-func (s *Store) ListRuns(ctx context.Context, sc store.Scope, conversationID string) ([]store.Run, error) {
+func (s *Store) ListRuns(ctx context.Context, sc chat.Scope, conversationID string) ([]chat.Run, error) {
 	out, err := collect(scanRun)(s.read.QueryContext(ctx, `SELECT `+runCols+` FROM runs WHERE conversation_id = ? AND tenant = ? AND owner = ? ORDER BY created_at, id`,
 		conversationID, sc.Tenant, sc.User))
 	if err != nil {
@@ -671,15 +672,15 @@ func (s *Store) ListRuns(ctx context.Context, sc store.Scope, conversationID str
 
 // ClaimRun continues a run awaiting input, in one transaction (SQLite has one
 // writer, so the read and the writes cannot interleave with another claim).
-func (s *Store) ClaimRun(ctx context.Context, tenant, runID, confirmationID, owner string, epoch int64) (store.Run, error) {
-	var r store.Run
+func (s *Store) ClaimRun(ctx context.Context, tenant, runID, confirmationID, owner string, epoch int64) (chat.Run, error) {
+	var r chat.Run
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		var err error
 		r, err = scanRun(tx.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ? AND tenant = ?`, runID, tenant))
 		if err != nil {
 			return err
 		}
-		if r.Status != store.RunAwaitingInput {
+		if r.Status != chat.RunAwaitingInput {
 			return fmt.Errorf("%w: run %s is %s", store.ErrConflict, runID, r.Status)
 		}
 		if confirmationID != "" {
@@ -693,12 +694,12 @@ func (s *Store) ClaimRun(ctx context.Context, tenant, runID, confirmationID, own
 				return fmt.Errorf("%w: decision %s of run %s is pending or applied", store.ErrConflict, confirmationID, runID)
 			}
 		}
-		r.Status, r.LeaseOwner, r.LeaseEpoch = store.RunRunning, owner, epoch
+		r.Status, r.LeaseOwner, r.LeaseEpoch = chat.RunRunning, owner, epoch
 		_, err = tx.ExecContext(ctx, `UPDATE runs SET status = ?, lease_owner = ?, lease_epoch = ? WHERE id = ?`, r.Status, owner, epoch, runID)
 		return err
 	})
 	if err != nil {
-		return store.Run{}, fmt.Errorf("claim run %s: %w", runID, err)
+		return chat.Run{}, fmt.Errorf("claim run %s: %w", runID, err)
 	}
 	return r, nil
 }
@@ -729,8 +730,8 @@ func (s *Store) DeleteRunsEndedBefore(ctx context.Context, t time.Time) (int, er
 
 const confirmationCols = `id, tenant, owner, run_id, conversation_id, tool_call_id, tool_name, args, status, decided_args, reason, created_at, expires_at, decided_at, applied_at`
 
-func scanConfirmation(row scanner) (store.Confirmation, error) {
-	var c store.Confirmation
+func scanConfirmation(row scanner) (chat.Confirmation, error) {
+	var c chat.Confirmation
 	var args string
 	var decided sql.NullString
 	var created, expires int64
@@ -751,12 +752,12 @@ func scanConfirmation(row scanner) (store.Confirmation, error) {
 }
 
 // CreateConfirmation stores a pending confirmation.
-func (s *Store) CreateConfirmation(ctx context.Context, c store.Confirmation) (store.Confirmation, error) {
+func (s *Store) CreateConfirmation(ctx context.Context, c chat.Confirmation) (chat.Confirmation, error) {
 	if c.ID == "" {
-		c.ID = store.NewID()
+		c.ID = chat.NewID()
 	}
 	if c.Status == "" {
-		c.Status = store.ConfirmPending
+		c.Status = chat.ConfirmPending
 	}
 	if c.CreatedAt.IsZero() {
 		c.CreatedAt = now()
@@ -767,24 +768,24 @@ func (s *Store) CreateConfirmation(ctx context.Context, c store.Confirmation) (s
 	_, err := s.write.ExecContext(ctx, `INSERT INTO confirmations (`+confirmationCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, '', ?, ?, NULL, NULL)`,
 		c.ID, c.Tenant, c.Owner, c.RunID, c.ConversationID, c.ToolCallID, c.ToolName, string(c.Args), c.Status, ms(c.CreatedAt), ms(c.ExpiresAt))
 	if err != nil {
-		return store.Confirmation{}, fmt.Errorf("create confirmation: %w", interpret(err))
+		return chat.Confirmation{}, fmt.Errorf("create confirmation: %w", interpret(err))
 	}
 	c.CreatedAt, c.ExpiresAt = c.CreatedAt.UTC().Truncate(time.Millisecond), c.ExpiresAt.UTC().Truncate(time.Millisecond)
 	return c, nil
 }
 
 // GetConfirmation reads one of s's confirmations.
-func (s *Store) GetConfirmation(ctx context.Context, sc store.Scope, id string) (store.Confirmation, error) {
+func (s *Store) GetConfirmation(ctx context.Context, sc chat.Scope, id string) (chat.Confirmation, error) {
 	c, err := scanConfirmation(s.read.QueryRowContext(ctx, `SELECT `+confirmationCols+` FROM confirmations WHERE id = ? AND tenant = ? AND owner = ?`, id, sc.Tenant, sc.User))
 	if err != nil {
-		return store.Confirmation{}, fmt.Errorf("get confirmation %s: %w", id, interpret(err))
+		return chat.Confirmation{}, fmt.Errorf("get confirmation %s: %w", id, interpret(err))
 	}
 	return c, nil
 }
 
 // DecideConfirmation records the one decision that wins.
-func (s *Store) DecideConfirmation(ctx context.Context, sc store.Scope, id string, d store.Decision) (store.Confirmation, error) {
-	var c store.Confirmation
+func (s *Store) DecideConfirmation(ctx context.Context, sc chat.Scope, id string, d chat.Decision) (chat.Confirmation, error) {
+	var c chat.Confirmation
 	var outcome error
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		var err error
@@ -801,7 +802,7 @@ func (s *Store) DecideConfirmation(ctx context.Context, sc store.Scope, id strin
 		return err
 	})
 	if err != nil {
-		return store.Confirmation{}, fmt.Errorf("decide confirmation %s: %w", id, err)
+		return chat.Confirmation{}, fmt.Errorf("decide confirmation %s: %w", id, err)
 	}
 	if outcome != nil {
 		return c, fmt.Errorf("decide confirmation %s: %w", id, outcome)
@@ -810,7 +811,7 @@ func (s *Store) DecideConfirmation(ctx context.Context, sc store.Scope, id strin
 }
 
 // ListConfirmations lists s's confirmations, newest first.
-func (s *Store) ListConfirmations(ctx context.Context, sc store.Scope, status string) ([]store.Confirmation, error) {
+func (s *Store) ListConfirmations(ctx context.Context, sc chat.Scope, status string) ([]chat.Confirmation, error) {
 	q := `SELECT ` + confirmationCols + ` FROM confirmations WHERE tenant = ? AND owner = ?`
 	args := []any{sc.Tenant, sc.User}
 	if status != "" {
@@ -827,7 +828,7 @@ func (s *Store) ListConfirmations(ctx context.Context, sc store.Scope, status st
 
 // UnappliedDecisions finds decisions no one acted on, through the partial
 // index of decided, unapplied confirmations.
-func (s *Store) UnappliedDecisions(ctx context.Context, before time.Time, limit int) ([]store.Confirmation, error) {
+func (s *Store) UnappliedDecisions(ctx context.Context, before time.Time, limit int) ([]chat.Confirmation, error) {
 	out, err := collect(scanConfirmation)(s.read.QueryContext(ctx, `SELECT c.`+strings.ReplaceAll(confirmationCols, ", ", ", c.")+`
 		FROM confirmations c JOIN runs r ON r.id = c.run_id
 		WHERE c.status <> 'pending' AND c.applied_at IS NULL AND c.decided_at < ? AND r.status = 'awaiting_input'
@@ -839,8 +840,8 @@ func (s *Store) UnappliedDecisions(ctx context.Context, before time.Time, limit 
 }
 
 // ExpireConfirmations marks overdue pending confirmations expired.
-func (s *Store) ExpireConfirmations(ctx context.Context, at time.Time) ([]store.Confirmation, error) {
-	var out []store.Confirmation
+func (s *Store) ExpireConfirmations(ctx context.Context, at time.Time) ([]chat.Confirmation, error) {
+	var out []chat.Confirmation
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `UPDATE confirmations SET status = 'expired', decided_at = ? WHERE status = 'pending' AND expires_at < ? RETURNING `+confirmationCols,
 			ms(at), ms(at))

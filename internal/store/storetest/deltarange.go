@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/store"
 )
@@ -108,8 +109,8 @@ func sameEvents(t *testing.T, what string, got, want []event.Event) {
 }
 
 func testDeltaRangesRoundTrip(t *testing.T, s store.Store) {
-	a := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
-	b := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
+	a := must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{}))
+	b := must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{}))
 	sa, sb := mixedScript(a.ID), mixedScript(b.ID)
 	// One batch with the two threads' events interleaved, as the group-commit
 	// writer gathers them from two streams; times with sub-millisecond parts.
@@ -141,7 +142,7 @@ func testDeltaRangesRoundTrip(t *testing.T, s store.Store) {
 // testDeltaRangeBounds reads every window (after, until], with and without a
 // limit and a run filter, and compares it with the events appended.
 func testDeltaRangeBounds(t *testing.T, s store.Store) {
-	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
+	c := must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{}))
 	sc := mixedScript(c.ID)
 	// Two batches, cut inside the first text run: ranges end at the cut.
 	cut := 8
@@ -183,7 +184,7 @@ func testDeltaRangeBounds(t *testing.T, s store.Store) {
 // testDeltaRangesAcrossBatches pins that one message's deltas written by two
 // batches read as one seamless run of events.
 func testDeltaRangesAcrossBatches(t *testing.T, s store.Store) {
-	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
+	c := must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{}))
 	sc := newScript(c.ID)
 	for i := range 10 {
 		sc.add("r", 20*time.Millisecond, text("m", fmt.Sprintf("t%d ", i)))
@@ -207,7 +208,7 @@ func testDeltaRangesAcrossBatches(t *testing.T, s store.Store) {
 // or whole), a range overlapping a stored one from either side, and a batch
 // repeating a seq of its own are ErrConflict and write nothing.
 func testDeltaRangeConflicts(t *testing.T, s store.Store) {
-	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
+	c := must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{}))
 	sc := newScript(c.ID)
 	for i := range 5 { // 1..5: a range
 		sc.add("r", 20*time.Millisecond, text("m", fmt.Sprintf("a%d ", i)))
@@ -264,7 +265,7 @@ func CountRows(t *testing.T, s store.Store, count func(thread string) (rows, las
 	t.Helper()
 	ctx := t.Context()
 	newThread := func() string {
-		c, err := s.CreateConversation(ctx, store.Scope{Tenant: "t", User: "u"}, store.Conversation{})
+		c, err := s.CreateConversation(ctx, chat.Scope{Tenant: "t", User: "u"}, chat.Conversation{})
 		if err != nil {
 			t.Fatal(err)
 		}

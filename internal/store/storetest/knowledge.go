@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/retrieval"
 	"github.com/agentchat/agentchat/internal/store"
 )
@@ -36,7 +37,7 @@ func RunKnowledge(t *testing.T, newStore func(t *testing.T) store.Store) {
 	}
 }
 
-func doc(t *testing.T, s store.Store, sc store.Scope, source string, texts ...string) store.Document {
+func doc(t *testing.T, s store.Store, sc chat.Scope, source string, texts ...string) store.Document {
 	t.Helper()
 	var chunks []store.Chunk
 	for i, x := range texts {
@@ -144,11 +145,11 @@ func testKnowledgeVectors(t *testing.T, s store.Store) {
 }
 
 func testMemoryScoping(t *testing.T, s store.Store) {
-	old := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
-	cur := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
-	bobs := must[store.Conversation](t)(s.CreateConversation(ctx(t), bob, store.Conversation{}))
-	remember := func(sc store.Scope, conv, id, text string) error {
-		return s.Remember(ctx(t), sc, store.MemoryEntry{MessageID: id, ConversationID: conv, Role: store.RoleUser, Content: text, Terms: retrieval.IndexText(text)})
+	old := must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{}))
+	cur := must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{}))
+	bobs := must[chat.Conversation](t)(s.CreateConversation(ctx(t), bob, chat.Conversation{}))
+	remember := func(sc chat.Scope, conv, id, text string) error {
+		return s.Remember(ctx(t), sc, store.MemoryEntry{MessageID: id, ConversationID: conv, Role: chat.RoleUser, Content: text, Terms: retrieval.IndexText(text)})
 	}
 	for _, err := range []error{
 		remember(alice, old.ID, "m1", "我的猫叫小花"),
@@ -174,20 +175,20 @@ func testMemoryScoping(t *testing.T, s store.Store) {
 }
 
 func testBlobs(t *testing.T, s store.Store) {
-	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
+	c := must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{}))
 	data := json.RawMessage(`{"chart_data": {"labels": ["a", "b"], "values": [1, 2]}}`)
-	b := must[store.Blob](t)(s.PutBlob(ctx(t), alice, store.Blob{ConversationID: c.ID, Data: data}))
-	got := must[store.Blob](t)(s.GetBlob(ctx(t), alice, b.ID))
+	b := must[chat.Blob](t)(s.PutBlob(ctx(t), alice, chat.Blob{ConversationID: c.ID, Data: data}))
+	got := must[chat.Blob](t)(s.GetBlob(ctx(t), alice, b.ID))
 	var x, y any
 	json.Unmarshal(got.Data, &x)
 	json.Unmarshal(data, &y)
 	if fmt.Sprint(x) != fmt.Sprint(y) || got.ConversationID != c.ID {
 		t.Fatalf("blob %s", got.Data)
 	}
-	for _, other := range []store.Scope{bob, eve} {
+	for _, other := range []chat.Scope{bob, eve} {
 		_, err := s.GetBlob(ctx(t), other, b.ID)
 		wantErr(t, err, store.ErrNotFound)
-		_, err = s.PutBlob(ctx(t), other, store.Blob{ConversationID: c.ID, Data: data})
+		_, err = s.PutBlob(ctx(t), other, chat.Blob{ConversationID: c.ID, Data: data})
 		wantErr(t, err, store.ErrNotFound)
 	}
 	if err := s.DeleteConversation(ctx(t), alice, c.ID); err != nil {
@@ -198,13 +199,13 @@ func testBlobs(t *testing.T, s store.Store) {
 }
 
 func testCompaction(t *testing.T, s store.Store) {
-	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
+	c := must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{}))
 	_, err := s.LatestCompaction(ctx(t), alice, c.ID)
 	wantErr(t, err, store.ErrNotFound)
-	var msgs []store.Message
+	var msgs []chat.Message
 	base := time.Now().Add(-time.Hour)
 	for i := range 5 {
-		msgs = append(msgs, must[store.Message](t)(s.AppendMessage(ctx(t), alice, store.Message{ConversationID: c.ID, Role: store.RoleUser,
+		msgs = append(msgs, must[chat.Message](t)(s.AppendMessage(ctx(t), alice, chat.Message{ConversationID: c.ID, Role: chat.RoleUser,
 			Content: fmt.Sprint("m", i), Metadata: json.RawMessage(`{"k": 1}`), CreatedAt: base.Add(time.Duration(i) * time.Second)})))
 	}
 	k := must[store.Compaction](t)(s.Compact(ctx(t), alice, store.Compaction{ConversationID: c.ID, Summary: "sum",
@@ -220,7 +221,7 @@ func testCompaction(t *testing.T, s store.Store) {
 	wantErr(t, err, store.ErrNotFound)
 	_, _, err = s.ListArchive(ctx(t), eve, c.ID, store.Page{Limit: 10})
 	wantErr(t, err, store.ErrNotFound)
-	var archived []store.Message
+	var archived []chat.Message
 	cursor := ""
 	for {
 		page, next, err := s.ListArchive(ctx(t), alice, c.ID, store.Page{Limit: 2, Cursor: cursor})
@@ -249,11 +250,11 @@ func testCompaction(t *testing.T, s store.Store) {
 }
 
 func testCompactionBusy(t *testing.T, s store.Store) {
-	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
-	m := must[store.Message](t)(s.AppendMessage(ctx(t), alice, store.Message{ConversationID: c.ID, Role: store.RoleUser, Content: "x"}))
-	r := must[store.Run](t)(s.CreateRun(ctx(t), alice, store.Run{ConversationID: c.ID, Input: "x", Status: store.RunRunning}))
+	c := must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{}))
+	m := must[chat.Message](t)(s.AppendMessage(ctx(t), alice, chat.Message{ConversationID: c.ID, Role: chat.RoleUser, Content: "x"}))
+	r := must[chat.Run](t)(s.CreateRun(ctx(t), alice, chat.Run{ConversationID: c.ID, Input: "x", Status: chat.RunRunning}))
 	k := store.Compaction{ConversationID: c.ID, Summary: "s", ThroughID: m.ID, ThroughAt: m.CreatedAt}
-	_, err := s.Compact(ctx(t), alice, k, []store.Message{m}, "")
+	_, err := s.Compact(ctx(t), alice, k, []chat.Message{m}, "")
 	var busy *store.BusyError
 	if !errors.As(err, &busy) || busy.ActiveRunID != r.ID || !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("err %v, want busy with %s", err, r.ID)
@@ -262,7 +263,7 @@ func testCompactionBusy(t *testing.T, s store.Store) {
 		t.Fatal("a refused compaction was stored")
 	}
 	// The active run itself may compact (automatic compaction before its turn).
-	must[store.Compaction](t)(s.Compact(ctx(t), alice, k, []store.Message{m}, r.ID))
+	must[store.Compaction](t)(s.Compact(ctx(t), alice, k, []chat.Message{m}, r.ID))
 	_, err = s.Compact(ctx(t), bob, k, nil, "")
 	wantErr(t, err, store.ErrNotFound)
 }

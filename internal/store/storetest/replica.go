@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/store"
 )
 
@@ -32,10 +33,10 @@ func testReplicaTerms(t *testing.T, s store.Store) {
 }
 
 // executing makes a running run of alice's executed by the term (owner, epoch).
-func executing(t *testing.T, s store.Store, owner string, epoch int64) store.Run {
+func executing(t *testing.T, s store.Store, owner string, epoch int64) chat.Run {
 	t.Helper()
-	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
-	return must[store.Run](t)(s.CreateRun(ctx(t), alice, store.Run{ConversationID: c.ID, Input: "x", Status: store.RunRunning, LeaseOwner: owner, LeaseEpoch: epoch}))
+	c := must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{}))
+	return must[chat.Run](t)(s.CreateRun(ctx(t), alice, chat.Run{ConversationID: c.ID, Input: "x", Status: chat.RunRunning, LeaseOwner: owner, LeaseEpoch: epoch}))
 }
 
 func testOrphanedRuns(t *testing.T, s store.Store) {
@@ -47,16 +48,16 @@ func testOrphanedRuns(t *testing.T, s store.Store) {
 	unknown := executing(t, s, "ghost", 1)
 	// A waiting run needs no executor, whatever its term.
 	waiting := executing(t, s, "ghost", 1)
-	must[store.Run](t)(s.UpdateRun(ctx(t), "acme", waiting.ID, store.RunUpdate{Status: store.RunAwaitingInput}))
+	must[chat.Run](t)(s.UpdateRun(ctx(t), "acme", waiting.ID, store.RunUpdate{Status: chat.RunAwaitingInput}))
 
-	ids := func(runs []store.Run) map[string]bool {
+	ids := func(runs []chat.Run) map[string]bool {
 		m := map[string]bool{}
 		for _, r := range runs {
 			m[r.ID] = true
 		}
 		return m
 	}
-	got := ids(must[[]store.Run](t)(s.OrphanedRuns(ctx(t), now, 10)))
+	got := ids(must[[]chat.Run](t)(s.OrphanedRuns(ctx(t), now, 10)))
 	if !got[unknown.ID] || got[live.ID] || got[stale.ID] || got[waiting.ID] || len(got) != 1 {
 		t.Fatalf("orphans while a lives: %v", got)
 	}
@@ -66,7 +67,7 @@ func testOrphanedRuns(t *testing.T, s store.Store) {
 	}
 	// a re-registers: its earlier term's runs are orphaned at once.
 	ea2 := must[int64](t)(s.RegisterReplica(ctx(t), "a", now.Add(time.Minute), false))
-	got = ids(must[[]store.Run](t)(s.OrphanedRuns(ctx(t), now, 10)))
+	got = ids(must[[]chat.Run](t)(s.OrphanedRuns(ctx(t), now, 10)))
 	if !got[live.ID] || !got[stale.ID] || !got[unknown.ID] || len(got) != 3 {
 		t.Fatalf("orphans after a's new term: %v", got)
 	}
@@ -80,12 +81,12 @@ func testOrphanedRuns(t *testing.T, s store.Store) {
 	if ok := must[bool](t)(s.TakeOverRun(ctx(t), "acme", live.ID, "b", eb, now)); ok {
 		t.Fatal("b took a run a's live term holds")
 	}
-	if r := must[store.Run](t)(s.GetRunAnyOwner(ctx(t), "acme", live.ID)); r.LeaseOwner != "a" || r.LeaseEpoch != ea2 {
+	if r := must[chat.Run](t)(s.GetRunAnyOwner(ctx(t), "acme", live.ID)); r.LeaseOwner != "a" || r.LeaseEpoch != ea2 {
 		t.Fatalf("run after the takeover %+v", r)
 	}
 	// Past a's alive_until, by the caller's clock, its runs are orphans.
 	later := now.Add(2 * time.Minute)
-	if got := ids(must[[]store.Run](t)(s.OrphanedRuns(ctx(t), later, 10))); !got[live.ID] {
+	if got := ids(must[[]chat.Run](t)(s.OrphanedRuns(ctx(t), later, 10))); !got[live.ID] {
 		t.Fatalf("a lapsed term's run is not orphaned: %v", got)
 	}
 	if ok := must[bool](t)(s.TakeOverRun(ctx(t), "acme", live.ID, "b", eb, later)); !ok {
@@ -96,11 +97,11 @@ func testOrphanedRuns(t *testing.T, s store.Store) {
 		t.Fatal("took a run of another tenant")
 	}
 	end := time.Now()
-	must[store.Run](t)(s.UpdateRun(ctx(t), "acme", unknown.ID, store.RunUpdate{Status: store.RunFailed, EndedAt: &end}))
+	must[chat.Run](t)(s.UpdateRun(ctx(t), "acme", unknown.ID, store.RunUpdate{Status: chat.RunFailed, EndedAt: &end}))
 	if ok := must[bool](t)(s.TakeOverRun(ctx(t), "acme", unknown.ID, "b", eb, now)); ok {
 		t.Fatal("took a finished run")
 	}
-	if got := ids(must[[]store.Run](t)(s.OrphanedRuns(ctx(t), now, 10))); got[unknown.ID] {
+	if got := ids(must[[]chat.Run](t)(s.OrphanedRuns(ctx(t), now, 10))); got[unknown.ID] {
 		t.Fatal("a finished run is listed as orphaned")
 	}
 }
@@ -111,11 +112,11 @@ func testSoleReplica(t *testing.T, s store.Store) {
 	now := time.Now()
 	e := must[int64](t)(s.RegisterReplica(ctx(t), "old", now.Add(time.Hour), false))
 	r := executing(t, s, "old", e)
-	if got := must[[]store.Run](t)(s.OrphanedRuns(ctx(t), now, 10)); len(got) != 0 {
+	if got := must[[]chat.Run](t)(s.OrphanedRuns(ctx(t), now, 10)); len(got) != 0 {
 		t.Fatalf("orphans before the sole start: %+v", got)
 	}
 	must[int64](t)(s.RegisterReplica(ctx(t), "new", now.Add(time.Hour), true))
-	got := must[[]store.Run](t)(s.OrphanedRuns(ctx(t), now, 10))
+	got := must[[]chat.Run](t)(s.OrphanedRuns(ctx(t), now, 10))
 	if len(got) != 1 || got[0].ID != r.ID {
 		t.Fatalf("orphans after the sole start: %+v", got)
 	}
@@ -155,11 +156,11 @@ func testRacingTakeovers(t *testing.T, s store.Store) {
 // testExecutingCap pins StartRun's per-tenant cap: queued and running runs
 // count, waiting and finished ones do not, and other tenants are apart.
 func testExecutingCap(t *testing.T, s store.Store) {
-	start := func(sc store.Scope, max int) (store.RunStarted, error) {
+	start := func(sc chat.Scope, max int) (store.RunStarted, error) {
 		return s.StartRun(ctx(t), sc, store.RunStart{
-			NewConversation: &store.Conversation{},
-			Run:             store.Run{Input: "x", Status: store.RunRunning},
-			Message:         store.Message{Role: store.RoleUser, Content: "x"},
+			NewConversation: &chat.Conversation{},
+			Run:             chat.Run{Input: "x", Status: chat.RunRunning},
+			Message:         chat.Message{Role: chat.RoleUser, Content: "x"},
 			MaxExecuting:    max,
 		})
 	}
@@ -174,7 +175,7 @@ func testExecutingCap(t *testing.T, s store.Store) {
 	}
 	must[store.RunStarted](t)(start(eve, 2))   // another tenant
 	must[store.RunStarted](t)(start(alice, 0)) // no cap
-	must[store.Run](t)(s.UpdateRun(ctx(t), "acme", first.Run.ID, store.RunUpdate{Status: store.RunAwaitingInput}))
+	must[chat.Run](t)(s.UpdateRun(ctx(t), "acme", first.Run.ID, store.RunUpdate{Status: chat.RunAwaitingInput}))
 	_, err = start(alice, 3)
 	if err != nil {
 		t.Fatalf("a waiting run counted against the cap: %v", err)
@@ -186,7 +187,7 @@ func testExecutingCap(t *testing.T, s store.Store) {
 	ok := 0
 	for range 8 {
 		wg.Go(func() {
-			_, err := start(store.Scope{Tenant: "race", User: "u"}, 3)
+			_, err := start(chat.Scope{Tenant: "race", User: "u"}, 3)
 			if err == nil {
 				mu.Lock()
 				ok++
@@ -206,9 +207,9 @@ func testExecutingCap(t *testing.T, s store.Store) {
 // ReserveSeqs only ever raises the reservation.
 func testSeqReservation(t *testing.T, s store.Store) {
 	got := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, store.RunStart{
-		NewConversation: &store.Conversation{},
-		Run:             store.Run{Input: "x", Status: store.RunRunning},
-		Message:         store.Message{Role: store.RoleUser, Content: "x"},
+		NewConversation: &chat.Conversation{},
+		Run:             chat.Run{Input: "x", Status: chat.RunRunning},
+		Message:         chat.Message{Role: chat.RoleUser, Content: "x"},
 		ReserveSeqs:     64,
 	}))
 	if got.Run.SeqReserved != 64 {
@@ -218,16 +219,16 @@ func testSeqReservation(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	end := time.Now()
-	must[store.Run](t)(s.UpdateRun(ctx(t), "acme", got.Run.ID, store.RunUpdate{Status: store.RunSucceeded, EndedAt: &end}))
+	must[chat.Run](t)(s.UpdateRun(ctx(t), "acme", got.Run.ID, store.RunUpdate{Status: chat.RunSucceeded, EndedAt: &end}))
 	next := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, store.RunStart{
-		Run:         store.Run{ConversationID: got.Conversation.ID, Input: "y", Status: store.RunRunning},
-		Message:     store.Message{Role: store.RoleUser, Content: "y"},
+		Run:         chat.Run{ConversationID: got.Conversation.ID, Input: "y", Status: chat.RunRunning},
+		Message:     chat.Message{Role: chat.RoleUser, Content: "y"},
 		ReserveSeqs: 64,
 	}))
 	if next.LastSeq != 5 || next.Run.SeqReserved != 69 {
 		t.Fatalf("second start: last %d, reserved %d", next.LastSeq, next.Run.SeqReserved)
 	}
-	if r := must[store.Run](t)(s.GetRun(ctx(t), alice, next.Run.ID)); r.SeqReserved != 69 {
+	if r := must[chat.Run](t)(s.GetRun(ctx(t), alice, next.Run.ID)); r.SeqReserved != 69 {
 		t.Fatalf("stored reservation %d", r.SeqReserved)
 	}
 	if err := s.ReserveSeqs(ctx(t), "acme", next.Run.ID, 200); err != nil {
@@ -239,7 +240,7 @@ func testSeqReservation(t *testing.T, s store.Store) {
 	if err := s.ReserveSeqs(ctx(t), "evil", next.Run.ID, 900); err != nil {
 		t.Fatal(err)
 	}
-	if r := must[store.Run](t)(s.GetRunAnyOwner(ctx(t), "acme", next.Run.ID)); r.SeqReserved != 200 {
+	if r := must[chat.Run](t)(s.GetRunAnyOwner(ctx(t), "acme", next.Run.ID)); r.SeqReserved != 200 {
 		t.Fatalf("reservation after raising to 200, lowering to 100 and another tenant's 900: %d", r.SeqReserved)
 	}
 }
@@ -256,19 +257,19 @@ func testEndConfirmations(t *testing.T, s store.Store) {
 	if n := must[int](t)(s.EndConfirmations(ctx(t), "acme", r.ID, time.Now())); n != 1 {
 		t.Fatalf("ended %d confirmations, want the one pending", n)
 	}
-	if c := must[store.Confirmation](t)(s.GetConfirmation(ctx(t), alice, cs[1].ID)); c.Status != store.ConfirmCancelled || c.DecidedAt == nil {
+	if c := must[chat.Confirmation](t)(s.GetConfirmation(ctx(t), alice, cs[1].ID)); c.Status != chat.ConfirmCancelled || c.DecidedAt == nil {
 		t.Fatalf("pending confirmation after its run ended %+v", c)
 	}
-	if c := must[store.Confirmation](t)(s.GetConfirmation(ctx(t), alice, decided.ID)); c.Status != store.ConfirmApproved {
+	if c := must[chat.Confirmation](t)(s.GetConfirmation(ctx(t), alice, decided.ID)); c.Status != chat.ConfirmApproved {
 		t.Fatalf("a decided confirmation changed: %+v", c)
 	}
-	_, err := s.DecideConfirmation(ctx(t), alice, cs[1].ID, store.Decision{Status: store.ConfirmApproved, At: time.Now()})
+	_, err := s.DecideConfirmation(ctx(t), alice, cs[1].ID, chat.Decision{Status: chat.ConfirmApproved, At: time.Now()})
 	wantErr(t, err, store.ErrRunEnded)
 	wantErr(t, err, store.ErrConflict)
-	if l := must[[]store.Confirmation](t)(s.ListConfirmations(ctx(t), alice, store.ConfirmPending)); len(l) != 1 || l[0].ID != ocs[0].ID {
+	if l := must[[]chat.Confirmation](t)(s.ListConfirmations(ctx(t), alice, chat.ConfirmPending)); len(l) != 1 || l[0].ID != ocs[0].ID {
 		t.Fatalf("pending after the end: %+v (want only %s of run %s)", l, ocs[0].ID, other.ID)
 	}
-	if l := must[[]store.Confirmation](t)(s.UnappliedDecisions(ctx(t), time.Now().Add(time.Hour), 10)); len(l) != 1 || l[0].ID != decided.ID {
+	if l := must[[]chat.Confirmation](t)(s.UnappliedDecisions(ctx(t), time.Now().Add(time.Hour), 10)); len(l) != 1 || l[0].ID != decided.ID {
 		t.Fatalf("unapplied after the end: %v", l)
 	}
 }

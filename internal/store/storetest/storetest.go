@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/store"
 )
@@ -69,9 +70,9 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 }
 
 var (
-	alice = store.Scope{Tenant: "acme", User: "alice"}
-	bob   = store.Scope{Tenant: "acme", User: "bob"}
-	eve   = store.Scope{Tenant: "evil", User: "alice"} // same user name, other tenant
+	alice = chat.Scope{Tenant: "acme", User: "alice"}
+	bob   = chat.Scope{Tenant: "acme", User: "bob"}
+	eve   = chat.Scope{Tenant: "evil", User: "alice"} // same user name, other tenant
 )
 
 func ctx(t *testing.T) context.Context { return t.Context() }
@@ -105,16 +106,16 @@ func wantErr(t *testing.T, err, target error) {
 }
 
 func testConversationCRUD(t *testing.T, s store.Store) {
-	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{Title: "first"}))
+	c := must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{Title: "first"}))
 	if c.ID == "" || c.Tenant != "acme" || c.Owner != "alice" || c.CreatedAt.IsZero() || !c.UpdatedAt.Equal(c.CreatedAt) {
 		t.Fatalf("created %+v", c)
 	}
-	got := must[store.Conversation](t)(s.GetConversation(ctx(t), alice, c.ID))
+	got := must[chat.Conversation](t)(s.GetConversation(ctx(t), alice, c.ID))
 	if got.Title != "first" || !got.CreatedAt.Equal(c.CreatedAt) {
 		t.Fatalf("got %+v, want %+v", got, c)
 	}
 	title := "renamed"
-	up := must[store.Conversation](t)(s.UpdateConversation(ctx(t), alice, c.ID, &title, nil))
+	up := must[chat.Conversation](t)(s.UpdateConversation(ctx(t), alice, c.ID, &title, nil))
 	if up.Title != "renamed" || up.UpdatedAt.Before(c.UpdatedAt) {
 		t.Fatalf("updated %+v", up)
 	}
@@ -127,19 +128,19 @@ func testConversationCRUD(t *testing.T, s store.Store) {
 }
 
 func testConversationScoping(t *testing.T, s store.Store) {
-	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{Title: "mine"}))
+	c := must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{Title: "mine"}))
 	title := "stolen"
-	for _, other := range []store.Scope{bob, eve} {
+	for _, other := range []chat.Scope{bob, eve} {
 		_, err := s.GetConversation(ctx(t), other, c.ID)
 		wantErr(t, err, store.ErrNotFound)
 		_, err = s.UpdateConversation(ctx(t), other, c.ID, &title, nil)
 		wantErr(t, err, store.ErrNotFound)
 		wantErr(t, s.DeleteConversation(ctx(t), other, c.ID), store.ErrNotFound)
-		_, err = s.AppendMessage(ctx(t), other, store.Message{ConversationID: c.ID, Role: store.RoleUser, Content: "x"})
+		_, err = s.AppendMessage(ctx(t), other, chat.Message{ConversationID: c.ID, Role: chat.RoleUser, Content: "x"})
 		wantErr(t, err, store.ErrNotFound)
 		_, _, err = s.ListMessages(ctx(t), other, c.ID, store.MessageFilter{}, store.Page{Limit: 10})
 		wantErr(t, err, store.ErrNotFound)
-		_, err = s.CreateRun(ctx(t), other, store.Run{ConversationID: c.ID, Input: "x"})
+		_, err = s.CreateRun(ctx(t), other, chat.Run{ConversationID: c.ID, Input: "x"})
 		wantErr(t, err, store.ErrNotFound)
 		_, err = s.ListEvents(ctx(t), other, c.ID, "", 0, 0, 0)
 		wantErr(t, err, store.ErrNotFound)
@@ -148,7 +149,7 @@ func testConversationScoping(t *testing.T, s store.Store) {
 			t.Fatalf("%v sees %d conversations (%v)", other, len(list), err)
 		}
 	}
-	if got := must[store.Conversation](t)(s.GetConversation(ctx(t), alice, c.ID)); got.Title != "mine" {
+	if got := must[chat.Conversation](t)(s.GetConversation(ctx(t), alice, c.ID)); got.Title != "mine" {
 		t.Fatalf("title changed by another principal: %q", got.Title)
 	}
 }
@@ -159,11 +160,11 @@ func testConversationPaging(t *testing.T, s store.Store) {
 	times := []time.Time{base, base, base, base.Add(time.Second), base.Add(time.Second), base.Add(2 * time.Second), base}
 	want := map[string]bool{}
 	for i, at := range times {
-		c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{Title: fmt.Sprint(i), CreatedAt: at}))
+		c := must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{Title: fmt.Sprint(i), CreatedAt: at}))
 		want[c.ID] = true
 	}
-	must[store.Conversation](t)(s.CreateConversation(ctx(t), bob, store.Conversation{Title: "bob's"}))
-	var got []store.Conversation
+	must[chat.Conversation](t)(s.CreateConversation(ctx(t), bob, chat.Conversation{Title: "bob's"}))
+	var got []chat.Conversation
 	cursor := ""
 	for pages := 0; ; pages++ {
 		if pages > 10 {
@@ -202,17 +203,17 @@ func testConversationPaging(t *testing.T, s store.Store) {
 }
 
 func testMessageOrderAndPaging(t *testing.T, s store.Store) {
-	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
+	c := must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{}))
 	at := time.Date(2026, 3, 16, 8, 0, 0, 0, time.UTC)
 	var ids []string
 	for i := range 7 {
-		m := must[store.Message](t)(s.AppendMessage(ctx(t), alice, store.Message{
-			ConversationID: c.ID, Role: store.RoleUser, Content: fmt.Sprint(i), CreatedAt: at.Add(time.Duration(i/3) * time.Millisecond),
+		m := must[chat.Message](t)(s.AppendMessage(ctx(t), alice, chat.Message{
+			ConversationID: c.ID, Role: chat.RoleUser, Content: fmt.Sprint(i), CreatedAt: at.Add(time.Duration(i/3) * time.Millisecond),
 			Metadata: json.RawMessage(`{"k":1}`), Parts: json.RawMessage(`[{"type":"text","text":"x"}]`),
 		}))
 		ids = append(ids, m.ID)
 	}
-	var got []store.Message
+	var got []chat.Message
 	cursor := ""
 	for range 10 {
 		list, next, err := s.ListMessages(ctx(t), alice, c.ID, store.MessageFilter{}, store.Page{Limit: 2, Cursor: cursor})
@@ -238,13 +239,13 @@ func testMessageOrderAndPaging(t *testing.T, s store.Store) {
 }
 
 func testMessageToolFilter(t *testing.T, s store.Store) {
-	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
+	c := must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{}))
 	for _, name := range []string{"", "calculator", "http_get", "calculator"} {
-		role := store.RoleTool
+		role := chat.RoleTool
 		if name == "" {
-			role = store.RoleUser
+			role = chat.RoleUser
 		}
-		must[store.Message](t)(s.AppendMessage(ctx(t), alice, store.Message{ConversationID: c.ID, Role: role, Content: "x", ToolName: name, ToolCallID: "call_" + name}))
+		must[chat.Message](t)(s.AppendMessage(ctx(t), alice, chat.Message{ConversationID: c.ID, Role: role, Content: "x", ToolName: name, ToolCallID: "call_" + name}))
 	}
 	list, _, err := s.ListMessages(ctx(t), alice, c.ID, store.MessageFilter{ToolName: "calculator"}, store.Page{Limit: 10})
 	if err != nil {
@@ -256,9 +257,9 @@ func testMessageToolFilter(t *testing.T, s store.Store) {
 }
 
 func testMessageBumpsConversation(t *testing.T, s store.Store) {
-	older := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{Title: "older", CreatedAt: time.Now().Add(-time.Hour)}))
-	must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{Title: "newer", CreatedAt: time.Now().Add(-time.Minute)}))
-	must[store.Message](t)(s.AppendMessage(ctx(t), alice, store.Message{ConversationID: older.ID, Role: store.RoleUser, Content: "hi"}))
+	older := must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{Title: "older", CreatedAt: time.Now().Add(-time.Hour)}))
+	must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{Title: "newer", CreatedAt: time.Now().Add(-time.Minute)}))
+	must[chat.Message](t)(s.AppendMessage(ctx(t), alice, chat.Message{ConversationID: older.ID, Role: chat.RoleUser, Content: "hi"}))
 	list, _, err := s.ListConversations(ctx(t), alice, store.Page{Limit: 10})
 	if err != nil {
 		t.Fatal(err)
@@ -269,40 +270,40 @@ func testMessageBumpsConversation(t *testing.T, s store.Store) {
 }
 
 func testRunOneActive(t *testing.T, s store.Store) {
-	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
-	r := must[store.Run](t)(s.CreateRun(ctx(t), alice, store.Run{ConversationID: c.ID, Input: "hi", Status: store.RunRunning}))
-	if r.TurnID == "" || r.Status != store.RunRunning {
+	c := must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{}))
+	r := must[chat.Run](t)(s.CreateRun(ctx(t), alice, chat.Run{ConversationID: c.ID, Input: "hi", Status: chat.RunRunning}))
+	if r.TurnID == "" || r.Status != chat.RunRunning {
 		t.Fatalf("run %+v", r)
 	}
-	_, err := s.CreateRun(ctx(t), alice, store.Run{ConversationID: c.ID, Input: "again"})
+	_, err := s.CreateRun(ctx(t), alice, chat.Run{ConversationID: c.ID, Input: "again"})
 	var busy *store.BusyError
 	if !errors.As(err, &busy) || busy.ActiveRunID != r.ID || !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("second run: %v", err)
 	}
-	active := must[store.Run](t)(s.ActiveRun(ctx(t), alice, c.ID))
+	active := must[chat.Run](t)(s.ActiveRun(ctx(t), alice, c.ID))
 	if active.ID != r.ID {
 		t.Fatalf("active = %s", active.ID)
 	}
 	_, err = s.ActiveRun(ctx(t), bob, c.ID)
 	wantErr(t, err, store.ErrNotFound)
 	end := time.Now()
-	must[store.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{Status: store.RunSucceeded, EndedAt: &end}))
+	must[chat.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{Status: chat.RunSucceeded, EndedAt: &end}))
 	_, err = s.ActiveRun(ctx(t), alice, c.ID)
 	wantErr(t, err, store.ErrNotFound)
-	r2 := must[store.Run](t)(s.CreateRun(ctx(t), alice, store.Run{ConversationID: c.ID, Input: "next"}))
-	runs := must[[]store.Run](t)(s.ListRuns(ctx(t), alice, c.ID))
+	r2 := must[chat.Run](t)(s.CreateRun(ctx(t), alice, chat.Run{ConversationID: c.ID, Input: "next"}))
+	runs := must[[]chat.Run](t)(s.ListRuns(ctx(t), alice, c.ID))
 	if len(runs) != 2 || runs[0].ID != r.ID || runs[1].ID != r2.ID {
 		t.Fatalf("runs %+v", runs)
 	}
 
 	// Racing starts: exactly one wins.
-	c2 := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
+	c2 := must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{}))
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	wins := 0
 	for range 8 {
 		wg.Go(func() {
-			_, err := s.CreateRun(ctx(t), alice, store.Run{ConversationID: c2.ID, Input: "race"})
+			_, err := s.CreateRun(ctx(t), alice, chat.Run{ConversationID: c2.ID, Input: "race"})
 			mu.Lock()
 			defer mu.Unlock()
 			if err == nil {
@@ -319,30 +320,30 @@ func testRunOneActive(t *testing.T, s store.Store) {
 }
 
 func testRunUpdate(t *testing.T, s store.Store) {
-	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
-	r := must[store.Run](t)(s.CreateRun(ctx(t), alice, store.Run{ConversationID: c.ID, Input: "hi"}))
+	c := must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{}))
+	r := must[chat.Run](t)(s.CreateRun(ctx(t), alice, chat.Run{ConversationID: c.ID, Input: "hi"}))
 	_, err := s.GetRun(ctx(t), eve, r.ID)
 	wantErr(t, err, store.ErrNotFound)
-	_, err = s.UpdateRun(ctx(t), "evil", r.ID, store.RunUpdate{Status: store.RunFailed})
+	_, err = s.UpdateRun(ctx(t), "evil", r.ID, store.RunUpdate{Status: chat.RunFailed})
 	wantErr(t, err, store.ErrNotFound)
 
 	model := "scripted"
-	up := must[store.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{Status: store.RunRunning, Model: &model, From: []string{store.RunQueued}}))
-	if up.Status != store.RunRunning || up.Model != "scripted" {
+	up := must[chat.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{Status: chat.RunRunning, Model: &model, From: []string{chat.RunQueued}}))
+	if up.Status != chat.RunRunning || up.Model != "scripted" {
 		t.Fatalf("update %+v", up)
 	}
-	_, err = s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{Status: store.RunRunning, From: []string{store.RunQueued}})
+	_, err = s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{Status: chat.RunRunning, From: []string{chat.RunQueued}})
 	wantErr(t, err, store.ErrConflict)
 
 	end := time.Now()
 	state := json.RawMessage(`{"pending":["call_1"]}`)
 	usage := event.Usage{InputTokens: 3, OutputTokens: 5}
-	must[store.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{Status: store.RunAwaitingInput, State: state}))
-	fin := must[store.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{
-		Status: store.RunFailed, Error: &event.ErrorInfo{Code: "llm_unavailable", Message: "down"}, Usage: &usage, EndedAt: &end,
+	must[chat.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{Status: chat.RunAwaitingInput, State: state}))
+	fin := must[chat.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{
+		Status: chat.RunFailed, Error: &event.ErrorInfo{Code: "llm_unavailable", Message: "down"}, Usage: &usage, EndedAt: &end,
 	}))
-	got := must[store.Run](t)(s.GetRun(ctx(t), alice, r.ID))
-	if got.Status != store.RunFailed || got.Error == nil || got.Error.Code != "llm_unavailable" || got.Usage != usage ||
+	got := must[chat.Run](t)(s.GetRun(ctx(t), alice, r.ID))
+	if got.Status != chat.RunFailed || got.Error == nil || got.Error.Code != "llm_unavailable" || got.Usage != usage ||
 		got.EndedAt == nil || !got.EndedAt.Equal(*fin.EndedAt) || string(got.State) != string(state) {
 		t.Fatalf("stored run %+v", got)
 	}
@@ -361,7 +362,7 @@ func mkEvents(thread, run string, from, n int) []event.Event {
 }
 
 func testEventLog(t *testing.T, s store.Store) {
-	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
+	c := must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{}))
 	if n := must[int64](t)(s.LastSeq(ctx(t), "acme", c.ID)); n != 0 {
 		t.Fatalf("empty thread last seq %d", n)
 	}
@@ -399,40 +400,40 @@ func testEventLog(t *testing.T, s store.Store) {
 }
 
 func testConfirmations(t *testing.T, s store.Store) {
-	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
-	r := must[store.Run](t)(s.CreateRun(ctx(t), alice, store.Run{ConversationID: c.ID, Input: "send it"}))
-	mk := func() store.Confirmation {
-		return must[store.Confirmation](t)(s.CreateConfirmation(ctx(t), store.Confirmation{
+	c := must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{}))
+	r := must[chat.Run](t)(s.CreateRun(ctx(t), alice, chat.Run{ConversationID: c.ID, Input: "send it"}))
+	mk := func() chat.Confirmation {
+		return must[chat.Confirmation](t)(s.CreateConfirmation(ctx(t), chat.Confirmation{
 			Tenant: "acme", Owner: "alice", RunID: r.ID, ConversationID: c.ID, ToolCallID: "call_1", ToolName: "send_feishu_message",
 			Args: json.RawMessage(`{"text":"hi"}`), ExpiresAt: time.Now().Add(time.Hour),
 		}))
 	}
 	a := mk()
-	if a.Status != store.ConfirmPending {
+	if a.Status != chat.ConfirmPending {
 		t.Fatalf("new confirmation %+v", a)
 	}
-	pending := must[[]store.Confirmation](t)(s.ListConfirmations(ctx(t), alice, store.ConfirmPending))
+	pending := must[[]chat.Confirmation](t)(s.ListConfirmations(ctx(t), alice, chat.ConfirmPending))
 	if len(pending) != 1 || pending[0].ID != a.ID || string(pending[0].Args) != `{"text":"hi"}` {
 		t.Fatalf("pending %+v", pending)
 	}
-	if l := must[[]store.Confirmation](t)(s.ListConfirmations(ctx(t), bob, "")); len(l) != 0 {
+	if l := must[[]chat.Confirmation](t)(s.ListConfirmations(ctx(t), bob, "")); len(l) != 0 {
 		t.Fatalf("bob sees %d confirmations", len(l))
 	}
-	_, err := s.DecideConfirmation(ctx(t), bob, a.ID, store.Decision{Status: store.ConfirmApproved, At: time.Now()})
+	_, err := s.DecideConfirmation(ctx(t), bob, a.ID, chat.Decision{Status: chat.ConfirmApproved, At: time.Now()})
 	wantErr(t, err, store.ErrNotFound)
 	_, err = s.GetConfirmation(ctx(t), eve, a.ID)
 	wantErr(t, err, store.ErrNotFound)
 
-	d := store.Decision{Status: store.ConfirmApproved, Args: json.RawMessage(`{"text":"edited"}`), Reason: "ok", At: time.Now()}
-	got := must[store.Confirmation](t)(s.DecideConfirmation(ctx(t), alice, a.ID, d))
-	if got.Status != store.ConfirmApproved || string(got.DecidedArgs) != `{"text":"edited"}` || got.DecidedAt == nil || got.Reason != "ok" {
+	d := chat.Decision{Status: chat.ConfirmApproved, Args: json.RawMessage(`{"text":"edited"}`), Reason: "ok", At: time.Now()}
+	got := must[chat.Confirmation](t)(s.DecideConfirmation(ctx(t), alice, a.ID, d))
+	if got.Status != chat.ConfirmApproved || string(got.DecidedArgs) != `{"text":"edited"}` || got.DecidedAt == nil || got.Reason != "ok" {
 		t.Fatalf("decided %+v", got)
 	}
-	again := must[store.Confirmation](t)(s.DecideConfirmation(ctx(t), alice, a.ID, store.Decision{Status: store.ConfirmApproved, At: time.Now()}))
+	again := must[chat.Confirmation](t)(s.DecideConfirmation(ctx(t), alice, a.ID, chat.Decision{Status: chat.ConfirmApproved, At: time.Now()}))
 	if !again.DecidedAt.Equal(*got.DecidedAt) || string(again.DecidedArgs) != `{"text":"edited"}` {
 		t.Fatalf("repeat changed the decision: %+v", again)
 	}
-	_, err = s.DecideConfirmation(ctx(t), alice, a.ID, store.Decision{Status: store.ConfirmRejected, At: time.Now()})
+	_, err = s.DecideConfirmation(ctx(t), alice, a.ID, chat.Decision{Status: chat.ConfirmRejected, At: time.Now()})
 	wantErr(t, err, store.ErrConflict)
 
 	// Racing decisions: exactly one kind wins.
@@ -441,11 +442,11 @@ func testConfirmations(t *testing.T, s store.Store) {
 	results := make([]string, 10)
 	for i := range results {
 		wg.Go(func() {
-			st := store.ConfirmApproved
+			st := chat.ConfirmApproved
 			if i%2 == 1 {
-				st = store.ConfirmRejected
+				st = chat.ConfirmRejected
 			}
-			if _, err := s.DecideConfirmation(ctx(t), alice, b.ID, store.Decision{Status: st, At: time.Now()}); err == nil {
+			if _, err := s.DecideConfirmation(ctx(t), alice, b.ID, chat.Decision{Status: st, At: time.Now()}); err == nil {
 				results[i] = st
 			} else if !errors.Is(err, store.ErrConflict) {
 				t.Errorf("racing decision: %v", err)
@@ -453,7 +454,7 @@ func testConfirmations(t *testing.T, s store.Store) {
 		})
 	}
 	wg.Wait()
-	winner := must[store.Confirmation](t)(s.GetConfirmation(ctx(t), alice, b.ID)).Status
+	winner := must[chat.Confirmation](t)(s.GetConfirmation(ctx(t), alice, b.ID)).Status
 	for _, r := range results {
 		if r != "" && r != winner {
 			t.Fatalf("both %s and %s were told they won", r, winner)
@@ -462,37 +463,37 @@ func testConfirmations(t *testing.T, s store.Store) {
 }
 
 func testConfirmationExpiry(t *testing.T, s store.Store) {
-	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
-	r := must[store.Run](t)(s.CreateRun(ctx(t), alice, store.Run{ConversationID: c.ID, Input: "x"}))
+	c := must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{}))
+	r := must[chat.Run](t)(s.CreateRun(ctx(t), alice, chat.Run{ConversationID: c.ID, Input: "x"}))
 	exp := time.Now().Add(time.Minute)
-	mk := func() store.Confirmation {
-		return must[store.Confirmation](t)(s.CreateConfirmation(ctx(t), store.Confirmation{
+	mk := func() chat.Confirmation {
+		return must[chat.Confirmation](t)(s.CreateConfirmation(ctx(t), chat.Confirmation{
 			Tenant: "acme", Owner: "alice", RunID: r.ID, ConversationID: c.ID, ToolCallID: "call", ToolName: "send_webhook", ExpiresAt: exp,
 		}))
 	}
 	late := mk()
-	_, err := s.DecideConfirmation(ctx(t), alice, late.ID, store.Decision{Status: store.ConfirmApproved, At: exp.Add(time.Second)})
+	_, err := s.DecideConfirmation(ctx(t), alice, late.ID, chat.Decision{Status: chat.ConfirmApproved, At: exp.Add(time.Second)})
 	wantErr(t, err, store.ErrExpired)
-	if got := must[store.Confirmation](t)(s.GetConfirmation(ctx(t), alice, late.ID)); got.Status != store.ConfirmExpired {
+	if got := must[chat.Confirmation](t)(s.GetConfirmation(ctx(t), alice, late.ID)); got.Status != chat.ConfirmExpired {
 		t.Fatalf("late decision left status %s", got.Status)
 	}
 	swept := mk()
-	if got := must[[]store.Confirmation](t)(s.ExpireConfirmations(ctx(t), time.Now())); len(got) != 0 {
+	if got := must[[]chat.Confirmation](t)(s.ExpireConfirmations(ctx(t), time.Now())); len(got) != 0 {
 		t.Fatalf("expired too early: %+v", got)
 	}
-	got := must[[]store.Confirmation](t)(s.ExpireConfirmations(ctx(t), exp.Add(time.Second)))
-	if len(got) != 1 || got[0].ID != swept.ID || got[0].Status != store.ConfirmExpired {
+	got := must[[]chat.Confirmation](t)(s.ExpireConfirmations(ctx(t), exp.Add(time.Second)))
+	if len(got) != 1 || got[0].ID != swept.ID || got[0].Status != chat.ConfirmExpired {
 		t.Fatalf("swept %+v", got)
 	}
-	_, err = s.DecideConfirmation(ctx(t), alice, swept.ID, store.Decision{Status: store.ConfirmApproved, At: time.Now()})
+	_, err = s.DecideConfirmation(ctx(t), alice, swept.ID, chat.Decision{Status: chat.ConfirmApproved, At: time.Now()})
 	wantErr(t, err, store.ErrExpired)
 }
 
 func testDeleteCascades(t *testing.T, s store.Store) {
-	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
-	must[store.Message](t)(s.AppendMessage(ctx(t), alice, store.Message{ConversationID: c.ID, Role: store.RoleUser, Content: "x"}))
-	r := must[store.Run](t)(s.CreateRun(ctx(t), alice, store.Run{ConversationID: c.ID, Input: "x"}))
-	must[store.Confirmation](t)(s.CreateConfirmation(ctx(t), store.Confirmation{Tenant: "acme", Owner: "alice", RunID: r.ID, ConversationID: c.ID,
+	c := must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{}))
+	must[chat.Message](t)(s.AppendMessage(ctx(t), alice, chat.Message{ConversationID: c.ID, Role: chat.RoleUser, Content: "x"}))
+	r := must[chat.Run](t)(s.CreateRun(ctx(t), alice, chat.Run{ConversationID: c.ID, Input: "x"}))
+	must[chat.Confirmation](t)(s.CreateConfirmation(ctx(t), chat.Confirmation{Tenant: "acme", Owner: "alice", RunID: r.ID, ConversationID: c.ID,
 		ToolCallID: "c", ToolName: "t", ExpiresAt: time.Now().Add(time.Hour)}))
 	if err := s.AppendEvents(ctx(t), mkEvents(c.ID, r.ID, 1, 3)); err != nil {
 		t.Fatal(err)
@@ -505,20 +506,20 @@ func testDeleteCascades(t *testing.T, s store.Store) {
 	if n := must[int64](t)(s.LastSeq(ctx(t), "acme", c.ID)); n != 0 {
 		t.Fatalf("events survive delete: last seq %d", n)
 	}
-	if l := must[[]store.Confirmation](t)(s.ListConfirmations(ctx(t), alice, "")); len(l) != 0 {
+	if l := must[[]chat.Confirmation](t)(s.ListConfirmations(ctx(t), alice, "")); len(l) != 0 {
 		t.Fatalf("confirmations survive delete: %d", len(l))
 	}
 }
 
 func testRetention(t *testing.T, s store.Store) {
-	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
-	old := must[store.Run](t)(s.CreateRun(ctx(t), alice, store.Run{ConversationID: c.ID, Input: "old"}))
+	c := must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{}))
+	old := must[chat.Run](t)(s.CreateRun(ctx(t), alice, chat.Run{ConversationID: c.ID, Input: "old"}))
 	ended := time.Now().Add(-48 * time.Hour)
-	must[store.Run](t)(s.UpdateRun(ctx(t), "acme", old.ID, store.RunUpdate{Status: store.RunSucceeded, EndedAt: &ended}))
+	must[chat.Run](t)(s.UpdateRun(ctx(t), "acme", old.ID, store.RunUpdate{Status: chat.RunSucceeded, EndedAt: &ended}))
 	if err := s.AppendEvents(ctx(t), mkEvents(c.ID, old.ID, 1, 2)); err != nil {
 		t.Fatal(err)
 	}
-	live := must[store.Run](t)(s.CreateRun(ctx(t), alice, store.Run{ConversationID: c.ID, Input: "new"}))
+	live := must[chat.Run](t)(s.CreateRun(ctx(t), alice, chat.Run{ConversationID: c.ID, Input: "new"}))
 	if err := s.AppendEvents(ctx(t), mkEvents(c.ID, live.ID, 3, 2)); err != nil {
 		t.Fatal(err)
 	}
@@ -539,15 +540,15 @@ func testConcurrentWriters(t *testing.T, s store.Store) {
 	ids := make([]string, writers)
 	for i := range writers {
 		wg.Go(func() {
-			sc := store.Scope{Tenant: "acme", User: fmt.Sprintf("user%d", i%5)}
-			c, err := s.CreateConversation(ctx(t), sc, store.Conversation{Title: fmt.Sprint(i)})
+			sc := chat.Scope{Tenant: "acme", User: fmt.Sprintf("user%d", i%5)}
+			c, err := s.CreateConversation(ctx(t), sc, chat.Conversation{Title: fmt.Sprint(i)})
 			if err != nil {
 				t.Errorf("writer %d: %v", i, err)
 				return
 			}
 			ids[i] = c.ID
 			for j := range perWriter {
-				if _, err := s.AppendMessage(ctx(t), sc, store.Message{ConversationID: c.ID, Role: store.RoleUser, Content: fmt.Sprint(j)}); err != nil {
+				if _, err := s.AppendMessage(ctx(t), sc, chat.Message{ConversationID: c.ID, Role: chat.RoleUser, Content: fmt.Sprint(j)}); err != nil {
 					t.Errorf("writer %d message %d: %v", i, j, err)
 				}
 			}
@@ -556,7 +557,7 @@ func testConcurrentWriters(t *testing.T, s store.Store) {
 	wg.Wait()
 	total := 0
 	for u := range 5 {
-		sc := store.Scope{Tenant: "acme", User: fmt.Sprintf("user%d", u)}
+		sc := chat.Scope{Tenant: "acme", User: fmt.Sprintf("user%d", u)}
 		list, _, err := s.ListConversations(ctx(t), sc, store.Page{Limit: 100})
 		if err != nil {
 			t.Fatal(err)
@@ -581,8 +582,8 @@ func testConcurrentWriters(t *testing.T, s store.Store) {
 // key order written are the ones read back.
 func testJSONKept(t *testing.T, s store.Store) {
 	odd := func(k string) json.RawMessage { return json.RawMessage(`{ "z" : 1,  "` + k + `":[ true , null ] }`) }
-	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
-	must[store.Message](t)(s.AppendMessage(ctx(t), alice, store.Message{ConversationID: c.ID, Role: store.RoleUser, Content: "x",
+	c := must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{}))
+	must[chat.Message](t)(s.AppendMessage(ctx(t), alice, chat.Message{ConversationID: c.ID, Role: chat.RoleUser, Content: "x",
 		Parts: json.RawMessage(`[ {"type":"text",  "text":"x"} ]`), Metadata: odd("meta")}))
 	msgs, _, err := s.ListMessages(ctx(t), alice, c.ID, store.MessageFilter{}, store.Page{Limit: 10})
 	if err != nil {
@@ -591,27 +592,27 @@ func testJSONKept(t *testing.T, s store.Store) {
 	if len(msgs) != 1 || string(msgs[0].Parts) != `[ {"type":"text",  "text":"x"} ]` || string(msgs[0].Metadata) != string(odd("meta")) {
 		t.Fatalf("message JSON changed: %+v", msgs)
 	}
-	if m := must[store.Message](t)(s.AppendMessage(ctx(t), alice, store.Message{ConversationID: c.ID, Role: store.RoleUser, Content: "plain"})); m.Parts != nil || m.Metadata != nil {
+	if m := must[chat.Message](t)(s.AppendMessage(ctx(t), alice, chat.Message{ConversationID: c.ID, Role: chat.RoleUser, Content: "plain"})); m.Parts != nil || m.Metadata != nil {
 		t.Fatalf("plain message has JSON: %+v", m)
 	}
 
-	r := must[store.Run](t)(s.CreateRun(ctx(t), alice, store.Run{ConversationID: c.ID, Input: "x", State: odd("created")}))
-	if got := must[store.Run](t)(s.GetRun(ctx(t), alice, r.ID)); string(got.State) != string(odd("created")) {
+	r := must[chat.Run](t)(s.CreateRun(ctx(t), alice, chat.Run{ConversationID: c.ID, Input: "x", State: odd("created")}))
+	if got := must[chat.Run](t)(s.GetRun(ctx(t), alice, r.ID)); string(got.State) != string(odd("created")) {
 		t.Fatalf("created state %s", got.State)
 	}
-	must[store.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{State: odd("updated")}))
-	if got := must[store.Run](t)(s.GetRun(ctx(t), alice, r.ID)); string(got.State) != string(odd("updated")) {
+	must[chat.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{State: odd("updated")}))
+	if got := must[chat.Run](t)(s.GetRun(ctx(t), alice, r.ID)); string(got.State) != string(odd("updated")) {
 		t.Fatalf("updated state %s", got.State)
 	}
-	must[store.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{State: json.RawMessage(`null`)}))
-	if got := must[store.Run](t)(s.GetRun(ctx(t), alice, r.ID)); got.State != nil {
+	must[chat.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{State: json.RawMessage(`null`)}))
+	if got := must[chat.Run](t)(s.GetRun(ctx(t), alice, r.ID)); got.State != nil {
 		t.Fatalf("null state kept as %s", got.State)
 	}
 
-	cf := must[store.Confirmation](t)(s.CreateConfirmation(ctx(t), store.Confirmation{Tenant: "acme", Owner: "alice", RunID: r.ID,
+	cf := must[chat.Confirmation](t)(s.CreateConfirmation(ctx(t), chat.Confirmation{Tenant: "acme", Owner: "alice", RunID: r.ID,
 		ConversationID: c.ID, ToolCallID: "c", ToolName: "t", Args: odd("args"), ExpiresAt: time.Now().Add(time.Hour)}))
-	must[store.Confirmation](t)(s.DecideConfirmation(ctx(t), alice, cf.ID, store.Decision{Status: store.ConfirmApproved, Args: odd("edited"), At: time.Now()}))
-	got := must[store.Confirmation](t)(s.GetConfirmation(ctx(t), alice, cf.ID))
+	must[chat.Confirmation](t)(s.DecideConfirmation(ctx(t), alice, cf.ID, chat.Decision{Status: chat.ConfirmApproved, Args: odd("edited"), At: time.Now()}))
+	got := must[chat.Confirmation](t)(s.GetConfirmation(ctx(t), alice, cf.ID))
 	if string(got.Args) != string(odd("args")) || string(got.DecidedArgs) != string(odd("edited")) {
 		t.Fatalf("confirmation JSON changed: %s %s", got.Args, got.DecidedArgs)
 	}
@@ -628,17 +629,17 @@ func testTimesKeepMilliseconds(t *testing.T, s store.Store) {
 			t.Fatalf("%s = %v, want %v in UTC", what, got, want)
 		}
 	}
-	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{CreatedAt: at}))
-	same("conversation created", must[store.Conversation](t)(s.GetConversation(ctx(t), alice, c.ID)).CreatedAt)
-	must[store.Message](t)(s.AppendMessage(ctx(t), alice, store.Message{ConversationID: c.ID, Role: store.RoleUser, Content: "x", CreatedAt: at}))
+	c := must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{CreatedAt: at}))
+	same("conversation created", must[chat.Conversation](t)(s.GetConversation(ctx(t), alice, c.ID)).CreatedAt)
+	must[chat.Message](t)(s.AppendMessage(ctx(t), alice, chat.Message{ConversationID: c.ID, Role: chat.RoleUser, Content: "x", CreatedAt: at}))
 	msgs, _, err := s.ListMessages(ctx(t), alice, c.ID, store.MessageFilter{}, store.Page{Limit: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	same("message created", msgs[0].CreatedAt)
-	r := must[store.Run](t)(s.CreateRun(ctx(t), alice, store.Run{ConversationID: c.ID, Input: "x", CreatedAt: at}))
-	must[store.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{Status: store.RunSucceeded, EndedAt: &at}))
-	got := must[store.Run](t)(s.GetRun(ctx(t), alice, r.ID))
+	r := must[chat.Run](t)(s.CreateRun(ctx(t), alice, chat.Run{ConversationID: c.ID, Input: "x", CreatedAt: at}))
+	must[chat.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{Status: chat.RunSucceeded, EndedAt: &at}))
+	got := must[chat.Run](t)(s.GetRun(ctx(t), alice, r.ID))
 	same("run created", got.CreatedAt)
 	same("run started", got.StartedAt)
 	same("run ended", *got.EndedAt)
@@ -652,7 +653,7 @@ func testTimesKeepMilliseconds(t *testing.T, s store.Store) {
 
 // testEventBatchAtomic pins that a batch is stored whole or not at all.
 func testEventBatchAtomic(t *testing.T, s store.Store) {
-	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
+	c := must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{}))
 	if err := s.AppendEvents(ctx(t), mkEvents(c.ID, "r", 1, 2)); err != nil {
 		t.Fatal(err)
 	}
@@ -670,18 +671,18 @@ func testEventBatchAtomic(t *testing.T, s store.Store) {
 // testMissingParents pins ErrNotFound (not a driver error) for writes whose
 // parent row does not exist.
 func testMissingParents(t *testing.T, s store.Store) {
-	_, err := s.AppendMessage(ctx(t), alice, store.Message{ConversationID: "missing", Role: store.RoleUser, Content: "x"})
+	_, err := s.AppendMessage(ctx(t), alice, chat.Message{ConversationID: "missing", Role: chat.RoleUser, Content: "x"})
 	wantErr(t, err, store.ErrNotFound)
-	_, err = s.CreateRun(ctx(t), alice, store.Run{ConversationID: "missing", Input: "x"})
+	_, err = s.CreateRun(ctx(t), alice, chat.Run{ConversationID: "missing", Input: "x"})
 	wantErr(t, err, store.ErrNotFound)
-	_, err = s.UpdateRun(ctx(t), "acme", "missing", store.RunUpdate{Status: store.RunFailed})
+	_, err = s.UpdateRun(ctx(t), "acme", "missing", store.RunUpdate{Status: chat.RunFailed})
 	wantErr(t, err, store.ErrNotFound)
-	_, err = s.UpdateRun(ctx(t), "acme", "missing", store.RunUpdate{Status: store.RunFailed, From: []string{store.RunRunning}})
+	_, err = s.UpdateRun(ctx(t), "acme", "missing", store.RunUpdate{Status: chat.RunFailed, From: []string{chat.RunRunning}})
 	wantErr(t, err, store.ErrNotFound)
-	_, err = s.CreateConfirmation(ctx(t), store.Confirmation{Tenant: "acme", Owner: "alice", RunID: "missing", ConversationID: "missing",
+	_, err = s.CreateConfirmation(ctx(t), chat.Confirmation{Tenant: "acme", Owner: "alice", RunID: "missing", ConversationID: "missing",
 		ToolCallID: "c", ToolName: "t", ExpiresAt: time.Now().Add(time.Hour)})
 	wantErr(t, err, store.ErrNotFound)
-	_, err = s.DecideConfirmation(ctx(t), alice, "missing", store.Decision{Status: store.ConfirmApproved, At: time.Now()})
+	_, err = s.DecideConfirmation(ctx(t), alice, "missing", chat.Decision{Status: chat.ConfirmApproved, At: time.Now()})
 	wantErr(t, err, store.ErrNotFound)
 	if ok, err := s.TakeOverRun(ctx(t), "acme", "missing", "replica-a", 1, time.Now()); ok || err != nil {
 		t.Fatalf("take over a missing run: %v, %v", ok, err)
@@ -691,16 +692,16 @@ func testMissingParents(t *testing.T, s store.Store) {
 func testStartRun(t *testing.T, s store.Store) {
 	// Into a new conversation.
 	got := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, store.RunStart{
-		NewConversation: &store.Conversation{Title: "new"},
-		Run:             store.Run{Input: "hello", Status: store.RunRunning},
-		Message:         store.Message{Role: store.RoleUser, Content: "hello"},
+		NewConversation: &chat.Conversation{Title: "new"},
+		Run:             chat.Run{Input: "hello", Status: chat.RunRunning},
+		Message:         chat.Message{Role: chat.RoleUser, Content: "hello"},
 	}))
 	c, r, m := got.Conversation, got.Run, got.Message
-	if c.ID == "" || c.Title != "new" || r.ConversationID != c.ID || r.Status != store.RunRunning || r.TurnID == "" ||
+	if c.ID == "" || c.Title != "new" || r.ConversationID != c.ID || r.Status != chat.RunRunning || r.TurnID == "" ||
 		m.ConversationID != c.ID || m.RunID != r.ID || got.LastSeq != 0 {
 		t.Fatalf("started %+v", got)
 	}
-	if stored := must[store.Conversation](t)(s.GetConversation(ctx(t), alice, c.ID)); stored.Title != "new" {
+	if stored := must[chat.Conversation](t)(s.GetConversation(ctx(t), alice, c.ID)); stored.Title != "new" {
 		t.Fatalf("conversation %+v", stored)
 	}
 	msgs, _, err := s.ListMessages(ctx(t), alice, c.ID, store.MessageFilter{}, store.Page{Limit: 10})
@@ -708,7 +709,7 @@ func testStartRun(t *testing.T, s store.Store) {
 		t.Fatalf("messages %+v (%v)", msgs, err)
 	}
 	// A second start on the busy conversation is refused and writes nothing.
-	_, err = s.StartRun(ctx(t), alice, store.RunStart{Run: store.Run{ConversationID: c.ID, Input: "again"}, Message: store.Message{Role: store.RoleUser, Content: "again"}})
+	_, err = s.StartRun(ctx(t), alice, store.RunStart{Run: chat.Run{ConversationID: c.ID, Input: "again"}, Message: chat.Message{Role: chat.RoleUser, Content: "again"}})
 	var busy *store.BusyError
 	if !errors.As(err, &busy) || busy.ActiveRunID != r.ID {
 		t.Fatalf("busy start: %v", err)
@@ -718,39 +719,39 @@ func testStartRun(t *testing.T, s store.Store) {
 	}
 	// Into an existing conversation, after events: the last seq is reported.
 	end := time.Now()
-	must[store.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{Status: store.RunSucceeded, EndedAt: &end}))
+	must[chat.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{Status: chat.RunSucceeded, EndedAt: &end}))
 	if err := s.AppendEvents(ctx(t), mkEvents(c.ID, r.ID, 1, 4)); err != nil {
 		t.Fatal(err)
 	}
-	next := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, store.RunStart{Run: store.Run{ConversationID: c.ID, Input: "next"}, Message: store.Message{Role: store.RoleUser, Content: "next"}}))
+	next := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, store.RunStart{Run: chat.Run{ConversationID: c.ID, Input: "next"}, Message: chat.Message{Role: chat.RoleUser, Content: "next"}}))
 	if next.LastSeq != 4 || next.Conversation.ID != c.ID || next.Run.ID == r.ID {
 		t.Fatalf("second start %+v", next)
 	}
 	// Not found for other principals.
-	for _, other := range []store.Scope{bob, eve} {
-		_, err := s.StartRun(ctx(t), other, store.RunStart{Run: store.Run{ConversationID: c.ID, Input: "x"}, Message: store.Message{Role: store.RoleUser, Content: "x"}})
+	for _, other := range []chat.Scope{bob, eve} {
+		_, err := s.StartRun(ctx(t), other, store.RunStart{Run: chat.Run{ConversationID: c.ID, Input: "x"}, Message: chat.Message{Role: chat.RoleUser, Content: "x"}})
 		wantErr(t, err, store.ErrNotFound)
 	}
 }
 
 func testCancelRequested(t *testing.T, s store.Store) {
-	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
-	r := must[store.Run](t)(s.CreateRun(ctx(t), alice, store.Run{ConversationID: c.ID, Input: "x", Status: store.RunRunning,
+	c := must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{}))
+	r := must[chat.Run](t)(s.CreateRun(ctx(t), alice, chat.Run{ConversationID: c.ID, Input: "x", Status: chat.RunRunning,
 		LeaseOwner: "a", LeaseEpoch: 1}))
 	if r.CancelRequested {
 		t.Fatal("a new run is cancel-requested")
 	}
-	active := []string{store.RunQueued, store.RunRunning, store.RunAwaitingInput}
-	up := must[store.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{CancelRequested: true, From: active}))
-	if !up.CancelRequested || up.Status != store.RunRunning {
+	active := []string{chat.RunQueued, chat.RunRunning, chat.RunAwaitingInput}
+	up := must[chat.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{CancelRequested: true, From: active}))
+	if !up.CancelRequested || up.Status != chat.RunRunning {
 		t.Fatalf("after the request %+v", up)
 	}
 	// Kept by later updates, seen by every read.
-	must[store.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{Model: new(string)}))
-	if got := must[store.Run](t)(s.GetRunAnyOwner(ctx(t), "acme", r.ID)); !got.CancelRequested {
+	must[chat.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{Model: new(string)}))
+	if got := must[chat.Run](t)(s.GetRunAnyOwner(ctx(t), "acme", r.ID)); !got.CancelRequested {
 		t.Fatalf("GetRunAnyOwner %+v", got)
 	}
-	if got := must[store.Run](t)(s.GetRun(ctx(t), alice, r.ID)); !got.CancelRequested {
+	if got := must[chat.Run](t)(s.GetRun(ctx(t), alice, r.ID)); !got.CancelRequested {
 		t.Fatalf("GetRun %+v", got)
 	}
 	if ids := must[[]string](t)(s.CancelRequests(ctx(t), "a", 1)); len(ids) != 1 || ids[0] != r.ID {
@@ -761,20 +762,20 @@ func testCancelRequested(t *testing.T, s store.Store) {
 	}
 	// A finished run cannot be asked to stop.
 	end := time.Now()
-	must[store.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{Status: store.RunCancelled, EndedAt: &end}))
+	must[chat.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{Status: chat.RunCancelled, EndedAt: &end}))
 	_, err := s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{CancelRequested: true, From: active})
 	wantErr(t, err, store.ErrConflict)
 }
 
 // awaiting makes a run of alice's awaiting input with one pending
 // confirmation per tool call id.
-func awaiting(t *testing.T, s store.Store, calls ...string) (store.Run, []store.Confirmation) {
+func awaiting(t *testing.T, s store.Store, calls ...string) (chat.Run, []chat.Confirmation) {
 	t.Helper()
-	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{}))
-	r := must[store.Run](t)(s.CreateRun(ctx(t), alice, store.Run{ConversationID: c.ID, Input: "x", Status: store.RunAwaitingInput}))
-	var out []store.Confirmation
+	c := must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{}))
+	r := must[chat.Run](t)(s.CreateRun(ctx(t), alice, chat.Run{ConversationID: c.ID, Input: "x", Status: chat.RunAwaitingInput}))
+	var out []chat.Confirmation
 	for _, call := range calls {
-		out = append(out, must[store.Confirmation](t)(s.CreateConfirmation(ctx(t), store.Confirmation{
+		out = append(out, must[chat.Confirmation](t)(s.CreateConfirmation(ctx(t), chat.Confirmation{
 			Tenant: "acme", Owner: "alice", RunID: r.ID, ConversationID: c.ID, ToolCallID: call, ToolName: "send_feishu_message",
 			Args: json.RawMessage(`{}`), ExpiresAt: time.Now().Add(time.Hour),
 		})))
@@ -782,9 +783,9 @@ func awaiting(t *testing.T, s store.Store, calls ...string) (store.Run, []store.
 	return r, out
 }
 
-func decide(t *testing.T, s store.Store, c store.Confirmation) store.Confirmation {
+func decide(t *testing.T, s store.Store, c chat.Confirmation) chat.Confirmation {
 	t.Helper()
-	return must[store.Confirmation](t)(s.DecideConfirmation(ctx(t), alice, c.ID, store.Decision{Status: store.ConfirmApproved, At: time.Now()}))
+	return must[chat.Confirmation](t)(s.DecideConfirmation(ctx(t), alice, c.ID, chat.Decision{Status: chat.ConfirmApproved, At: time.Now()}))
 }
 
 func testClaimRun(t *testing.T, s store.Store) {
@@ -804,14 +805,14 @@ func testClaimRun(t *testing.T, s store.Store) {
 	_, err = s.ClaimRun(ctx(t), "acme", "no-such-run", "", "replica-1", 7)
 	wantErr(t, err, store.ErrNotFound)
 
-	got := must[store.Run](t)(s.ClaimRun(ctx(t), "acme", r.ID, a.ID, "replica-1", 7))
-	if got.Status != store.RunRunning || got.LeaseOwner != "replica-1" || got.LeaseEpoch != 7 {
+	got := must[chat.Run](t)(s.ClaimRun(ctx(t), "acme", r.ID, a.ID, "replica-1", 7))
+	if got.Status != chat.RunRunning || got.LeaseOwner != "replica-1" || got.LeaseEpoch != 7 {
 		t.Fatalf("claimed %+v", got)
 	}
-	if stored := must[store.Run](t)(s.GetRun(ctx(t), alice, r.ID)); stored.Status != store.RunRunning || stored.LeaseOwner != "replica-1" {
+	if stored := must[chat.Run](t)(s.GetRun(ctx(t), alice, r.ID)); stored.Status != chat.RunRunning || stored.LeaseOwner != "replica-1" {
 		t.Fatalf("stored after the claim %+v", stored)
 	}
-	if applied := must[store.Confirmation](t)(s.GetConfirmation(ctx(t), alice, a.ID)); applied.AppliedAt == nil {
+	if applied := must[chat.Confirmation](t)(s.GetConfirmation(ctx(t), alice, a.ID)); applied.AppliedAt == nil {
 		t.Fatalf("the claim did not apply the decision: %+v", applied)
 	}
 	// Claimed already.
@@ -819,7 +820,7 @@ func testClaimRun(t *testing.T, s store.Store) {
 	wantErr(t, err, store.ErrConflict)
 
 	// The run pauses again for b: a decision already applied never continues it twice.
-	must[store.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{Status: store.RunAwaitingInput}))
+	must[chat.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{Status: chat.RunAwaitingInput}))
 	_, err = s.ClaimRun(ctx(t), "acme", r.ID, a.ID, "replica-2", 8)
 	wantErr(t, err, store.ErrConflict)
 	_, err = s.ClaimRun(ctx(t), "acme", r.ID, b.ID, "replica-2", 8)
@@ -829,15 +830,15 @@ func testClaimRun(t *testing.T, s store.Store) {
 	x := decide(t, s, others[0])
 	_, err = s.ClaimRun(ctx(t), "acme", r.ID, x.ID, "replica-2", 8)
 	wantErr(t, err, store.ErrConflict)
-	if c := must[store.Confirmation](t)(s.GetConfirmation(ctx(t), alice, x.ID)); c.AppliedAt != nil {
+	if c := must[chat.Confirmation](t)(s.GetConfirmation(ctx(t), alice, x.ID)); c.AppliedAt != nil {
 		t.Fatal("a refused claim applied a decision")
 	}
 	// Without a decision (a cancel), the claim needs only the status.
-	got = must[store.Run](t)(s.ClaimRun(ctx(t), "acme", r.ID, "", "replica-2", 8))
-	if got.Status != store.RunRunning || got.LeaseOwner != "replica-2" {
+	got = must[chat.Run](t)(s.ClaimRun(ctx(t), "acme", r.ID, "", "replica-2", 8))
+	if got.Status != chat.RunRunning || got.LeaseOwner != "replica-2" {
 		t.Fatalf("claimed without a decision %+v", got)
 	}
-	if c := must[store.Confirmation](t)(s.GetConfirmation(ctx(t), alice, b.ID)); c.AppliedAt != nil || c.Status != store.ConfirmPending {
+	if c := must[chat.Confirmation](t)(s.GetConfirmation(ctx(t), alice, b.ID)); c.AppliedAt != nil || c.Status != chat.ConfirmPending {
 		t.Fatalf("b changed: %+v", c)
 	}
 }
@@ -868,12 +869,12 @@ func testRacingClaims(t *testing.T, s store.Store) {
 	if len(won) != 1 {
 		t.Fatalf("%d claimers won: %v", len(won), won)
 	}
-	if got := must[store.Run](t)(s.GetRun(ctx(t), alice, r.ID)); got.LeaseOwner != won[0] || got.Status != store.RunRunning {
+	if got := must[chat.Run](t)(s.GetRun(ctx(t), alice, r.ID)); got.LeaseOwner != won[0] || got.Status != chat.RunRunning {
 		t.Fatalf("run %+v, winner %s", got, won[0])
 	}
 	applied := 0
 	for _, id := range []string{a.ID, b.ID} {
-		if must[store.Confirmation](t)(s.GetConfirmation(ctx(t), alice, id)).AppliedAt != nil {
+		if must[chat.Confirmation](t)(s.GetConfirmation(ctx(t), alice, id)).AppliedAt != nil {
 			applied++
 		}
 	}
@@ -884,7 +885,7 @@ func testRacingClaims(t *testing.T, s store.Store) {
 
 func testUnappliedDecisions(t *testing.T, s store.Store) {
 	future := time.Now().Add(time.Hour)
-	ids := func(list []store.Confirmation) []string {
+	ids := func(list []chat.Confirmation) []string {
 		var out []string
 		for _, c := range list {
 			out = append(out, c.ID)
@@ -892,33 +893,33 @@ func testUnappliedDecisions(t *testing.T, s store.Store) {
 		return out
 	}
 	r, cs := awaiting(t, s, "call_a", "call_b")
-	if l := must[[]store.Confirmation](t)(s.UnappliedDecisions(ctx(t), future, 10)); len(l) != 0 {
+	if l := must[[]chat.Confirmation](t)(s.UnappliedDecisions(ctx(t), future, 10)); len(l) != 0 {
 		t.Fatalf("pending confirmations listed: %v", ids(l))
 	}
 	a := decide(t, s, cs[0])
-	if l := must[[]store.Confirmation](t)(s.UnappliedDecisions(ctx(t), a.DecidedAt.Add(-time.Second), 10)); len(l) != 0 {
+	if l := must[[]chat.Confirmation](t)(s.UnappliedDecisions(ctx(t), a.DecidedAt.Add(-time.Second), 10)); len(l) != 0 {
 		t.Fatalf("a decision newer than the bound listed: %v", ids(l))
 	}
-	l := must[[]store.Confirmation](t)(s.UnappliedDecisions(ctx(t), future, 10))
-	if len(l) != 1 || l[0].ID != a.ID || l[0].RunID != r.ID || l[0].Tenant != "acme" || l[0].Status != store.ConfirmApproved {
+	l := must[[]chat.Confirmation](t)(s.UnappliedDecisions(ctx(t), future, 10))
+	if len(l) != 1 || l[0].ID != a.ID || l[0].RunID != r.ID || l[0].Tenant != "acme" || l[0].Status != chat.ConfirmApproved {
 		t.Fatalf("unapplied %+v", l)
 	}
 	// Expired confirmations are decisions too (the run must learn of them).
 	other, ocs := awaiting(t, s, "call_c")
-	must[store.Run](t)(s.UpdateRun(ctx(t), "acme", other.ID, store.RunUpdate{})) // still awaiting
-	later := time.Now().Add(2 * time.Hour)                                       // past every expiry
-	expired := must[[]store.Confirmation](t)(s.ExpireConfirmations(ctx(t), later))
+	must[chat.Run](t)(s.UpdateRun(ctx(t), "acme", other.ID, store.RunUpdate{})) // still awaiting
+	later := time.Now().Add(2 * time.Hour)                                      // past every expiry
+	expired := must[[]chat.Confirmation](t)(s.ExpireConfirmations(ctx(t), later))
 	if len(expired) != 2 { // b and c
 		t.Fatalf("expired %v", ids(expired))
 	}
-	if l := must[[]store.Confirmation](t)(s.UnappliedDecisions(ctx(t), later.Add(time.Second), 10)); len(l) != 3 || l[0].ID != a.ID {
+	if l := must[[]chat.Confirmation](t)(s.UnappliedDecisions(ctx(t), later.Add(time.Second), 10)); len(l) != 3 || l[0].ID != a.ID {
 		t.Fatalf("with expiries: %v (a %s, c %s)", ids(l), a.ID, ocs[0].ID)
 	}
 	// Applied, or of a run no longer waiting: gone from the list.
-	must[store.Run](t)(s.ClaimRun(ctx(t), "acme", r.ID, a.ID, "replica-1", 1))
+	must[chat.Run](t)(s.ClaimRun(ctx(t), "acme", r.ID, a.ID, "replica-1", 1))
 	end := time.Now()
-	must[store.Run](t)(s.UpdateRun(ctx(t), "acme", other.ID, store.RunUpdate{Status: store.RunCancelled, EndedAt: &end}))
-	if l := must[[]store.Confirmation](t)(s.UnappliedDecisions(ctx(t), later.Add(time.Second), 10)); len(l) != 0 {
+	must[chat.Run](t)(s.UpdateRun(ctx(t), "acme", other.ID, store.RunUpdate{Status: chat.RunCancelled, EndedAt: &end}))
+	if l := must[[]chat.Confirmation](t)(s.UnappliedDecisions(ctx(t), later.Add(time.Second), 10)); len(l) != 0 {
 		t.Fatalf("after the claim: %v", ids(l))
 	}
 	// The limit holds.
@@ -926,25 +927,25 @@ func testUnappliedDecisions(t *testing.T, s store.Store) {
 		_, cs := awaiting(t, s, "call_d")
 		decide(t, s, cs[0])
 	}
-	if l := must[[]store.Confirmation](t)(s.UnappliedDecisions(ctx(t), future, 2)); len(l) != 2 {
+	if l := must[[]chat.Confirmation](t)(s.UnappliedDecisions(ctx(t), future, 2)); len(l) != 2 {
 		t.Fatalf("limit 2 gave %d", len(l))
 	}
 }
 
 func testStartRunFailureWritesNothing(t *testing.T, s store.Store) {
-	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{ID: "taken"}))
+	c := must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{ID: "taken"}))
 	// A new conversation whose id is taken: nothing is written.
 	_, err := s.StartRun(ctx(t), alice, store.RunStart{
-		NewConversation: &store.Conversation{ID: c.ID},
-		Run:             store.Run{Input: "x", Status: store.RunRunning},
-		Message:         store.Message{Role: store.RoleUser, Content: "x"},
+		NewConversation: &chat.Conversation{ID: c.ID},
+		Run:             chat.Run{Input: "x", Status: chat.RunRunning},
+		Message:         chat.Message{Role: chat.RoleUser, Content: "x"},
 	})
 	wantErr(t, err, store.ErrConflict)
-	if runs := must[[]store.Run](t)(s.ListRuns(ctx(t), alice, c.ID)); len(runs) != 0 {
+	if runs := must[[]chat.Run](t)(s.ListRuns(ctx(t), alice, c.ID)); len(runs) != 0 {
 		t.Fatalf("a failed start left %d runs", len(runs))
 	}
 	// Into a conversation that is not there.
-	_, err = s.StartRun(ctx(t), alice, store.RunStart{Run: store.Run{ConversationID: "missing", Input: "x"}, Message: store.Message{Role: store.RoleUser, Content: "x"}})
+	_, err = s.StartRun(ctx(t), alice, store.RunStart{Run: chat.Run{ConversationID: "missing", Input: "x"}, Message: chat.Message{Role: chat.RoleUser, Content: "x"}})
 	wantErr(t, err, store.ErrNotFound)
 	if list, _, _ := s.ListConversations(ctx(t), alice, store.Page{Limit: 10}); len(list) != 1 {
 		t.Fatalf("%d conversations after failed starts", len(list))

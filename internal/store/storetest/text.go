@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/store"
 )
@@ -83,24 +84,24 @@ func testTextRoundTrip(t *testing.T, s store.Store) {
 				t.Fatalf("%s: %s came back changed: %q, want %q", name, field, got, key)
 			}
 		}
-		sc := store.Scope{Tenant: "t-" + key, User: "u-" + key}
+		sc := chat.Scope{Tenant: "t-" + key, User: "u-" + key}
 
-		c := must[store.Conversation](t)(s.CreateConversation(ctx(t), sc, store.Conversation{Title: text}))
-		got := must[store.Conversation](t)(s.GetConversation(ctx(t), sc, c.ID))
+		c := must[chat.Conversation](t)(s.CreateConversation(ctx(t), sc, chat.Conversation{Title: text}))
+		got := must[chat.Conversation](t)(s.GetConversation(ctx(t), sc, c.ID))
 		check("title", got.Title)
 		checkKey("tenant", strings.TrimPrefix(got.Tenant, "t-"))
 		checkKey("owner", strings.TrimPrefix(got.Owner, "u-"))
 		renamed := "x" + text
-		up := must[store.Conversation](t)(s.UpdateConversation(ctx(t), sc, c.ID, &renamed, nil))
+		up := must[chat.Conversation](t)(s.UpdateConversation(ctx(t), sc, c.ID, &renamed, nil))
 		check("renamed title", strings.TrimPrefix(up.Title, "x"))
-		list, _ := mustPage[store.Conversation](t)(s.ListConversations(ctx(t), sc, store.Page{Limit: 10}))
+		list, _ := mustPage[chat.Conversation](t)(s.ListConversations(ctx(t), sc, store.Page{Limit: 10}))
 		if len(list) != 1 {
 			t.Fatalf("%s: the scope lists %d conversations", name, len(list))
 		}
 
-		m := must[store.Message](t)(s.AppendMessage(ctx(t), sc, store.Message{ConversationID: c.ID, Role: store.RoleTool, Content: text,
+		m := must[chat.Message](t)(s.AppendMessage(ctx(t), sc, chat.Message{ConversationID: c.ID, Role: chat.RoleTool, Content: text,
 			ToolName: "tool-" + key, ToolCallID: "call-" + key, Metadata: raw, Parts: raw}))
-		msgs, _ := mustPage[store.Message](t)(s.ListMessages(ctx(t), sc, c.ID, store.MessageFilter{ToolName: "tool-" + key}, store.Page{Limit: 10}))
+		msgs, _ := mustPage[chat.Message](t)(s.ListMessages(ctx(t), sc, c.ID, store.MessageFilter{ToolName: "tool-" + key}, store.Page{Limit: 10}))
 		if len(msgs) != 1 || msgs[0].ID != m.ID {
 			t.Fatalf("%s: the tool name filter finds %d messages", name, len(msgs))
 		}
@@ -110,21 +111,21 @@ func testTextRoundTrip(t *testing.T, s store.Store) {
 		jsonText("metadata", msgs[0].Metadata)
 		jsonText("parts", msgs[0].Parts)
 
-		r := must[store.Run](t)(s.CreateRun(ctx(t), sc, store.Run{ConversationID: c.ID, Input: text, Status: store.RunRunning}))
+		r := must[chat.Run](t)(s.CreateRun(ctx(t), sc, chat.Run{ConversationID: c.ID, Input: text, Status: chat.RunRunning}))
 		ended := time.Now()
-		must[store.Run](t)(s.UpdateRun(ctx(t), sc.Tenant, r.ID, store.RunUpdate{Status: store.RunFailed, EndedAt: &ended,
+		must[chat.Run](t)(s.UpdateRun(ctx(t), sc.Tenant, r.ID, store.RunUpdate{Status: chat.RunFailed, EndedAt: &ended,
 			Error: &event.ErrorInfo{Code: "x", Message: text}}))
-		gr := must[store.Run](t)(s.GetRun(ctx(t), sc, r.ID))
+		gr := must[chat.Run](t)(s.GetRun(ctx(t), sc, r.ID))
 		check("run input", gr.Input)
 		if gr.Error == nil {
 			t.Fatalf("%s: the run error is lost", name)
 		}
 		check("run error", gr.Error.Message)
 
-		cf := must[store.Confirmation](t)(s.CreateConfirmation(ctx(t), store.Confirmation{Tenant: sc.Tenant, Owner: sc.User, RunID: r.ID,
+		cf := must[chat.Confirmation](t)(s.CreateConfirmation(ctx(t), chat.Confirmation{Tenant: sc.Tenant, Owner: sc.User, RunID: r.ID,
 			ConversationID: c.ID, ToolCallID: "call-" + key, ToolName: "tool-" + key, Args: raw, ExpiresAt: time.Now().Add(time.Hour)}))
-		must[store.Confirmation](t)(s.DecideConfirmation(ctx(t), sc, cf.ID, store.Decision{Status: store.ConfirmRejected, Reason: text, Args: raw, At: time.Now()}))
-		gc := must[store.Confirmation](t)(s.GetConfirmation(ctx(t), sc, cf.ID))
+		must[chat.Confirmation](t)(s.DecideConfirmation(ctx(t), sc, cf.ID, chat.Decision{Status: chat.ConfirmRejected, Reason: text, Args: raw, At: time.Now()}))
+		gc := must[chat.Confirmation](t)(s.GetConfirmation(ctx(t), sc, cf.ID))
 		check("reason", gc.Reason)
 		checkKey("confirmation tool name", strings.TrimPrefix(gc.ToolName, "tool-"))
 		jsonText("args", gc.Args)
@@ -151,7 +152,7 @@ func testTextRoundTrip(t *testing.T, s store.Store) {
 // backend, whatever it decodes to (NUL, invalid UTF-8, a time no database
 // holds), never a driver error.
 func testBadCursors(t *testing.T, s store.Store) {
-	c := must[store.Conversation](t)(s.CreateConversation(ctx(t), alice, store.Conversation{Title: "x"}))
+	c := must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{Title: "x"}))
 	for _, cursor := range []string{
 		"%%%",
 		store.EncodeCursor(store.Cursor{At: time.Now(), ID: "a\x00b"}),
