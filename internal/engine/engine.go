@@ -59,10 +59,10 @@ type Options struct {
 	// Structured asks the engine for a structured final answer (seed 004 worker output).
 	Structured bool
 	// FrontendTools are tools the client executes itself (AG-UI), as JSON Schema specs.
-	FrontendTools []FrontendTool
+	FrontendTools []chat.FrontendTool
 	// Context is ambient information the client gives the run (AG-UI
 	// RunAgentInput.context); engines show it to the model beside the system prompt.
-	Context []ContextItem
+	Context []chat.ContextItem
 	// MaxSteps bounds the chain engine's steps (planner, executor and check
 	// count one each); 0 means the engine's default. Other engines ignore it.
 	MaxSteps int
@@ -79,19 +79,6 @@ type AllowedTools struct {
 // Allows reports whether the tool named may be used: always without a list.
 func (a *AllowedTools) Allows(name string) bool {
 	return a == nil || slices.Contains(a.Names, name)
-}
-
-// ContextItem is one described piece of context.
-type ContextItem struct {
-	Description string `json:"description"`
-	Value       string `json:"value"`
-}
-
-// FrontendTool is a tool the client offers and runs.
-type FrontendTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Parameters  json.RawMessage `json:"parameters"`
 }
 
 // Run statuses an engine reports.

@@ -81,7 +81,7 @@ func (s *Server) aguiRun(w http.ResponseWriter, r *http.Request) error {
 		return apiErr(http.StatusUnprocessableEntity, "invalid_field", "at most %d context items may be given", maxContextItems)
 	}
 	for _, c := range in.Context {
-		req.Options.Context = append(req.Options.Context, engine.ContextItem{Description: c.Description, Value: c.Value})
+		req.Options.Context = append(req.Options.Context, chat.ContextItem{Description: c.Description, Value: c.Value})
 	}
 	if props, ok := aguiObject(in.ForwardedProps); ok {
 		if name, ok := props["engine"].(string); ok {
@@ -366,7 +366,7 @@ func (s *Server) frontendTools(tools []aguiTool, o *engine.Options) error {
 		if p, ok := aguiObject(params); !ok || p == nil {
 			params = json.RawMessage(`{"type":"object","properties":{}}`)
 		}
-		o.FrontendTools = append(o.FrontendTools, engine.FrontendTool{Name: t.Name, Description: t.Description, Parameters: params})
+		o.FrontendTools = append(o.FrontendTools, chat.FrontendTool{Name: t.Name, Description: t.Description, Parameters: params})
 	}
 	return nil
 }

@@ -316,12 +316,12 @@ func (r *runner) execute(ctx context.Context, resuming bool) (string, *engine.Ou
 // context is what the executor is told beside the conversation: the plan's
 // instructions and, on a later pass, the previous answer and why it failed
 // the check.
-func (r *runner) context() []engine.ContextItem {
-	items := []engine.ContextItem{{Description: "instructions from the planner", Value: r.st.Plan.Instructions}}
+func (r *runner) context() []chat.ContextItem {
+	items := []chat.ContextItem{{Description: "instructions from the planner", Value: r.st.Plan.Instructions}}
 	if r.st.Feedback != "" {
 		items = append(items,
-			engine.ContextItem{Description: "your previous answer", Value: r.st.Result},
-			engine.ContextItem{Description: "why the check rejected it (fix this)", Value: r.st.Feedback})
+			chat.ContextItem{Description: "your previous answer", Value: r.st.Result},
+			chat.ContextItem{Description: "why the check rejected it (fix this)", Value: r.st.Feedback})
 	}
 	return items
 }

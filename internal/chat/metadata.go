@@ -1,0 +1,130 @@
+package chat
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/agentchat/agentchat/internal/event"
+)
+
+// A message's Metadata is one of three typed records, chosen by its role:
+// UserMeta, AssistantMeta or ToolResultMeta. Their JSON keys are the stored
+// contract (seeds 001 and 002 name the tool record's keys); they are written
+// here and nowhere else. Parsing is lenient: metadata an older version wrote,
+// or none at all, reads as the zero record.
+
+// ToolCall is a tool call an assistant message made, as its metadata records it.
+type ToolCall struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"` // a JSON object as the model wrote it
+}
+
+// AssistantMeta is what an engine records on an assistant message.
+type AssistantMeta struct {
+	// ToolCalls are the calls the message made; a message with calls is a
+	// step towards the answer, not the answer.
+	ToolCalls []ToolCall `json:"toolCalls,omitempty"`
+	// Partial marks text kept from a model call that failed midway.
+	Partial bool `json:"partial,omitempty"`
+	// Answer is the structured final answer (seed 004), when the engine made one.
+	Answer *event.Answer `json:"answer,omitempty"`
+}
+
+// ParseAssistantMeta reads an assistant message's metadata.
+func ParseAssistantMeta(raw json.RawMessage) AssistantMeta {
+	var m AssistantMeta
+	_ = json.Unmarshal(raw, &m)
+	return m
+}
+
+// Marshal returns the metadata as stored.
+func (m AssistantMeta) Marshal() json.RawMessage { return marshal(m) }
+
+// ToolResultMeta is the structured record of a tool call on its role=tool
+// message (seed 002: tool_name, status, tool_call_id; seed 001: the full
+// output in tool_agent_output, content the light summary).
+type ToolResultMeta struct {
+	ToolName     string          `json:"tool_name"`
+	ToolCallID   string          `json:"tool_call_id"`
+	ToolCallArgs json.RawMessage `json:"tool_call_args"`
+	Status       string          `json:"status"`
+	Result       string          `json:"result"`
+	Error        string          `json:"error,omitempty"`
+	Denied       bool            `json:"denied,omitempty"`
+	// ToolAgentOutput is the tool's full structured output; a large one is
+	// stored out of line as {"_ref": blob id} (package payload resolves it).
+	ToolAgentOutput json.RawMessage `json:"tool_agent_output,omitempty"`
+	ConfirmationID  string          `json:"confirmation_id,omitempty"`
+	// Frontend marks a result the client's own tool gave (AG-UI frontend tools).
+	Frontend bool `json:"frontend,omitempty"`
+}
+
+// ParseToolResultMeta reads a tool message's metadata.
+func ParseToolResultMeta(raw json.RawMessage) ToolResultMeta {
+	var m ToolResultMeta
+	_ = json.Unmarshal(raw, &m)
+	return m
+}
+
+// Marshal returns the metadata as stored.
+func (m ToolResultMeta) Marshal() json.RawMessage { return marshal(m) }
+
+// UserMeta is what the run service records on a user message.
+type UserMeta struct {
+	// Regenerates names the run whose answer this message asks for again:
+	// that run and everything after it leave the conversation's context.
+	Regenerates string `json:"regenerates,omitempty"`
+}
+
+// ParseUserMeta reads a user message's metadata.
+func ParseUserMeta(raw json.RawMessage) UserMeta {
+	var m UserMeta
+	_ = json.Unmarshal(raw, &m)
+	return m
+}
+
+// Marshal returns the metadata as stored.
+func (m UserMeta) Marshal() json.RawMessage { return marshal(m) }
+
+func marshal(v any) json.RawMessage {
+	// Only a RawMessage holding invalid JSON fails; the message is then
+	// stored without metadata rather than not at all.
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// Part is one piece of a user message's content: text, or an image by URL
+// (https: or data:). A message's Parts hold a list of them as JSON.
+type Part struct {
+	Type     string `json:"type"` // PartText or PartImage
+	Text     string `json:"text,omitempty"`
+	ImageURL string `json:"imageUrl,omitempty"`
+}
+
+// Part types.
+const (
+	PartText  = "text"
+	PartImage = "image_url"
+)
+
+// Content returns a user message's text, the texts of parts joined by
+// newlines, and its Parts: nil when parts hold only text, since the text
+// says all.
+func Content(parts []Part) (string, json.RawMessage) {
+	var texts []string
+	images := false
+	for _, p := range parts {
+		switch p.Type {
+		case PartText:
+			texts = append(texts, p.Text)
+		case PartImage:
+			images = true
+		}
+	}
+	text := strings.Join(texts, "\n")
+	if !images {
+		return text, nil
+	}
+	return text, marshal(parts)
+}
