@@ -47,7 +47,7 @@ func (m AssistantMeta) Marshal() json.RawMessage { return marshal(m) }
 type ToolResultMeta struct {
 	ToolName     string          `json:"tool_name"`
 	ToolCallID   string          `json:"tool_call_id"`
-	ToolCallArgs json.RawMessage `json:"tool_call_args"`
+	ToolCallArgs json.RawMessage `json:"tool_call_args,omitempty"`
 	Status       string          `json:"status"`
 	Result       string          `json:"result"`
 	Error        string          `json:"error,omitempty"`

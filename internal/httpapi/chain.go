@@ -45,7 +45,7 @@ func (s *Server) chainStream(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("X-Run-ID", started.Run.ID)
 	w.Header().Set("X-Conversation-ID", started.Conversation.ID)
-	s.serveStream(w, r, started.Stream, chain.NewEncoder(chain.Options{}), streamOptions{header: chain.Header(), endAfter: chain.Ends})
+	s.serveStream(w, r, started.Stream, chain.NewEncoder(chain.Options{}))
 	return nil
 }
 
@@ -81,7 +81,7 @@ func (s *Server) chainAttach(w http.ResponseWriter, r *http.Request, sc chat.Sco
 	}
 	w.Header().Set("X-Run-ID", target.ID)
 	w.Header().Set("X-Conversation-ID", target.ConversationID)
-	s.serveStream(w, r, st, chain.NewEncoder(chain.Options{After: after}), streamOptions{header: chain.Header(), endAfter: chain.Ends})
+	s.serveStream(w, r, st, chain.NewEncoder(chain.Options{After: after}))
 	return nil
 }
 

@@ -145,13 +145,7 @@ func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) erro
 	ctx := r.Context()
 	sc := scopeOf(ctx)
 	id := r.PathValue("id")
-	// An active run would keep writing into a deleted conversation: stop it first.
-	if active, err := s.st.ActiveRun(ctx, sc, id); err == nil {
-		if _, err := s.runs.Cancel(ctx, sc, active.ID); err != nil {
-			return err
-		}
-	}
-	if err := s.st.DeleteConversation(ctx, sc, id); err != nil {
+	if err := s.runs.DeleteConversation(ctx, sc, id); err != nil {
 		return conversationErr(err)
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -45,7 +45,7 @@ func runErr(err error) error { return toAPIError(err, "run_not_found", "run") }
 // request body is the AI SDK transport's; see vercel.go) or conversation
 // (seed 002's observable stream).
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
-	var enc dialect.Encoder
+	var enc dialect.Exchange
 	switch f := r.URL.Query().Get("format"); f {
 	case "", "native":
 		enc = native.NewEncoder()
@@ -77,7 +77,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("X-Run-ID", started.Run.ID)
 	w.Header().Set("X-Conversation-ID", started.Conversation.ID)
-	s.serveStream(w, r, started.Stream, enc, streamOptions{})
+	s.serveStream(w, r, started.Stream, enc)
 	return nil
 }
 
@@ -100,7 +100,7 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return runErr(err)
 	}
-	s.serveStream(w, r, st, native.NewEncoder(), streamOptions{})
+	s.serveStream(w, r, st, native.NewEncoder())
 	return nil
 }
 
@@ -114,7 +114,7 @@ func (s *Server) conversationEvents(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return conversationErr(err)
 	}
-	s.serveStream(w, r, st, native.NewEncoder(), streamOptions{})
+	s.serveStream(w, r, st, native.NewEncoder())
 	return nil
 }
 
@@ -183,35 +183,15 @@ func viewConfirmation(c chat.Confirmation) confirmationView {
 }
 
 func (s *Server) decide(w http.ResponseWriter, r *http.Request) error {
-	var body struct {
-		Decision string          `json:"decision"`
-		Args     json.RawMessage `json:"args"`
-		Reason   string          `json:"reason"`
-	}
-	if err := decodeJSON(r, &body, false); err != nil {
+	body, err := readBody(r)
+	if err != nil {
 		return err
 	}
-	var status string
-	switch body.Decision {
-	case "approve":
-		status = chat.ConfirmApproved
-	case "reject":
-		status = chat.ConfirmRejected
-	default:
-		return apiErr(http.StatusUnprocessableEntity, "invalid_field", "field \"decision\" must be \"approve\" or \"reject\"")
+	d, err := native.DecodeDecision(body)
+	if err != nil {
+		return err
 	}
-	if len(body.Args) > 0 && string(body.Args) != "null" {
-		var obj map[string]any
-		if json.Unmarshal(body.Args, &obj) != nil {
-			return apiErr(http.StatusBadRequest, "invalid_field", "field \"args\" must be an object")
-		}
-	} else {
-		body.Args = nil
-	}
-	if len(body.Reason) > 2000 {
-		return apiErr(http.StatusUnprocessableEntity, "invalid_field", "field \"reason\" is longer than 2000 characters")
-	}
-	c, err := s.runs.Decide(r.Context(), scopeOf(r.Context()), r.PathValue("id"), chat.Decision{Status: status, Args: body.Args, Reason: body.Reason})
+	c, err := s.runs.Decide(r.Context(), scopeOf(r.Context()), r.PathValue("id"), d)
 	switch {
 	case errors.Is(err, store.ErrRunEnded):
 		return apiErr(http.StatusConflict, "confirmation_run_ended", "the run this confirmation belongs to has ended; nothing will run")

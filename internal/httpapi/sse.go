@@ -15,27 +15,12 @@ import (
 // frame in that time is cut off and resumes by Last-Event-ID.
 const writeTimeout = 15 * time.Second
 
-// streamOptions shape one SSE response.
-type streamOptions struct {
-	// header sets extra response headers (a dialect's protocol marker).
-	header http.Header
-	// endAfter, when set, ends the stream after an event that the dialect
-	// treats as the end of its exchange (an AG-UI interrupt, say).
-	endAfter func(event.Event) bool
-	// preamble is written before the first event (e.g. the conversation id).
-	preamble []byte
-	// idleEnd, when set, is asked whenever the stream has caught up (nothing
-	// is queued): returning true ends the response after writing tail. A
-	// dialect whose exchange ends when the run pauses (the AI SDK stream at a
-	// confirmation) ends this way, once the run has said all it says before
-	// it waits.
-	idleEnd func() (tail []byte, end bool)
-}
-
-// serveStream writes a stream's events through enc until the stream is done,
-// the client leaves, or the server shuts down. The request context owns the
-// connection only: leaving does not cancel the run.
-func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *run.Stream, enc dialect.Encoder, opt streamOptions) {
+// serveStream writes a stream's events through the exchange of its wire
+// format until the stream is done, the exchange ends, the client leaves, or
+// the server shuts down. It knows no format: headers, preamble and when the
+// response ends are the exchange's. The request context owns the connection
+// only: leaving does not cancel the run.
+func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *run.Stream, enc dialect.Exchange) {
 	defer st.Close()
 	defer s.tel.StreamOpened(dialect.Name(enc))()
 	ctx := r.Context()
@@ -45,7 +30,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *run.Str
 	h.Set("Cache-Control", "no-cache")
 	h.Set("Connection", "keep-alive")
 	h.Set("X-Accel-Buffering", "no")
-	for k, v := range opt.header {
+	for k, v := range enc.Header() {
 		h[k] = v
 	}
 	w.WriteHeader(http.StatusOK)
@@ -54,7 +39,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *run.Str
 	// for a burst, and a thousand idle streams do not each hold 4 KiB.
 	out := make([]byte, 0, 1024)
 	out = dialect.AppendRetry(out, 2*time.Second)
-	out = append(out, opt.preamble...)
+	out = enc.Preamble(out)
 	write := func() bool {
 		if len(out) == 0 {
 			return true
@@ -118,7 +103,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *run.Str
 		end := false
 		for _, ev := range evs {
 			out = enc.Encode(out, ev)
-			if opt.endAfter != nil && opt.endAfter(ev) {
+			if enc.Ended() {
 				end = true
 				break
 			}
@@ -132,13 +117,13 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *run.Str
 		if len(evs) > 0 {
 			arm()
 		}
-		if opt.idleEnd != nil && err == nil && !st.Pending() {
+		if err == nil && !st.Pending() {
 			select {
 			case <-st.Ready():
 				wait = false // more is queued: not idle
 			default:
-				if tail, stop := opt.idleEnd(); stop {
-					out = append(out, tail...)
+				var stop bool
+				if out, stop = enc.Idle(out); stop {
 					write()
 					return
 				}

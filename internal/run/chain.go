@@ -8,7 +8,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentchat/agentchat/internal/chat"
-	"github.com/agentchat/agentchat/internal/engine"
 	"github.com/agentchat/agentchat/internal/store"
 )
 
@@ -40,7 +39,7 @@ func ChainConversationID(sc chat.Scope, input string) string {
 // StartChain starts a chain run and follows it from its first event. The
 // conversation is created on first use.
 func (s *Service) StartChain(ctx context.Context, sc chat.Scope, req ChainRequest) (Started, error) {
-	sr := StartRequest{Input: req.Input, Engine: ChainEngine, Options: engine.Options{Engine: ChainEngine, MaxSteps: req.MaxSteps}}
+	sr := StartRequest{Input: req.Input, Engine: ChainEngine, MaxSteps: req.MaxSteps}
 	conv := req.ConversationID
 	if conv == "" {
 		conv = ChainConversationID(sc, req.Input)
@@ -55,14 +54,7 @@ func (s *Service) StartChain(ctx context.Context, sc chat.Scope, req ChainReques
 	} else {
 		sr.ConversationID = conv
 	}
-	started, err := s.Start(ctx, sc, sr, true)
-	var busy *store.BusyError
-	if sr.CreateWithID != "" && errors.Is(err, store.ErrConflict) && !errors.As(err, &busy) {
-		// Another request created the conversation first.
-		sr.ConversationID, sr.CreateWithID = sr.CreateWithID, ""
-		started, err = s.Start(ctx, sc, sr, true)
-	}
-	return started, err
+	return s.Start(ctx, sc, sr, true)
 }
 
 // LatestChain is the newest run of the conversation a chain request names

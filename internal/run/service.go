@@ -42,6 +42,8 @@ var (
 	ErrTooManyRuns = errors.New("too many executing runs for this tenant")
 	// ErrShuttingDown: the server no longer starts runs.
 	ErrShuttingDown = errors.New("server is shutting down")
+	// ErrNoPendingToolCall: tool answers answer no call the thread waits for.
+	ErrNoPendingToolCall = errors.New("no pending tool call")
 )
 
 // Config configures the service.
@@ -153,24 +155,35 @@ type StartRequest struct {
 	// ConversationID continues a conversation; empty creates one.
 	ConversationID string
 	// CreateWithID, when ConversationID is empty, is the id for the new
-	// conversation (a client-chosen chat id); empty means a new id.
+	// conversation (a client-chosen chat id); empty means a new id. When a
+	// concurrent request created it first, the run goes into it.
 	CreateWithID string
 	Title        string
 	Input        string
-	// Parts is the multi-part form of the input (text and image URLs), JSON.
+	// Parts is the multi-part form of the input (chat.Content), JSON.
 	Parts json.RawMessage
 	// ClientRunID is the run id a client chose (AG-UI), echoed on its stream.
 	ClientRunID string
-	Engine      string
-	Options     engine.Options
-	// ToolResults, when Input is empty, continue a conversation whose last run
-	// left frontend tool calls: these role=tool messages are stored in place
-	// of a user message, and the run starts from them.
-	ToolResults []chat.Message
+	// Engine names the engine the client asked for; empty lets the router choose.
+	Engine string
+	// Structured asks the engine for a structured final answer (seed 004).
+	Structured bool
+	// FrontendTools are tools the client runs itself, offered to the model.
+	FrontendTools []chat.FrontendTool
+	// Context is ambient information the client gives the run.
+	Context []chat.ContextItem
+	// MaxSteps bounds a chain's steps (0 for the engine's default).
+	MaxSteps int
+	// ToolAnswers, when Input is empty, continue a conversation whose last
+	// run left frontend tool calls: each answers one of those calls and is
+	// stored as its role=tool message in place of a user message, and the
+	// run starts from them. Answers to calls not open are history the
+	// client resends, and skipped; none open is ErrNoPendingToolCall.
+	ToolAnswers []chat.ToolAnswer
 	// Regenerates, when set, names a run of the conversation whose answer this
 	// run replaces (the AI SDK's regenerate-message): the answers from that
 	// run on stay stored as previous versions, the new user message records
-	// the run it regenerates in its metadata ({"regenerates": id}), and the
+	// the run it regenerates in its metadata (chat.UserMeta), and the
 	// context of later runs leaves the replaced ones out.
 	Regenerates string
 }
@@ -189,8 +202,30 @@ type Started struct {
 // returned Stream is subscribed before the first event, so it misses nothing
 // without reading the log. The run does not depend on ctx.
 func (s *Service) Start(ctx context.Context, sc chat.Scope, req StartRequest, follow bool) (Started, error) {
+	started, err := s.start(ctx, sc, req, follow)
+	if req.CreateWithID != "" && errors.Is(err, store.ErrConflict) && !isBusy(err) {
+		// Another request created the conversation first: the run goes into it.
+		req.ConversationID, req.CreateWithID = req.CreateWithID, ""
+		started, err = s.start(ctx, sc, req, follow)
+	}
+	return started, err
+}
+
+func isBusy(err error) bool {
+	var busy *store.BusyError
+	return errors.As(err, &busy)
+}
+
+func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, follow bool) (Started, error) {
 	input := strings.TrimSpace(req.Input)
-	if input == "" && len(req.Parts) == 0 && len(req.ToolResults) == 0 {
+	var toolResults []chat.Message
+	if len(req.ToolAnswers) > 0 && input == "" && len(req.Parts) == 0 {
+		var err error
+		if toolResults, err = s.toolResults(ctx, sc, req.ConversationID, req.ToolAnswers); err != nil {
+			return Started{}, err
+		}
+	}
+	if input == "" && len(req.Parts) == 0 && len(toolResults) == 0 {
 		return Started{}, fmt.Errorf("%w: input is empty", ErrInvalidInput)
 	}
 	if !utf8.ValidString(req.Input) || strings.ContainsRune(req.Input, 0) {
@@ -221,11 +256,11 @@ func (s *Service) Start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 		ReserveSeqs:  reserveBlock,
 	}
 	if req.Regenerates != "" {
-		in.Message.Metadata, _ = json.Marshal(regeneration{Regenerates: req.Regenerates})
+		in.Message.Metadata = chat.UserMeta{Regenerates: req.Regenerates}.Marshal()
 	}
-	extra := req.ToolResults
+	extra := toolResults
 	if input == "" && len(req.Parts) == 0 {
-		in.Message, extra = req.ToolResults[0], req.ToolResults[1:]
+		in.Message, extra = toolResults[0], toolResults[1:]
 	}
 	if req.ConversationID == "" {
 		title := req.Title
@@ -281,10 +316,8 @@ func (s *Service) Start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 			}
 		}
 		history = s.withCompaction(ctx, sc, conv.ID, r.ID, x, history, true) // context.go
-		opts := req.Options
-		if opts.Engine == "" {
-			opts.Engine = req.Engine
-		}
+		opts := engine.Options{Engine: req.Engine, Structured: req.Structured, FrontendTools: req.FrontendTools,
+			Context: req.Context, MaxSteps: req.MaxSteps}
 		return s.eng.Execute(ctx, engine.Task{Scope: sc, Run: r, Conversation: conv, History: history, Options: opts}, x)
 	})
 	return out, nil
@@ -328,8 +361,18 @@ func (s *Service) abandon(r chat.Run, cause error) {
 	}
 }
 
-// history reads a conversation's messages, oldest first.
+// history reads the messages of a conversation's context, oldest first:
+// those of runs later runs regenerated are left out.
 func (s *Service) history(ctx context.Context, sc chat.Scope, conv string) ([]chat.Message, error) {
+	all, err := s.messages(ctx, sc, conv)
+	if err != nil {
+		return nil, err
+	}
+	return current(all), nil
+}
+
+// messages reads every stored message of a conversation, oldest first.
+func (s *Service) messages(ctx context.Context, sc chat.Scope, conv string) ([]chat.Message, error) {
 	var all []chat.Message
 	cursor := ""
 	for {
@@ -339,15 +382,10 @@ func (s *Service) history(ctx context.Context, sc chat.Scope, conv string) ([]ch
 		}
 		all = append(all, page...)
 		if next == "" {
-			return current(all), nil
+			return all, nil
 		}
 		cursor = next
 	}
-}
-
-// regeneration is the metadata of a user message that regenerates an answer.
-type regeneration struct {
-	Regenerates string `json:"regenerates"`
 }
 
 // current drops the runs that later runs regenerated: a user message
@@ -356,8 +394,7 @@ func current(msgs []chat.Message) []chat.Message {
 	out := msgs[:0:0]
 	for _, m := range msgs {
 		if m.Role == chat.RoleUser && len(m.Metadata) > 0 {
-			var g regeneration
-			if json.Unmarshal(m.Metadata, &g) == nil && g.Regenerates != "" {
+			if g := chat.ParseUserMeta(m.Metadata); g.Regenerates != "" {
 				if i := slices.IndexFunc(out, func(o chat.Message) bool { return o.RunID == g.Regenerates }); i >= 0 {
 					out = out[:i]
 				}

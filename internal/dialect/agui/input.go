@@ -1,8 +1,11 @@
 package agui
 
 import (
+	"bytes"
 	"encoding/json"
+	"strings"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/dialect"
 )
 
@@ -89,4 +92,221 @@ func ValidID(id string) bool {
 		}
 	}
 	return true
+}
+
+// Limits on what one input may carry.
+const (
+	MaxFrontendTools = 64
+	MaxContextItems  = 64
+	// MaxReasonLength bounds the reason a person gives with a decision.
+	MaxReasonLength = 2000
+)
+
+// Turn is what an input without resume entries asks of the thread: the
+// newest message is new (AG-UI sends the whole conversation each time; the
+// thread's stored messages are the history of record). A user message
+// starts a run; trailing tool messages answer its pending frontend calls.
+type Turn struct {
+	// Input and Parts are the new user message (Parts nil for plain text).
+	Input string
+	Parts json.RawMessage
+	// ToolAnswers are the trailing tool messages, when the input ends with them.
+	ToolAnswers []chat.ToolAnswer
+	// FrontendTools are the input's tools, less those the server has
+	// (a registry tool of the same name wins).
+	FrontendTools []chat.FrontendTool
+	Context       []chat.ContextItem
+	// Engine is forwardedProps.engine, "" when not given.
+	Engine string
+}
+
+// Turn reads the input's new message, tools and context. serverTool
+// reports whether the server has a tool of that name.
+func (in RunAgentInput) Turn(serverTool func(name string) bool) (Turn, error) {
+	var t Turn
+	if len(in.Tools) > MaxFrontendTools {
+		return t, dialect.Unusable("invalid_field", "at most %d tools may be given", MaxFrontendTools)
+	}
+	for i, tool := range in.Tools {
+		if tool.Name == "" || len(tool.Name) > 64 || strings.ContainsFunc(tool.Name, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-')
+		}) {
+			return t, dialect.Unusable("invalid_field", "tools[%d].name must be 1 to 64 letters, digits, _ or -", i)
+		}
+		if serverTool(tool.Name) {
+			continue
+		}
+		params := tool.Parameters
+		if p, ok := jsonObject(params); !ok || p == nil {
+			params = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		t.FrontendTools = append(t.FrontendTools, chat.FrontendTool{Name: tool.Name, Description: tool.Description, Parameters: params})
+	}
+	if len(in.Context) > MaxContextItems {
+		return t, dialect.Unusable("invalid_field", "at most %d context items may be given", MaxContextItems)
+	}
+	for _, c := range in.Context {
+		t.Context = append(t.Context, chat.ContextItem{Description: c.Description, Value: c.Value})
+	}
+	if props, ok := jsonObject(in.ForwardedProps); ok {
+		t.Engine, _ = props["engine"].(string)
+	}
+
+	msgs := in.Messages
+	if len(msgs) == 0 {
+		return t, dialect.Unusable("invalid_input", "field \"messages\" must end with a user message or tool results")
+	}
+	switch last := msgs[len(msgs)-1]; last.Role {
+	case "user":
+		parts, err := contentParts(last.Content)
+		if err != nil {
+			return t, err
+		}
+		t.Input, t.Parts = chat.Content(parts)
+	case "tool":
+		first := len(msgs) - 1
+		for first > 0 && msgs[first-1].Role == "tool" {
+			first--
+		}
+		for _, m := range msgs[first:] {
+			parts, err := contentParts(m.Content)
+			if err != nil {
+				return t, err
+			}
+			text, _ := chat.Content(parts)
+			t.ToolAnswers = append(t.ToolAnswers, chat.ToolAnswer{ToolCallID: m.ToolCallID, Content: text, Error: m.Error})
+		}
+	default:
+		return t, dialect.Unusable("invalid_input", "the last message is a %q message; it must be a user message or tool results", last.Role)
+	}
+	return t, nil
+}
+
+// Reply is a resume entry read as a decision on the interrupt it names.
+type Reply struct {
+	InterruptID string
+	Decision    chat.Decision
+	// Cancelled: the client cancelled the interrupt (a rejection that also
+	// accepts an interrupt already expired: it is how a client moves on).
+	Cancelled bool
+}
+
+// Replies reads the input's resume entries.
+func (in RunAgentInput) Replies() ([]Reply, error) {
+	out := make([]Reply, 0, len(in.Resume))
+	for i, e := range in.Resume {
+		d, err := decision(i, e)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Reply{InterruptID: e.InterruptID, Decision: d, Cancelled: e.Status == "cancelled"})
+	}
+	return out, nil
+}
+
+// decision reads one resume entry.
+func decision(i int, e ResumeEntry) (chat.Decision, error) {
+	bad := func(format string, a ...any) error {
+		return dialect.Unusable("invalid_resume", "resume[%d]: "+format, append([]any{i}, a...)...)
+	}
+	if e.InterruptID == "" {
+		return chat.Decision{}, bad("interruptId is required")
+	}
+	switch e.Status {
+	case "cancelled":
+		return chat.Decision{Status: chat.ConfirmRejected, Reason: "cancelled"}, nil
+	case "resolved":
+	default:
+		return chat.Decision{}, bad("status must be \"resolved\" or \"cancelled\"")
+	}
+	var p struct {
+		Approved *bool           `json:"approved"`
+		Args     json.RawMessage `json:"args"`
+		Reason   string          `json:"reason"`
+	}
+	if json.Unmarshal(e.Payload, &p) != nil || p.Approved == nil {
+		return chat.Decision{}, bad("payload must be {\"approved\": true|false, \"args\"?: {…}}")
+	}
+	d := chat.Decision{Status: chat.ConfirmRejected, Reason: p.Reason}
+	if *p.Approved {
+		d.Status = chat.ConfirmApproved
+	}
+	if a := bytes.TrimSpace(p.Args); len(a) > 0 && string(a) != "null" {
+		if _, ok := jsonObject(a); !ok {
+			return chat.Decision{}, bad("payload.args must be an object")
+		}
+		d.Args = a
+	}
+	if len(d.Reason) > MaxReasonLength {
+		return chat.Decision{}, bad("payload.reason is longer than %d characters", MaxReasonLength)
+	}
+	return d, nil
+}
+
+// contentParts reads a message's content: a string, or AG-UI parts of which
+// text and images (by URL or inline data) are understood.
+func contentParts(raw json.RawMessage) ([]chat.Part, error) {
+	var text string
+	if json.Unmarshal(raw, &text) == nil {
+		return []chat.Part{{Type: chat.PartText, Text: text}}, nil
+	}
+	var parts []map[string]any
+	if json.Unmarshal(raw, &parts) != nil {
+		return nil, dialect.BadRequest("invalid_field", "a user message's content must be a string or an array of parts")
+	}
+	out := make([]chat.Part, 0, len(parts))
+	for _, p := range parts {
+		typ, _ := p["type"].(string)
+		switch typ {
+		case "text":
+			t, _ := p["text"].(string)
+			out = append(out, chat.Part{Type: chat.PartText, Text: t})
+			continue
+		case "image", "binary":
+			if u := imageURL(p); u != "" {
+				out = append(out, chat.Part{Type: chat.PartImage, ImageURL: u})
+				continue
+			}
+		}
+		return nil, dialect.Unusable("unsupported_content", "content parts of type %q are not supported; send text and images", typ)
+	}
+	return out, nil
+}
+
+// imageURL reads an image part: AG-UI 1.0's {type:"image", source:{type:
+// "url"|"data", value, mimeType}} or the older {type:"binary", mimeType,
+// url|data}. Inline data becomes a data: URL.
+func imageURL(p map[string]any) string {
+	str := func(m map[string]any, k string) string { s, _ := m[k].(string); return s }
+	if src, ok := p["source"].(map[string]any); ok {
+		switch str(src, "type") {
+		case "url":
+			return str(src, "value")
+		case "data":
+			if v, mt := str(src, "value"), str(src, "mimeType"); v != "" && strings.HasPrefix(mt, "image/") {
+				return "data:" + mt + ";base64," + v
+			}
+		}
+		return ""
+	}
+	mt := str(p, "mimeType")
+	if mt != "" && !strings.HasPrefix(mt, "image/") {
+		return ""
+	}
+	if u := str(p, "url"); u != "" {
+		return u
+	}
+	if d := str(p, "data"); d != "" && mt != "" {
+		return "data:" + mt + ";base64," + d
+	}
+	return ""
+}
+
+// jsonObject decodes raw as a JSON object; ok is false for anything else.
+func jsonObject(raw json.RawMessage) (map[string]any, bool) {
+	var m map[string]any
+	if len(bytes.TrimSpace(raw)) == 0 || json.Unmarshal(raw, &m) != nil || m == nil {
+		return nil, false
+	}
+	return m, true
 }

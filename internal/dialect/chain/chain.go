@@ -52,6 +52,7 @@ package chain
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -100,6 +101,7 @@ type Encoder struct {
 	seq   int64             // frames of the run so far
 	calls map[string]string // tool call id → last call.start status
 	final string            // last completed assistant message
+	ended bool              // the run's final frame was encoded
 }
 
 // NewEncoder returns a chain-stream encoder.
@@ -107,7 +109,7 @@ func NewEncoder(opts Options) *Encoder {
 	return &Encoder{after: max(opts.After, 0), calls: map[string]string{}}
 }
 
-var _ dialect.Encoder = (*Encoder)(nil)
+var _ dialect.Exchange = (*Encoder)(nil)
 
 type envelope struct {
 	Evt     string `json:"evt"`
@@ -139,6 +141,7 @@ func (e *Encoder) Encode(dst []byte, ev event.Event) []byte {
 	if ev.Run != e.run {
 		*e = Encoder{after: e.after, run: ev.Run, trace: ev.Run, calls: map[string]string{}}
 	}
+	e.ended = e.ended || ev.Terminal()
 	switch p := ev.Payload.(type) {
 	case event.StepStartedData:
 		if !stages[p.Name] {
@@ -266,3 +269,16 @@ func object(raw json.RawMessage) json.RawMessage {
 	}
 	return raw
 }
+
+// Header is the chain stream's response header.
+func (e *Encoder) Header() http.Header { return Header() }
+
+// Preamble appends nothing: the first frame is the chain's first step.
+func (e *Encoder) Preamble(dst []byte) []byte { return dst }
+
+// Ended reports whether the run's final frame was encoded: the connection
+// closes after it (seed 003).
+func (e *Encoder) Ended() bool { return e.ended }
+
+// Idle never ends the response: only the final frame does.
+func (e *Encoder) Idle(dst []byte) ([]byte, bool) { return dst, false }

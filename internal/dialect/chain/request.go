@@ -115,10 +115,6 @@ func Header() http.Header {
 	}
 }
 
-// Ends reports whether ev ends the chain stream: the connection closes after
-// the run's final frame.
-func Ends(ev event.Event) bool { return ev.Terminal() }
-
 // Rejection appends the one frame that answers a request over the hard
 // limit (seed 003 上限与提示): final, numbered 1, with text that explains
 // the limit. Nothing runs; the caller closes the stream after it.

@@ -58,6 +58,7 @@ const (
 
 // Encoder writes the observable stream. It is not safe for concurrent use.
 type Encoder struct {
+	dialect.Follow
 	run, turn  string
 	streamed   map[string]bool // message ids that got text deltas
 	calls      map[string]bool // tool calls announced
@@ -69,7 +70,7 @@ type Encoder struct {
 // NewEncoder returns an observable-stream encoder.
 func NewEncoder() *Encoder { return &Encoder{streamed: map[string]bool{}, calls: map[string]bool{}} }
 
-var _ dialect.Encoder = (*Encoder)(nil)
+var _ dialect.Exchange = (*Encoder)(nil)
 
 // head is what every event carries.
 type head struct {

@@ -163,10 +163,12 @@ type envelope struct {
 }
 
 // Encoder writes native frames. It is stateless.
-type Encoder struct{}
+type Encoder struct{ dialect.Follow }
 
 // NewEncoder returns a native encoder.
 func NewEncoder() *Encoder { return &Encoder{} }
+
+var _ dialect.Exchange = (*Encoder)(nil)
 
 // Encode appends the native frames of ev.
 func (Encoder) Encode(dst []byte, ev event.Event) []byte {

@@ -1,8 +1,10 @@
 package native
 
 import (
+	"encoding/json"
 	"strings"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/dialect"
 )
 
@@ -28,4 +30,40 @@ func DecodeChatRequest(body []byte) (ChatRequest, error) {
 		return ChatRequest{}, dialect.Unusable("invalid_input", "field \"input\" is required")
 	}
 	return r, nil
+}
+
+// MaxReasonLength bounds the reason a person gives with a decision.
+const MaxReasonLength = 2000
+
+// DecodeDecision decodes the body of POST /v1/agent/confirmations/{id}:
+// {"decision": "approve"|"reject", "args"?: {…}, "reason"?: "…"}.
+func DecodeDecision(body []byte) (chat.Decision, error) {
+	var b struct {
+		Decision string          `json:"decision"`
+		Args     json.RawMessage `json:"args"`
+		Reason   string          `json:"reason"`
+	}
+	if err := dialect.DecodeJSON(body, &b, dialect.Strict, false); err != nil {
+		return chat.Decision{}, err
+	}
+	d := chat.Decision{Reason: b.Reason}
+	switch b.Decision {
+	case "approve":
+		d.Status = chat.ConfirmApproved
+	case "reject":
+		d.Status = chat.ConfirmRejected
+	default:
+		return chat.Decision{}, dialect.Unusable("invalid_field", "field \"decision\" must be \"approve\" or \"reject\"")
+	}
+	if len(b.Args) > 0 && string(b.Args) != "null" {
+		var obj map[string]any
+		if json.Unmarshal(b.Args, &obj) != nil {
+			return chat.Decision{}, dialect.BadRequest("invalid_field", "field \"args\" must be an object")
+		}
+		d.Args = b.Args
+	}
+	if len(b.Reason) > MaxReasonLength {
+		return chat.Decision{}, dialect.Unusable("invalid_field", "field \"reason\" is longer than %d characters", MaxReasonLength)
+	}
+	return d, nil
 }

@@ -1,6 +1,13 @@
 package vercel
 
-import "github.com/agentchat/agentchat/internal/dialect"
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+
+	"github.com/agentchat/agentchat/internal/chat"
+	"github.com/agentchat/agentchat/internal/dialect"
+)
 
 // Request is the body DefaultChatTransport sends (plus the fields an app
 // adds through the transport's body option, and our native fields).
@@ -54,6 +61,11 @@ func DecodeRequest(body []byte) (Request, error) {
 	if err := dialect.DecodeJSON(body, &r, dialect.Lenient, false); err != nil {
 		return Request{}, err
 	}
+	switch r.Trigger {
+	case "", TriggerSubmit, TriggerRegenerate:
+	default:
+		return Request{}, dialect.Unusable("invalid_field", "field \"trigger\" must be submit-message or regenerate-message")
+	}
 	for _, m := range r.Messages {
 		n := 0
 		for _, p := range m.Parts {
@@ -66,4 +78,149 @@ func DecodeRequest(body []byte) (Request, error) {
 		}
 	}
 	return r, nil
+}
+
+// Triggers of DefaultChatTransport.
+const (
+	TriggerSubmit     = "submit-message"
+	TriggerRegenerate = "regenerate-message"
+)
+
+// MaxReasonLength bounds the reason a person gives with a decision.
+const MaxReasonLength = 2000
+
+var chatIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:~-]{1,128}$`)
+
+// ValidChatID reports whether id can name a chat: 1 to 128 letters, digits or ._:~-.
+func ValidChatID(id string) bool { return chatIDPattern.MatchString(id) }
+
+// ChatID is the chat id the request names, "" for none.
+func (r Request) ChatID() (string, error) {
+	if r.ID == nil {
+		return "", nil
+	}
+	if !ValidChatID(*r.ID) {
+		return "", dialect.BadRequest("invalid_field", "field \"id\" (the chat id) must be 1 to 128 letters, digits or ._:~-")
+	}
+	return *r.ID, nil
+}
+
+// Regenerate reports whether the request asks for an answer again
+// (trigger regenerate-message); MessageID then names the answer, or is
+// empty for the last one.
+func (r Request) Regenerate() bool { return r.Trigger == TriggerRegenerate }
+
+// Continued returns the assistant message a submit-message request
+// continues with decisions: the message named by messageId, else the last
+// message, when it holds approval answers.
+func (r Request) Continued() (RequestMessage, bool) {
+	if r.Regenerate() || len(r.Messages) == 0 {
+		return RequestMessage{}, false
+	}
+	msg := r.Messages[len(r.Messages)-1]
+	if r.MessageID != "" {
+		for _, m := range r.Messages {
+			if m.ID == r.MessageID {
+				msg = m
+			}
+		}
+	}
+	if msg.Role != "assistant" {
+		return RequestMessage{}, false
+	}
+	for _, p := range msg.Parts {
+		if p.State == "approval-responded" {
+			return msg, true
+		}
+	}
+	return RequestMessage{}, false
+}
+
+// Decision is an approval answered in a tool part: a decision on the
+// confirmation the approval id names.
+type Decision struct {
+	ConfirmationID string
+	Decision       chat.Decision
+}
+
+// Decisions reads the approvals the message answers.
+func (m RequestMessage) Decisions() ([]Decision, error) {
+	var out []Decision
+	for _, p := range m.Parts {
+		if p.State != "approval-responded" || p.Approval == nil {
+			continue
+		}
+		if p.Approval.Approved == nil || p.Approval.ID == "" {
+			return nil, dialect.Unusable("invalid_field", "an approval-responded tool part needs approval.id and approval.approved")
+		}
+		if len(p.Approval.Reason) > MaxReasonLength {
+			return nil, dialect.Unusable("invalid_field", "an approval reason is longer than %d characters", MaxReasonLength)
+		}
+		status := chat.ConfirmRejected
+		if *p.Approval.Approved {
+			status = chat.ConfirmApproved
+		}
+		out = append(out, Decision{p.Approval.ID, chat.Decision{Status: status, Reason: p.Approval.Reason}})
+	}
+	return out, nil
+}
+
+// Awaiting maps the message's tool calls still asking for approval to
+// their approval (confirmation) ids.
+func (m RequestMessage) Awaiting() map[string]string {
+	out := map[string]string{}
+	for _, p := range m.Parts {
+		if p.State == "approval-requested" && p.Approval != nil && p.ToolCallID != "" {
+			out[p.ToolCallID] = p.Approval.ID
+		}
+	}
+	return out
+}
+
+// Edits reports whether a submit-message request edits an earlier user
+// message: messageId names the last message, a user's, after the client
+// dropped what followed it. after is the id of the assistant message before
+// it (the run whose successor the edit replaces), "" when it is the first.
+func (r Request) Edits() (after string, ok bool) {
+	n := len(r.Messages)
+	if r.Regenerate() || r.MessageID == "" || n == 0 || r.Messages[n-1].ID != r.MessageID || r.Messages[n-1].Role != "user" {
+		return "", false
+	}
+	for i := n - 2; i >= 0; i-- {
+		if r.Messages[i].Role == "assistant" {
+			return r.Messages[i].ID, true
+		}
+	}
+	return "", true
+}
+
+// NewInput is the new turn's input: the native input field, else the text
+// of the last message, which must be the user's. Image files become parts.
+func (r Request) NewInput() (string, json.RawMessage, error) {
+	if r.Input != "" {
+		return r.Input, nil, nil
+	}
+	if len(r.Messages) == 0 {
+		return "", nil, dialect.Unusable("invalid_input", "field \"messages\" must end with the user's new message")
+	}
+	last := r.Messages[len(r.Messages)-1]
+	if last.Role != "user" {
+		return "", nil, dialect.Unusable("invalid_input", "the last message must be the user's (or an assistant message with tool approvals)")
+	}
+	var parts []chat.Part
+	for _, p := range last.Parts {
+		switch {
+		case p.Type == "text":
+			parts = append(parts, chat.Part{Type: chat.PartText, Text: p.Text})
+		case p.Type == "file" && strings.HasPrefix(p.MediaType, "image/") && p.URL != "":
+			parts = append(parts, chat.Part{Type: chat.PartImage, ImageURL: p.URL})
+		case p.Type == "file":
+			return "", nil, dialect.Unusable("unsupported_part", "only image files can be attached, not %q", p.MediaType)
+		}
+	}
+	input, raw := chat.Content(parts)
+	if strings.TrimSpace(input) == "" {
+		return "", nil, dialect.Unusable("invalid_input", "the last user message has no text")
+	}
+	return input, raw, nil
 }

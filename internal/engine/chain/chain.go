@@ -250,9 +250,7 @@ func (r *runner) limit(ctx context.Context) engine.Outcome {
 	id := chat.NewID()
 	answer := local.DeriveAnswer(text)
 	answer.Status, answer.ResultType = "failed", "error_report"
-	meta, _ := json.Marshal(struct {
-		Answer *event.Answer `json:"answer"`
-	}{answer})
+	meta := chat.AssistantMeta{Answer: answer}.Marshal()
 	if _, err := r.h.AppendMessage(ctx, chat.Message{ID: id, Role: chat.RoleAssistant, Content: text, Metadata: meta, RunID: r.t.Run.ID}); err != nil {
 		r.e.log.Error("store chain limit message", "run_id", r.t.Run.ID, "err", err)
 	}

@@ -89,28 +89,6 @@ type paused struct {
 	Options *engine.Options `json:"options,omitempty"`
 }
 
-// toolCallMeta is how an assistant message records the calls it made.
-type toolCallMeta struct {
-	ToolCalls []llm.ToolCall `json:"toolCalls,omitempty"`
-	Partial   bool           `json:"partial,omitempty"`
-	Answer    *event.Answer  `json:"answer,omitempty"`
-}
-
-// ToolMessageMeta is the structured record of a tool call on its role=tool
-// message (seed 002: tool_name, status, tool_call_id; seed 001: the full
-// output in tool_agent_output, content the light summary).
-type ToolMessageMeta struct {
-	ToolName        string          `json:"tool_name"`
-	ToolCallID      string          `json:"tool_call_id"`
-	ToolCallArgs    json.RawMessage `json:"tool_call_args"`
-	Status          string          `json:"status"`
-	Result          string          `json:"result"`
-	Error           string          `json:"error,omitempty"`
-	Denied          bool            `json:"denied,omitempty"`
-	ToolAgentOutput json.RawMessage `json:"tool_agent_output,omitempty"`
-	ConfirmationID  string          `json:"confirmation_id,omitempty"`
-}
-
 type runner struct {
 	a     *Agent
 	t     engine.Task
@@ -265,7 +243,7 @@ func (r *runner) iterate(ctx context.Context, it int, msgs []llm.Message) (turnO
 			}
 			text = r.shownText(text)
 			assistant := llm.Message{Role: llm.RoleAssistant, Content: text, ToolCalls: calls}
-			meta, _ := json.Marshal(toolCallMeta{ToolCalls: calls})
+			meta := chat.AssistantMeta{ToolCalls: storedCalls(calls)}.Marshal()
 			if _, err := r.h.AppendMessage(ctx, chat.Message{ID: msgID, Role: chat.RoleAssistant, Content: text, Metadata: meta, RunID: r.t.Run.ID}); err != nil {
 				o := failed("store_failed", "The answer could not be saved.", r.usage)
 				return turnOut{}, &o
@@ -321,7 +299,7 @@ func (r *runner) completeMessage(ctx context.Context, it int, id, text string, p
 	default:
 		answer = DeriveAnswer(text)
 	}
-	meta, _ := json.Marshal(toolCallMeta{Partial: partial, Answer: answer})
+	meta := chat.AssistantMeta{Partial: partial, Answer: answer}.Marshal()
 	stored, err := r.h.AppendMessage(ctx, chat.Message{ID: id, Role: chat.RoleAssistant, Content: text, Metadata: meta, RunID: r.t.Run.ID})
 	if err != nil {
 		r.a.log.Error("store assistant message", "run_id", r.t.Run.ID, "err", err)
@@ -462,8 +440,8 @@ func (r *runner) record(ctx context.Context, it int, callID, name string, args j
 		// Say plainly that the call failed: the model must not read an error as output.
 		content = "Error: " + res.Error
 	}
-	meta, _ := json.Marshal(ToolMessageMeta{ToolName: name, ToolCallID: callID, ToolCallArgs: args, Status: string(res.Status),
-		Result: content, Error: res.Error, Denied: denied, ToolAgentOutput: r.offload(ctx, res.Output), ConfirmationID: confirmationID})
+	meta := chat.ToolResultMeta{ToolName: name, ToolCallID: callID, ToolCallArgs: args, Status: string(res.Status),
+		Result: content, Error: res.Error, Denied: denied, ToolAgentOutput: r.offload(ctx, res.Output), ConfirmationID: confirmationID}.Marshal()
 	m := chat.Message{Role: chat.RoleTool, Content: content, Metadata: meta, RunID: r.t.Run.ID, ToolName: name, ToolCallID: callID}
 	stored, err := r.h.AppendMessage(ctx, m)
 	if err != nil {
@@ -548,13 +526,16 @@ func BuildContext(system string, history []chat.Message) []llm.Message {
 			out = append(out, msg)
 		case chat.RoleAssistant:
 			flush()
-			var meta toolCallMeta
-			_ = json.Unmarshal(m.Metadata, &meta)
+			meta := chat.ParseAssistantMeta(m.Metadata)
 			if meta.Partial && m.Content == "" {
 				continue
 			}
-			out = append(out, llm.Message{Role: llm.RoleAssistant, Content: m.Content, ToolCalls: meta.ToolCalls})
-			for _, c := range meta.ToolCalls {
+			calls := make([]llm.ToolCall, len(meta.ToolCalls))
+			for i, c := range meta.ToolCalls {
+				calls[i] = llm.ToolCall(c)
+			}
+			out = append(out, llm.Message{Role: llm.RoleAssistant, Content: m.Content, ToolCalls: calls})
+			for _, c := range calls {
 				if !answered[c.ID] {
 					open = append(open, c)
 				}
@@ -568,5 +549,14 @@ func BuildContext(system string, history []chat.Message) []llm.Message {
 	}
 	// Calls still open at the end are the ones a resumed run is about to answer;
 	// they are left for it.
+	return out
+}
+
+// storedCalls gives calls the shape an assistant message's metadata records.
+func storedCalls(calls []llm.ToolCall) []chat.ToolCall {
+	out := make([]chat.ToolCall, len(calls))
+	for i, c := range calls {
+		out[i] = chat.ToolCall(c)
+	}
 	return out
 }

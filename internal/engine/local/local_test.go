@@ -16,7 +16,7 @@ func TestBuildContext(t *testing.T) {
 		for _, id := range ids {
 			tc = append(tc, llm.ToolCall{ID: id, Name: "calculator", Arguments: json.RawMessage(`{}`)})
 		}
-		b, _ := json.Marshal(toolCallMeta{ToolCalls: tc})
+		b := chat.AssistantMeta{ToolCalls: storedCalls(tc)}.Marshal()
 		return b
 	}
 	history := []chat.Message{
