@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/agentchat/agentchat/internal/auth"
 	"github.com/agentchat/agentchat/internal/bus/membus"
 	"github.com/agentchat/agentchat/internal/config"
 	"github.com/agentchat/agentchat/internal/engine"
@@ -148,7 +149,7 @@ func setup(t *testing.T, o options) *env {
 		Telemetry: tel, Sole: true, // one process over its store, as serve runs SQLite
 	})
 	tokens, _ := config.ParseTokens("alice-token:acme:alice,bob-token:acme:bob,eve-token:evil:eve")
-	api := httpapi.New(httpapi.Config{Store: st, Runs: runs, Tools: reg, Auth: httpapi.NewAuthenticator(tokens, jwtSecret), PingInterval: o.ping, MaxBodyBytes: 64 << 10,
+	api := httpapi.New(httpapi.Config{Store: st, Runs: runs, Tools: reg, Auth: auth.New(tokens, jwtSecret), PingInterval: o.ping, MaxBodyBytes: 64 << 10,
 		CORSOrigins: o.corsOrigins, BodyTimeout: o.bodyTimeout, Retrieval: parts.retrieval, Compactor: parts.compactor,
 		Telemetry: tel, Health: health, MetricsToken: metricsToken})
 	srv := httptest.NewServer(api)

@@ -11,6 +11,7 @@ import (
 	"time"
 	_ "time/tzdata" // the zones below load on hosts without a zone database
 
+	"github.com/agentchat/agentchat/internal/auth"
 	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/config"
 	"github.com/agentchat/agentchat/internal/dialect/agui/aguitest"
@@ -28,7 +29,7 @@ func (e *env) inZone(zone string) *env {
 		e.t.Fatal(err)
 	}
 	tokens, _ := config.ParseTokens("alice-token:acme:alice,bob-token:acme:bob,eve-token:evil:eve")
-	api := httpapi.New(httpapi.Config{Store: e.store, Runs: e.runs, Auth: httpapi.NewAuthenticator(tokens, jwtSecret), HistoryLocation: loc})
+	api := httpapi.New(httpapi.Config{Store: e.store, Runs: e.runs, Auth: auth.New(tokens, jwtSecret), HistoryLocation: loc})
 	srv := httptest.NewServer(api)
 	e.t.Cleanup(func() { api.Close(); srv.Close() })
 	z := *e

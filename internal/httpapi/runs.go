@@ -13,31 +13,6 @@ import (
 	"github.com/agentchat/agentchat/internal/store"
 )
 
-// runView is the API shape of a run.
-type runView struct {
-	ID             string `json:"id"`
-	ConversationID string `json:"conversationId"`
-	TurnID         string `json:"turnId"`
-	Status         string `json:"status"`
-	Input          string `json:"input"`
-	Engine         string `json:"engine,omitempty"`
-	Model          string `json:"model,omitempty"`
-	Error          any    `json:"error,omitempty"`
-	Usage          any    `json:"usage"`
-	CreatedAt      string `json:"createdAt"`
-	StartedAt      string `json:"startedAt"`
-	EndedAt        string `json:"endedAt,omitempty"`
-}
-
-func viewRun(r chat.Run) runView {
-	v := runView{ID: r.ID, ConversationID: r.ConversationID, TurnID: r.TurnID, Status: r.Status, Input: r.Input, Engine: r.Engine,
-		Model: r.Model, Usage: r.Usage, CreatedAt: dialect.Millis(r.CreatedAt), StartedAt: dialect.Millis(r.StartedAt), EndedAt: millisOrEmpty(r.EndedAt)}
-	if r.Error != nil {
-		v.Error = r.Error
-	}
-	return v
-}
-
 func runErr(err error) error { return toAPIError(err, "run_not_found", "run") }
 
 // chat starts a run and streams it (seed 000 CHAT-030) in the format asked
@@ -86,7 +61,7 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return runErr(err)
 	}
-	writeJSON(w, http.StatusOK, viewRun(run))
+	writeJSON(w, http.StatusOK, native.RunOf(run))
 	return nil
 }
 
@@ -123,16 +98,8 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return runErr(err)
 	}
-	writeJSON(w, http.StatusOK, viewRun(run))
+	writeJSON(w, http.StatusOK, native.RunOf(run))
 	return nil
-}
-
-// timelineEvent is one entry of a run's timeline (seed 000 CHAT-080).
-type timelineEvent struct {
-	Seq     int64  `json:"seq"`
-	Event   string `json:"event"`
-	At      string `json:"at"`
-	Payload any    `json:"payload"`
 }
 
 func (s *Server) timeline(w http.ResponseWriter, r *http.Request) error {
@@ -143,43 +110,8 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := make([]timelineEvent, 0, len(evs))
-	for _, ev := range evs {
-		for _, n := range native.Map(ev) {
-			out = append(out, timelineEvent{Seq: ev.Seq, Event: n.Name, At: dialect.Millis(ev.Time), Payload: n.Data})
-		}
-	}
-	writeJSON(w, http.StatusOK, struct {
-		RunID          string          `json:"runId"`
-		ConversationID string          `json:"conversationId"`
-		Status         string          `json:"status"`
-		StartedAt      string          `json:"startedAt"`
-		EndedAt        string          `json:"endedAt,omitempty"`
-		Events         []timelineEvent `json:"events"`
-	}{run.ID, run.ConversationID, run.Status, dialect.Millis(run.StartedAt), millisOrEmpty(run.EndedAt), out})
+	writeJSON(w, http.StatusOK, native.TimelineOf(run, evs))
 	return nil
-}
-
-// confirmationView is the API shape of a confirmation.
-type confirmationView struct {
-	ID             string          `json:"id"`
-	RunID          string          `json:"runId"`
-	ConversationID string          `json:"conversationId"`
-	ToolCallID     string          `json:"toolCallId"`
-	ToolName       string          `json:"toolName"`
-	Args           json.RawMessage `json:"args"`
-	Status         string          `json:"status"`
-	DecidedArgs    json.RawMessage `json:"decidedArgs,omitempty"`
-	Reason         string          `json:"reason,omitempty"`
-	CreatedAt      string          `json:"createdAt"`
-	ExpiresAt      string          `json:"expiresAt"`
-	DecidedAt      string          `json:"decidedAt,omitempty"`
-}
-
-func viewConfirmation(c chat.Confirmation) confirmationView {
-	return confirmationView{ID: c.ID, RunID: c.RunID, ConversationID: c.ConversationID, ToolCallID: c.ToolCallID, ToolName: c.ToolName,
-		Args: c.Args, Status: c.Status, DecidedArgs: c.DecidedArgs, Reason: c.Reason, CreatedAt: dialect.Millis(c.CreatedAt),
-		ExpiresAt: dialect.Millis(c.ExpiresAt), DecidedAt: millisOrEmpty(c.DecidedAt)}
 }
 
 func (s *Server) decide(w http.ResponseWriter, r *http.Request) error {
@@ -192,19 +124,26 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	c, err := s.runs.Decide(r.Context(), scopeOf(r.Context()), r.PathValue("id"), d)
+	if err != nil {
+		return confirmationErr(c, err)
+	}
+	writeJSON(w, http.StatusOK, native.ConfirmationOf(c))
+	return nil
+}
+
+// confirmationErr answers a decision the run service refused; c is the
+// confirmation as stored (its decision, when it was decided before).
+func confirmationErr(c chat.Confirmation, err error) error {
 	switch {
 	case errors.Is(err, store.ErrRunEnded):
 		return apiErr(http.StatusConflict, "confirmation_run_ended", "the run this confirmation belongs to has ended; nothing will run")
 	case errors.Is(err, store.ErrConflict):
 		return &Error{Status: http.StatusConflict, Code: "confirmation_already_decided", Message: "this confirmation was already decided: " + c.Status,
-			Extra: map[string]any{"confirmation": viewConfirmation(c)}}
+			Extra: map[string]any{"confirmation": native.ConfirmationOf(c)}}
 	case errors.Is(err, store.ErrExpired):
 		return apiErr(http.StatusGone, "confirmation_expired", "this confirmation expired before it was decided")
-	case err != nil:
-		return toAPIError(err, "confirmation_not_found", "confirmation")
 	}
-	writeJSON(w, http.StatusOK, viewConfirmation(c))
-	return nil
+	return toAPIError(err, "confirmation_not_found", "confirmation")
 }
 
 func (s *Server) listConfirmations(w http.ResponseWriter, r *http.Request) error {
@@ -218,9 +157,9 @@ func (s *Server) listConfirmations(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	out := make([]confirmationView, 0, len(list))
+	out := make([]native.Confirmation, 0, len(list))
 	for _, c := range list {
-		out = append(out, viewConfirmation(c))
+		out = append(out, native.ConfirmationOf(c))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"confirmations": out})
 	return nil

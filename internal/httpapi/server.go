@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentchat/agentchat/internal/auth"
 	"github.com/agentchat/agentchat/internal/compaction"
 	"github.com/agentchat/agentchat/internal/retrieval"
 	"github.com/agentchat/agentchat/internal/run"
@@ -28,7 +29,7 @@ import (
 type Config struct {
 	Store        store.Store
 	Runs         *run.Service
-	Auth         *Authenticator
+	Auth         *auth.Authenticator
 	Tools        *tool.Registry
 	Logger       *slog.Logger
 	TenantHeader string // default X-Tenant-ID
@@ -62,7 +63,7 @@ type Config struct {
 type Server struct {
 	st             store.Store
 	runs           *run.Service
-	auth           *Authenticator
+	auth           *auth.Authenticator
 	tools          *tool.Registry
 	log            *slog.Logger
 	tenantHeader   string

@@ -121,11 +121,8 @@ func (s *Server) vercelContinue(w http.ResponseWriter, r *http.Request, convID s
 	switch {
 	case errors.Is(err, run.ErrRunsMixed):
 		return apiErr(http.StatusUnprocessableEntity, "invalid_field", "the approvals in one message must belong to one run")
-	case errors.Is(err, store.ErrRunEnded):
-		return apiErr(http.StatusConflict, "confirmation_run_ended", "the run this confirmation belongs to has ended; nothing will run")
-	case errors.As(err, &re) && errors.Is(err, store.ErrConflict):
-		return &Error{Status: http.StatusConflict, Code: "confirmation_already_decided", Message: "this confirmation was already decided: " + re.Confirmation.Status,
-			Extra: map[string]any{"confirmation": viewConfirmation(re.Confirmation)}}
+	case errors.As(err, &re):
+		return confirmationErr(re.Confirmation, err)
 	case err != nil:
 		return toAPIError(err, "confirmation_not_found", "confirmation")
 	}
