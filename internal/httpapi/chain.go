@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"errors"
-	"io"
 	"net/http"
 	"time"
 
@@ -87,33 +85,14 @@ func (s *Server) chainAttach(w http.ResponseWriter, r *http.Request, sc chat.Sco
 
 // chainRequest decodes the query (GET) or the JSON body (POST).
 func (s *Server) chainRequest(r *http.Request) (chain.Request, error) {
-	var req chain.Request
-	var err error
-	if r.Method == http.MethodPost {
-		raw, rerr := io.ReadAll(r.Body)
-		if rerr != nil {
-			var mbe *http.MaxBytesError
-			if errors.As(rerr, &mbe) {
-				return req, rerr
-			}
-			return req, apiErr(http.StatusBadRequest, "invalid_body", "the request body could not be read")
-		}
-		req, err = chain.ParseBody(raw)
-	} else {
-		req, err = chain.ParseQuery(r.URL.Query())
+	if r.Method != http.MethodPost {
+		return chain.ParseQuery(r.URL.Query())
 	}
-	var re *chain.RequestError
-	if errors.As(err, &re) {
-		code := "invalid_field"
-		switch re.Field {
-		case "user_input":
-			code = "missing_field"
-		case "body":
-			code = "invalid_json"
-		}
-		return req, apiErr(http.StatusBadRequest, code, "%s", re.Message)
+	raw, err := readBody(r)
+	if err != nil {
+		return chain.Request{}, err
 	}
-	return req, err
+	return chain.ParseBody(raw)
 }
 
 func writeHeader(w http.ResponseWriter, h http.Header) {

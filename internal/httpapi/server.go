@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentchat/agentchat/internal/auth"
 	"github.com/agentchat/agentchat/internal/compaction"
+	"github.com/agentchat/agentchat/internal/cors"
 	"github.com/agentchat/agentchat/internal/retrieval"
 	"github.com/agentchat/agentchat/internal/run"
 	"github.com/agentchat/agentchat/internal/store"
@@ -73,7 +74,7 @@ type Server struct {
 	historyLoc     *time.Location
 	chainHardLimit int
 	mux            *http.ServeMux
-	cors           *cors
+	cors           *cors.Policy
 	retrieval      *retrieval.Service
 	compactor      *compaction.Compactor
 	tel            *telemetry.Telemetry
@@ -115,7 +116,7 @@ func New(cfg Config) *Server {
 	if s.chainHardLimit <= 0 {
 		s.chainHardLimit = 20
 	}
-	s.cors = newCORS(cfg.CORSOrigins, s.tenantHeader)
+	s.cors = cors.New(cfg.CORSOrigins, s.tenantHeader)
 	if s.health == nil {
 		s.health = &telemetry.Health{Store: cfg.Store}
 	}

@@ -49,6 +49,25 @@ type RequestError struct {
 
 func (e *RequestError) Error() string { return e.Message }
 
+// As lets errors.As read e as the 400 every surface answers a refused
+// request with: a missing user_input is missing_field, a body that is not
+// JSON invalid_json, anything else invalid_field.
+func (e *RequestError) As(target any) bool {
+	t, ok := target.(**dialect.RequestError)
+	if !ok {
+		return false
+	}
+	code := "invalid_field"
+	switch e.Field {
+	case "user_input":
+		code = "missing_field"
+	case "body":
+		code = "invalid_json"
+	}
+	*t = dialect.BadRequest(code, "%s", e.Message)
+	return true
+}
+
 // ParseQuery reads a GET request's query. access_token and other
 // parameters that are not the chain's are ignored.
 func ParseQuery(q url.Values) (Request, error) {
