@@ -1,11 +1,3 @@
-// Package dialect turns canonical events into the SSE frames of each wire
-// format. The framing rules live here, once; each format is a child package
-// with an Encoder.
-//
-// An Encoder is a translation with per-stream state (AG-UI, for example, must
-// open a text message before its content). It knows no store and no HTTP: it
-// appends whole frames to a byte slice, and the caller writes and flushes them.
-// An Encoder is used by one stream, from one goroutine.
 package dialect
 
 import (

@@ -1,6 +1,3 @@
-// Package httpapi is agentchat's HTTP surface: one route table, the auth
-// middleware, JSON and SSE handlers. Handlers translate between HTTP and the
-// run service; they never switch on wire formats beyond picking an encoder.
 package httpapi
 
 import (

@@ -1,16 +1,3 @@
-// Package run is the run service: it starts runs, executes them through an
-// engine independently of any connection, records every event in the
-// per-thread log and publishes it on the bus, and lets any client attach,
-// replay, cancel and decide confirmations.
-//
-// Invariants:
-//   - A run is never owned by an HTTP request: closing a stream does not stop it.
-//   - Events of a thread get consecutive seqs from the one execution holding
-//     the thread's active run; they are enqueued to the log before they are
-//     published, and a run's last event is written before it is published,
-//     so a finished run's timeline is complete when clients see its end.
-//   - A run waiting for a person has no goroutine: its state is stored, and a
-//     decision on any replica continues it.
 package run
 
 import (

@@ -1,11 +1,3 @@
-// Package local is the in-process agent loop: model → tool calls (run
-// concurrently) → results back to the model → … until a final answer, with a
-// person's approval before any tool that writes or sends.
-//
-// Every model call is one iteration. Everything the model saw is stored as
-// messages (the assistant's tool calls in metadata, each result as a role=tool
-// message), so the context rebuilt from the store after a restart is the
-// history the model saw, and a paused run resumes from the store alone.
 package local
 
 import (
