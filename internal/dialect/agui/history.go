@@ -23,7 +23,6 @@ import (
 	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/event"
-	"github.com/agentchat/agentchat/internal/uischema"
 )
 
 // DayLayout is how a history day is written (and `before` read).
@@ -89,18 +88,8 @@ type HistoryMessage struct {
 	// (tool_name, tool_call_id, tool_call_args, status, result, error, tool_agent_output).
 	ToolCallID string          `json:"toolCallId,omitempty"`
 	Metadata   json.RawMessage `json:"metadata,omitempty"`
-	*HistoryResult
-}
-
-// HistoryResult is an answer's structured result, as seed 004's
-// TEXT_MESSAGE_END carries it.
-type HistoryResult struct {
-	Status           string          `json:"status"`
-	Answer           string          `json:"answer"`
-	KeyPoints        []string        `json:"key_points"`
-	ResultType       string          `json:"result_type"`
-	SuggestedActions []string        `json:"suggested_actions"`
-	UISchema         uischema.Schema `json:"ui_schema"`
+	// An answer's structured result, as seed 004's TEXT_MESSAGE_END carries it.
+	*Answer
 }
 
 // NewHistory is the snapshot of day for the thread the client calls
@@ -137,9 +126,8 @@ func historyMessage(m chat.Message, ix RunIndex) HistoryMessage {
 			}
 			break // a step towards the answer, not a result
 		}
-		a := Result(event.MessageCompletedData{MessageID: m.ID, Role: m.Role, Content: m.Content, Partial: meta.Partial, Answer: meta.Answer})
-		v.HistoryResult = &HistoryResult{Status: a.Status, Answer: a.Answer, KeyPoints: a.KeyPoints, ResultType: a.ResultType,
-			SuggestedActions: a.SuggestedActions, UISchema: uischema.Compile(a.UIHints, a)}
+		a := publicAnswer(Result(event.MessageCompletedData{MessageID: m.ID, Role: m.Role, Content: m.Content, Partial: meta.Partial, Answer: meta.Answer}))
+		v.Answer = &a
 	case chat.RoleTool:
 		v.ToolCallID = m.ToolCallID
 		v.Metadata = toolRecord(m)
