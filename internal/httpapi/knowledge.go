@@ -4,11 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/agentchat/agentchat/internal/compaction"
 	"github.com/agentchat/agentchat/internal/dialect"
+	"github.com/agentchat/agentchat/internal/dialect/native"
 	"github.com/agentchat/agentchat/internal/retrieval"
 	"github.com/agentchat/agentchat/internal/store"
 )
@@ -55,40 +54,13 @@ func (s *Server) createDocument(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var body struct {
-		Source    string          `json:"source"`
-		Text      string          `json:"text"`
-		MediaType string          `json:"mediaType"`
-		Metadata  json.RawMessage `json:"metadata"`
-	}
-	if err := decodeJSON(r, &body, false); err != nil {
+	raw, err := readBody(r)
+	if err != nil {
 		return err
 	}
-	body.Source = strings.TrimSpace(body.Source)
-	switch {
-	case body.Source == "" || utf8.RuneCountInString(body.Source) > 300:
-		return apiErr(http.StatusUnprocessableEntity, "invalid_field", "field \"source\" must name the document in 1 to 300 characters")
-	case strings.TrimSpace(body.Text) == "":
-		return apiErr(http.StatusUnprocessableEntity, "invalid_field", "field \"text\" must hold the document's text")
-	case len(body.Text) > kb.MaxDocBytes():
-		return apiErr(http.StatusRequestEntityTooLarge, "document_too_large", "the document is larger than %d bytes; split it into several", kb.MaxDocBytes())
-	case !utf8.ValidString(body.Text):
-		return apiErr(http.StatusUnprocessableEntity, "invalid_field", "field \"text\" must be UTF-8 text")
-	}
-	switch body.MediaType {
-	case "":
-		body.MediaType = "text/plain"
-		if strings.HasSuffix(strings.ToLower(body.Source), ".md") {
-			body.MediaType = "text/markdown"
-		}
-	case "text/plain", "text/markdown":
-	default:
-		return apiErr(http.StatusUnprocessableEntity, "invalid_field", "field \"mediaType\" must be text/plain or text/markdown")
-	}
-	if m := strings.TrimSpace(string(body.Metadata)); m != "" && m != "null" && !strings.HasPrefix(m, "{") {
-		return apiErr(http.StatusUnprocessableEntity, "invalid_field", "field \"metadata\" must be an object")
-	} else if m == "null" {
-		body.Metadata = nil
+	body, err := native.DecodeDocument(raw, kb.MaxDocBytes())
+	if err != nil {
+		return err
 	}
 	d, err := kb.AddDocument(r.Context(), scopeOf(r.Context()), retrieval.DocumentInput{Source: body.Source, MediaType: body.MediaType, Text: body.Text, Metadata: body.Metadata})
 	switch {

@@ -2,7 +2,10 @@ package native
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/dialect"
@@ -64,6 +67,56 @@ func DecodeDecision(body []byte) (chat.Decision, error) {
 	}
 	if len(b.Reason) > MaxReasonLength {
 		return chat.Decision{}, dialect.Unusable("invalid_field", "field \"reason\" is longer than %d characters", MaxReasonLength)
+	}
+	return d, nil
+}
+
+// Document is the body of POST /v1/knowledge/documents.
+type Document struct {
+	Source    string          `json:"source"`
+	Text      string          `json:"text"`
+	MediaType string          `json:"mediaType"`
+	Metadata  json.RawMessage `json:"metadata"`
+}
+
+// MaxSourceChars bounds a document's source name.
+const MaxSourceChars = 300
+
+// DecodeDocument decodes a document to index, of at most maxBytes of text.
+// The media type defaults to text/markdown for a .md source, else
+// text/plain; metadata, when given, is an object.
+func DecodeDocument(body []byte, maxBytes int) (Document, error) {
+	var d Document
+	if err := dialect.DecodeJSON(body, &d, dialect.Strict, false); err != nil {
+		return Document{}, err
+	}
+	d.Source = strings.TrimSpace(d.Source)
+	switch {
+	case d.Source == "" || utf8.RuneCountInString(d.Source) > MaxSourceChars:
+		return Document{}, dialect.Unusable("invalid_field", "field \"source\" must name the document in 1 to %d characters", MaxSourceChars)
+	case strings.TrimSpace(d.Text) == "":
+		return Document{}, dialect.Unusable("invalid_field", "field \"text\" must hold the document's text")
+	case len(d.Text) > maxBytes:
+		return Document{}, &dialect.RequestError{Status: http.StatusRequestEntityTooLarge, Code: "document_too_large",
+			Message: fmt.Sprintf("the document is larger than %d bytes; split it into several", maxBytes)}
+	case !utf8.ValidString(d.Text):
+		return Document{}, dialect.Unusable("invalid_field", "field \"text\" must be UTF-8 text")
+	}
+	switch d.MediaType {
+	case "":
+		d.MediaType = "text/plain"
+		if strings.HasSuffix(strings.ToLower(d.Source), ".md") {
+			d.MediaType = "text/markdown"
+		}
+	case "text/plain", "text/markdown":
+	default:
+		return Document{}, dialect.Unusable("invalid_field", "field \"mediaType\" must be text/plain or text/markdown")
+	}
+	switch m := strings.TrimSpace(string(d.Metadata)); {
+	case m == "null":
+		d.Metadata = nil
+	case m != "" && !strings.HasPrefix(m, "{"):
+		return Document{}, dialect.Unusable("invalid_field", "field \"metadata\" must be an object")
 	}
 	return d, nil
 }
