@@ -522,9 +522,9 @@ func BuildContext(system string, history []chat.Message) []llm.Message {
 			if meta.Partial && m.Content == "" {
 				continue
 			}
-			calls := make([]llm.ToolCall, len(meta.ToolCalls))
-			for i, c := range meta.ToolCalls {
-				calls[i] = llm.ToolCall(c)
+			var calls []llm.ToolCall
+			for _, c := range meta.ToolCalls {
+				calls = append(calls, llm.ToolCall(c))
 			}
 			out = append(out, llm.Message{Role: llm.RoleAssistant, Content: m.Content, ToolCalls: calls})
 			for _, c := range calls {
