@@ -1,9 +1,3 @@
-// Package llmtest provides fake model providers for tests: the upstreams of
-// package fakeupstream served on a local port and closed when the test ends,
-// and RunAdapter, the contract suite every HTTP provider adapter passes.
-//
-// The script types (Reply, Options, Request, …) are fakeupstream's, named
-// here too so that a test needs one import.
 package llmtest
 
 import (
