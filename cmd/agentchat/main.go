@@ -1,4 +1,3 @@
-// Command agentchat is the agentchat server and its small client verbs.
 package main
 
 import (

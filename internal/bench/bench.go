@@ -30,7 +30,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/agentchat/agentchat/internal/llm/llmtest"
+	"github.com/agentchat/agentchat/internal/llm/fakeupstream"
 )
 
 // Config sets up one benchmark.
@@ -99,7 +99,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			fmt.Fprintf(cfg.Log, format+"\n", a...)
 		}
 	}
-	fake := llmtest.OpenAIHandler(llmtest.Options{Tokens: cfg.Tokens, Delay: cfg.Pace, DiscardRequests: true})
+	fake := fakeupstream.OpenAIHandler(fakeupstream.Options{Tokens: cfg.Tokens, Delay: cfg.Pace, DiscardRequests: true})
 	upLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return res, err

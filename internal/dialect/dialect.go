@@ -1,6 +1,7 @@
 package dialect
 
 import (
+	"cmp"
 	"strconv"
 	"strings"
 	"time"
@@ -94,6 +95,12 @@ func ParseSeqID(s string) (seq int64, ok bool) {
 	}
 	return n, true
 }
+
+// MessageID is the id a dialect gives the message a text or reasoning event
+// belongs to: id when the engine named it, else one per run ("<run>-message").
+// Wire formats need a non-empty id, and an encoder's state keeps "" for "no
+// message open", so every encoder names an unnamed message the same way.
+func MessageID(id string, ev event.Event) string { return cmp.Or(id, ev.Run+"-message") }
 
 // Millis formats t as RFC 3339 UTC with milliseconds, the API's time format.
 func Millis(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }

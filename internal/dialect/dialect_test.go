@@ -11,6 +11,7 @@ import (
 	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/dialect/dialecttest"
 	"github.com/agentchat/agentchat/internal/event"
+	"github.com/agentchat/agentchat/internal/ssetest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -42,7 +43,7 @@ func TestAppendFrame(t *testing.T) {
 				t.Errorf("got %q, want %q", got, want)
 			}
 			// What a client reassembles equals what was sent, line breaks normalised to LF.
-			frames := dialecttest.ParseSSE(t, got[len("prefix|"):])
+			frames := ssetest.Parse(t, got[len("prefix|"):])
 			if len(frames) != 1 {
 				t.Fatalf("%d frames", len(frames))
 			}

@@ -1,14 +1,3 @@
-// Package llm is the seam between the agent loop and language-model providers.
-//
-// A Model streams one completion as a sequence of Chunks. Adapters (openai,
-// anthropic, scripted) live in their own packages and are the only importers of
-// a provider SDK. Every adapter:
-//   - streams text, reasoning and tool-call deltas as they arrive, in order;
-//   - reports usage when the provider sends it;
-//   - maps provider failures to *Error with a stable Code;
-//   - stops the upstream request when ctx is cancelled or Stream.Close is called.
-//
-// A Stream is used by one goroutine.
 package llm
 
 import (

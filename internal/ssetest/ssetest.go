@@ -1,10 +1,14 @@
 // Package ssetest reads Server-Sent Events as a browser's EventSource does
-// (the WHATWG parsing rules), so tests check streams the way clients see them.
+// (the WHATWG parsing rules), so tests check streams the way clients see them:
+// a live response body frame by frame (NewReader, ReadAll), or an encoder's
+// whole output strictly (Parse). Only tests import it.
 package ssetest
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -18,6 +22,10 @@ type Frame struct {
 	Data    string // data lines joined by "\n"
 	Retry   int    // a retry field, in ms
 	Comment string // set on comment-only frames (": keep-alive")
+	// HasID and HasEvent report that the frame carried the field, which
+	// an empty ID (a reset of the client's Last-Event-ID) and Event's
+	// default "message" would otherwise hide.
+	HasID, HasEvent bool
 }
 
 // JSON decodes the frame's data into v, failing the test if it is not JSON.
@@ -30,7 +38,8 @@ func (f Frame) JSON(t testing.TB, v any) {
 
 // Reader parses frames from a stream.
 type Reader struct {
-	sc *bufio.Scanner
+	sc     *bufio.Scanner
+	strict bool // a line an EventSource ignores is an error
 }
 
 // NewReader reads frames from r.
@@ -58,6 +67,7 @@ func (r *Reader) Next() (Frame, error) {
 			if f.Comment != "" || f.Retry != 0 {
 				return f, nil
 			}
+			seen = false
 			continue
 		}
 		seen = true
@@ -69,23 +79,31 @@ func (r *Reader) Next() (Frame, error) {
 		value = strings.TrimPrefix(value, " ")
 		switch name {
 		case "event":
-			f.Event = value
+			f.Event, f.HasEvent = value, true
 		case "data":
 			data = append(data, value)
 		case "id":
 			if !strings.ContainsRune(value, 0) {
-				f.ID = value
+				f.ID, f.HasID = value, true
+			} else if r.strict {
+				return f, fmt.Errorf("id with NUL: %q", line)
 			}
 		case "retry":
 			if n, err := strconv.Atoi(value); err == nil {
 				f.Retry = n
+			} else if r.strict {
+				return f, fmt.Errorf("retry not a number: %q", line)
+			}
+		default:
+			if r.strict {
+				return f, fmt.Errorf("unknown field: %q", line)
 			}
 		}
 	}
 	if err := r.sc.Err(); err != nil {
 		return f, err
 	}
-	if seen && len(data) > 0 {
+	if seen && (len(data) > 0 || r.strict) {
 		return f, io.ErrUnexpectedEOF // a frame without its blank line: the stream was cut
 	}
 	return f, io.EOF
@@ -106,6 +124,27 @@ func ReadAll(t testing.TB, r io.Reader) []Frame {
 		}
 		if f.Comment != "" || (f.Data == "" && f.Event == "") {
 			continue
+		}
+		out = append(out, f)
+	}
+}
+
+// Parse reads an encoder's whole output, comment frames included, and fails
+// the test on a line an EventSource would ignore (an unknown field, an id
+// with NUL, a retry that is not a number) or on a last frame without its
+// blank line: in an encoder's output each is a bug a client would hide.
+func Parse(t testing.TB, b []byte) []Frame {
+	t.Helper()
+	var out []Frame
+	rd := NewReader(bytes.NewReader(b))
+	rd.strict = true
+	for {
+		f, err := rd.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("SSE frame %d: %v", len(out), err)
 		}
 		out = append(out, f)
 	}

@@ -1,8 +1,3 @@
-// Package tool holds the tools an agent may call: the registry, argument
-// validation against each tool's JSON Schema, the confirmation policy, and the
-// built-in tools. MCP servers' tools join the registry through package mcptool.
-//
-// A Tool is safe for concurrent calls. The registry is safe for concurrent use.
 package tool
 
 import (

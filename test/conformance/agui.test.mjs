@@ -18,88 +18,37 @@
 
 import { test, before, after, beforeEach, afterEach } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { createServer } from "node:http";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 
 import { HttpAgent, runHttpRequest, transformHttpEventStream, verifyEvents } from "@ag-ui/client";
 import { EventSchemas } from "@ag-ui/core/schemas";
 import { from, lastValueFrom, tap, takeWhile, toArray } from "rxjs";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const BIN = path.join(here, ".bin", "agentchat");
+import { startAgentchat } from "./lib.mjs";
+
 const TOKEN = "conformance-token-0123456789";
 const BOUND_MS = 15_000; // the longest any one request may take
 
-let server; // { base, child, dir, log }
+let server; // from startAgentchat: { url, output, stop }
 
 // ---------- the server under test ----------
 
-async function startServer(extraEnv = {}) {
-  if (!existsSync(BIN)) {
-    throw new Error(`${BIN} is missing: build it with "go build -o test/conformance/.bin/agentchat ./cmd/agentchat" (.ci/run does)`);
-  }
-  const dir = mkdtempSync(path.join(tmpdir(), "agentchat-agui-"));
-  const env = {
-    PATH: process.env.PATH ?? "",
-    HOME: dir,
-    AGENTCHAT_ADDR: "127.0.0.1:0",
-    AGENTCHAT_DATA_DIR: dir,
+// startServer starts agentchat with this suite's settings, extraEnv on top.
+function startServer(extraEnv = {}) {
+  return startAgentchat({
     AGENTCHAT_TOKENS: `${TOKEN}:conformance:tester`,
-    AGENTCHAT_LLM: "scripted",
-    AGENTCHAT_SCRIPTED_TOKEN_DELAY: "1ms",
     AGENTCHAT_TOOL_CONFIRM: "get_current_time=always",
     AGENTCHAT_PING_INTERVAL: "100ms",
     AGENTCHAT_HISTORY_TIME_ZONE: "Asia/Shanghai",
-    AGENTCHAT_LOG_LEVEL: "warn",
     ...extraEnv,
-  };
-  const child = spawn(BIN, ["serve"], { env, stdio: ["ignore", "pipe", "pipe"] });
-  let log = "";
-  child.stderr.on("data", (b) => (log += b));
-  const base = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`agentchat did not start within ${BOUND_MS} ms:\n${log}`)), BOUND_MS);
-    let out = "";
-    child.stdout.on("data", (b) => {
-      out += b;
-      const m = out.match(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
-    });
-    child.on("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`agentchat exited with ${code}:\n${log}`));
-    });
   });
-  for (let i = 0; ; i++) {
-    const ok = await fetch(`${base}/healthz`).then((r) => r.ok, () => false);
-    if (ok) break;
-    if (i === 50) throw new Error(`${base}/healthz never answered:\n${log}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return { base, child, dir, log: () => log };
-}
-
-async function stopServer(s) {
-  if (!s) return;
-  const exited = new Promise((r) => s.child.once("exit", r));
-  s.child.kill("SIGTERM");
-  const timer = setTimeout(() => s.child.kill("SIGKILL"), 5_000);
-  await exited;
-  clearTimeout(timer);
-  rmSync(s.dir, { recursive: true, force: true });
 }
 
 before(async () => {
   server = await startServer();
 });
 after(async () => {
-  await stopServer(server);
+  await server?.stop();
 });
 
 // ---------- warnings fail the test ----------
@@ -180,7 +129,7 @@ async function verifyAll(events) {
 }
 
 async function postRun(input) {
-  const res = await fetch(`${server.base}/api/v1/agent/runs`, {
+  const res = await fetch(`${server.url}/api/v1/agent/runs`, {
     method: "POST",
     headers: { ...auth, "Content-Type": "application/json" },
     body: JSON.stringify(input),
@@ -192,14 +141,14 @@ async function postRun(input) {
 }
 
 async function getJSON(pathAndQuery) {
-  const res = await fetch(`${server.base}${pathAndQuery}`, { headers: auth, signal: AbortSignal.timeout(BOUND_MS) });
+  const res = await fetch(`${server.url}${pathAndQuery}`, { headers: auth, signal: AbortSignal.timeout(BOUND_MS) });
   const body = await res.json();
   assert.equal(res.status, 200, JSON.stringify(body));
   return body;
 }
 
 function agent(threadId) {
-  return new HttpAgent({ url: `${server.base}/api/v1/agent/runs`, headers: auth, threadId });
+  return new HttpAgent({ url: `${server.url}/api/v1/agent/runs`, headers: auth, threadId });
 }
 
 /** runAgent, collecting every event the client applied. */
@@ -274,7 +223,7 @@ test("HttpAgent approves a confirmation through resume", async () => {
   assert.match(reply.content, /current time in Asia\/Tokyo/i);
 
   // The seed stream of the thread shows both AG-UI runs under the same ids.
-  const { events } = await readEvents(`${server.base}/api/v1/agent/runs/conf-d/events`, { stop: (ev) => ev.type === "RUN_FINISHED" && ev.runId === "conf-d-r2" });
+  const { events } = await readEvents(`${server.url}/api/v1/agent/runs/conf-d/events`, { stop: (ev) => ev.type === "RUN_FINISHED" && ev.runId === "conf-d-r2" });
   assert.deepEqual(events.filter((e) => e.type === "RUN_STARTED").map((e) => e.runId), ["conf-d-r1", "conf-d-r2"]);
 });
 
@@ -290,7 +239,7 @@ test("seed 001: 202, thread events, Last-Event-ID from every id, day history", a
   assert.equal(accepted.runId, "conf-b-r1");
   assert.equal(accepted.created, true);
 
-  const url = `${server.base}/api/v1/agent/runs/conf-b/events`;
+  const url = `${server.url}/api/v1/agent/runs/conf-b/events`;
   const full = await readEvents(url, { stop: isEnd });
   assert.equal(full.events[0].type, "RUN_STARTED");
   assert.equal(full.events.at(-1).type, "RUN_FINISHED");
@@ -396,7 +345,7 @@ test("HttpAgent answers a frontend tool and the run continues", async () => {
   const upstream = await fakeUpstream();
   const own = await startServer({ AGENTCHAT_LLM: "openai", OPENAI_BASE_URL: `${upstream.url}/v1`, OPENAI_API_KEY: "sk-fake", AGENTCHAT_MODEL: "fake", AGENTCHAT_LLM_RETRIES: "-1" });
   try {
-    const a = new HttpAgent({ url: `${own.base}/api/v1/agent/runs`, headers: auth, threadId: "conf-f" });
+    const a = new HttpAgent({ url: `${own.url}/api/v1/agent/runs`, headers: auth, threadId: "conf-f" });
     const tools = [{ name: "pick_colour", description: "Ask the user to pick a colour.", parameters: { type: "object", properties: { palette: { type: "string" } } } }];
     a.addMessage({ id: "conf-f-u1", role: "user", content: "Pick a colour for me" });
     let pending;
@@ -415,7 +364,7 @@ test("HttpAgent answers a frontend tool and the run continues", async () => {
     const sent = upstream.requests[1].messages.at(-1);
     assert.deepEqual([sent.role, sent.tool_call_id, sent.content], ["tool", "call_pick", "red"]);
   } finally {
-    await stopServer(own);
+    await own.stop();
     await upstream.close();
   }
 });

@@ -13,17 +13,16 @@
 
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, execFileSync } from "node:child_process";
 import { createServer } from "node:http";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { EventSource } from "eventsource";
 
+import { startAgentchat } from "./lib.mjs";
+
 const here = path.dirname(fileURLToPath(import.meta.url));
-const BIN = path.join(here, ".bin", "agentchat");
 const TOKEN = "conformance-token-0123456789";
 const BOUND_MS = 15_000;
 const EXAMPLE = readFileSync(path.join(here, "seed003-frontend.js"), "utf8");
@@ -34,54 +33,14 @@ after(async () => {
   for (const s of servers) await s.stop();
 });
 
+// startServer starts agentchat with this suite's settings, extraEnv on top;
+// it is stopped when the suite ends.
 async function startServer(extraEnv = {}) {
-  if (!existsSync(BIN)) {
-    execFileSync("go", ["build", "-o", BIN, "./cmd/agentchat"], { cwd: path.resolve(here, "../.."), stdio: "inherit" });
-  }
-  const dir = mkdtempSync(path.join(tmpdir(), "agentchat-chain-"));
-  const env = {
-    PATH: process.env.PATH ?? "",
-    HOME: dir,
-    AGENTCHAT_ADDR: "127.0.0.1:0",
-    AGENTCHAT_DATA_DIR: dir,
+  const s = await startAgentchat({
     AGENTCHAT_TOKENS: `${TOKEN}:default:tester`,
-    AGENTCHAT_LLM: "scripted",
-    AGENTCHAT_SCRIPTED_TOKEN_DELAY: "1ms",
     AGENTCHAT_PING_INTERVAL: "100ms",
-    AGENTCHAT_LOG_LEVEL: "warn",
     ...extraEnv,
-  };
-  const child = spawn(BIN, ["serve"], { env, stdio: ["ignore", "pipe", "pipe"] });
-  let log = "";
-  child.stderr.on("data", (b) => (log += b));
-  const base = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`agentchat did not start within ${BOUND_MS} ms:\n${log}`)), BOUND_MS);
-    let out = "";
-    child.stdout.on("data", (b) => {
-      out += b;
-      const m = out.match(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
-    });
-    child.on("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`agentchat exited with ${code}:\n${log}`));
-    });
   });
-  const s = {
-    base,
-    log: () => log,
-    stop: async () => {
-      const exited = new Promise((r) => child.once("exit", r));
-      child.kill("SIGTERM");
-      const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
-      await exited;
-      clearTimeout(timer);
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
   servers.push(s);
   return s;
 }
@@ -144,7 +103,7 @@ function checkEnvelopes(frames) {
 
 test("the seed's frontend example with the offline model", async () => {
   const s = await startServer();
-  const seen = await runExample(s.base);
+  const seen = await runExample(s.url);
   checkEnvelopes(seen.frames);
   const types = seen.frames.map((f) => f.type);
   assert.deepEqual(types, ["chain.step", "planner.plan", "chain.step", "chain.step", "check.summary", "final"]);
@@ -164,7 +123,7 @@ test("the seed's frontend example with an OpenAI-compatible model", async () => 
   const upstream = await fakeUpstream();
   try {
     const s = await startServer({ AGENTCHAT_LLM: "openai", OPENAI_BASE_URL: `${upstream.url}/v1`, OPENAI_API_KEY: "sk-fake", AGENTCHAT_MODEL: "fake", AGENTCHAT_LLM_RETRIES: "-1" });
-    const seen = await runExample(s.base);
+    const seen = await runExample(s.url);
     checkEnvelopes(seen.frames);
     const types = seen.frames.map((f) => f.type);
     assert.deepEqual(types, ["chain.step", "planner.plan", "chain.step", "call.start", "call.end", "chain.step", "check.summary", "final"]);
@@ -190,7 +149,7 @@ test("the seed's frontend example with an OpenAI-compatible model", async () => 
 
 test("curl's way: headers, and the connection closes after final", async () => {
   const s = await startServer();
-  const res = await fetch(`${s.base}/v1/chain/stream?user_input=${encodeURIComponent("写一个周报")}&max_steps=10`, {
+  const res = await fetch(`${s.url}/v1/chain/stream?user_input=${encodeURIComponent("写一个周报")}&max_steps=10`, {
     headers: { "X-Tenant-ID": "default", Authorization: `Bearer ${TOKEN}`, Accept: "text/event-stream" },
     signal: AbortSignal.timeout(BOUND_MS),
   });

@@ -15,11 +15,6 @@
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import {
@@ -33,38 +28,17 @@ import {
   validateUIMessages,
 } from 'ai';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const BIN = join(here, '.bin', 'agentchat');
+import { close, listen, startAgentchat, within } from './lib.mjs';
+
 const TOKEN = 'conformance-alice-token';
 const GATEWAY_TOKEN = 'conformance-gateway-root-token';
-const WAIT = 15_000;
 
 // --- bounded waits -----------------------------------------------------------
-
-function within(promise, what, ms = WAIT) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms}ms: ${what}`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
 
 function deferred() {
   let resolve;
   const promise = new Promise((r) => (resolve = r));
   return { promise, resolve };
-}
-
-function listen(server) {
-  return new Promise((ok, fail) => {
-    server.once('error', fail);
-    server.listen(0, '127.0.0.1', () => ok(`http://127.0.0.1:${server.address().port}`));
-  });
-}
-
-function close(server) {
-  server.closeAllConnections?.();
-  return within(new Promise((ok) => server.close(() => ok())), 'server close', 5_000);
 }
 
 // --- the fake upstream: an OpenAI-compatible model, or an OpenClaw Gateway ----
@@ -164,47 +138,9 @@ async function fakeFeishu() {
 
 // --- the server under test ----------------------------------------------------
 
-async function startAgentchat(env) {
-  if (!existsSync(BIN)) {
-    execFileSync('go', ['build', '-o', BIN, './cmd/agentchat'], { cwd: resolve(here, '../..'), stdio: 'inherit' });
-  }
-  const dataDir = mkdtempSync(join(tmpdir(), 'agentchat-vercel-'));
-  const child = spawn(BIN, ['serve'], {
-    env: {
-      PATH: process.env.PATH,
-      HOME: dataDir,
-      AGENTCHAT_ADDR: '127.0.0.1:0',
-      AGENTCHAT_DATA_DIR: dataDir,
-      AGENTCHAT_TOKENS: `${TOKEN}:acme:alice`,
-      AGENTCHAT_LLM: 'scripted',
-      AGENTCHAT_SCRIPTED_TOKEN_DELAY: '1ms',
-      AGENTCHAT_PING_INTERVAL: '1s',
-      AGENTCHAT_LOG_LEVEL: 'warn',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  const listening = new Promise((ok, fail) => {
-    child.stdout.on('data', (b) => {
-      output += b;
-      const m = /listening on (http:\/\/[0-9.:]+)/.exec(output);
-      if (m) ok(m[1]);
-    });
-    child.stderr.on('data', (b) => (output += b));
-    child.once('exit', (code) => fail(new Error(`agentchat exited (${code}):\n${output}`)));
-  });
-  const url = await within(listening, 'agentchat to listen');
-  const exited = new Promise((ok) => child.once('exit', ok));
-  return {
-    url,
-    output: () => output,
-    async stop() {
-      child.kill('SIGTERM');
-      await within(exited, 'agentchat to stop', 10_000).catch(() => child.kill('SIGKILL'));
-      rmSync(dataDir, { recursive: true, force: true });
-    },
-  };
+// startServer starts agentchat with this suite's settings, env on top.
+function startServer(env) {
+  return startAgentchat({ AGENTCHAT_TOKENS: `${TOKEN}:acme:alice`, AGENTCHAT_PING_INTERVAL: '1s', ...env });
 }
 
 // --- raw response checks ------------------------------------------------------
@@ -394,7 +330,7 @@ for (const leg of legs) {
     before(async () => {
       ctx.feishu = await fakeFeishu();
       const env = await leg.start(ctx);
-      ctx.server = await startAgentchat({ ...env, AGENTCHAT_FEISHU_WEBHOOK_URL: ctx.feishu.url });
+      ctx.server = await startServer({ ...env, AGENTCHAT_FEISHU_WEBHOOK_URL: ctx.feishu.url });
     });
 
     after(async () => {

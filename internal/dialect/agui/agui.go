@@ -2,6 +2,7 @@ package agui
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -139,7 +140,7 @@ func (e *Encoder) encode(dst []byte, ev event.Event) []byte {
 			return dst
 		}
 	}
-	e.thread = cmpOr(e.threadName, ev.Thread)
+	e.thread = cmp.Or(e.threadName, ev.Thread)
 	switch p := ev.Payload.(type) {
 	case event.RunStartedData:
 		if ev.Run == e.run && e.live {
@@ -147,13 +148,13 @@ func (e *Encoder) encode(dst []byte, ev event.Event) []byte {
 		}
 		dst = e.abandon(dst, ev)
 		e.reset(ev.Run)
-		return e.openRun(dst, ev, cmpOr(p.ClientRunID, ev.Run))
+		return e.openRun(dst, ev, cmp.Or(p.ClientRunID, ev.Run))
 	case event.RunResumedData:
 		if ev.Run == e.run && e.live {
 			return dst
 		}
 		dst = e.abandon(dst, ev)
-		return e.resume(dst, ev, cmpOr(p.ClientRunID, e.derivedRunID(ev)), false)
+		return e.resume(dst, ev, cmp.Or(p.ClientRunID, e.derivedRunID(ev)), false)
 	case event.StepStartedData:
 		dst = e.ensureRun(dst, ev)
 		if slices.Contains(e.steps, p.Name) {
@@ -173,7 +174,7 @@ func (e *Encoder) encode(dst []byte, ev event.Event) []byte {
 		if p.Delta == "" {
 			return dst // AG-UI 0.x clients reject an empty delta
 		}
-		p.MessageID = messageID(p.MessageID, ev)
+		p.MessageID = dialect.MessageID(p.MessageID, ev)
 		dst = e.ensureRun(dst, ev)
 		dst = e.closeReasoning(dst, ev)
 		if e.text != p.MessageID {
@@ -185,7 +186,7 @@ func (e *Encoder) encode(dst []byte, ev event.Event) []byte {
 		if p.Delta == "" {
 			return dst
 		}
-		p.MessageID = messageID(p.MessageID, ev)
+		p.MessageID = dialect.MessageID(p.MessageID, ev)
 		dst = e.ensureRun(dst, ev)
 		dst = e.closeText(dst, ev)
 		if e.reasoning != p.MessageID {
@@ -351,7 +352,7 @@ func (e *Encoder) resume(dst []byte, ev event.Event, runID string, finishing boo
 }
 
 func (e *Encoder) messageCompleted(dst []byte, ev event.Event, p event.MessageCompletedData) []byte {
-	p.MessageID = messageID(p.MessageID, ev)
+	p.MessageID = dialect.MessageID(p.MessageID, ev)
 	dst = e.ensureRun(dst, ev)
 	dst = e.closeReasoning(dst, ev)
 	if e.text == p.MessageID {
@@ -398,7 +399,7 @@ func (e *Encoder) textEnd(ev event.Event, id string, m *event.MessageCompletedDa
 	}
 	a := Result(*m)
 	v.seedAnswer = &seedAnswer{
-		Role: cmpOr(m.Role, "assistant"), Stage: ev.Step, Status: a.Status, Answer: a.Answer,
+		Role: cmp.Or(m.Role, "assistant"), Stage: ev.Step, Status: a.Status, Answer: a.Answer,
 		KeyPoints: a.KeyPoints, ResultType: a.ResultType, SuggestedActions: a.SuggestedActions,
 		UISchema: uischema.Compile(a.UIHints, a),
 	}
@@ -440,10 +441,6 @@ func (e *Encoder) closeReasoning(dst []byte, ev event.Event) []byte {
 }
 
 func reasoningID(messageID string) string { return messageID + "-reasoning" }
-
-// messageID names a message the engine left unnamed, so that "" keeps
-// meaning "no message open" in the encoder's state.
-func messageID(id string, ev event.Event) string { return cmpOr(id, ev.Run+"-message") }
 
 func (e *Encoder) call(id string) *toolCall {
 	c, ok := e.calls[id]
@@ -561,10 +558,10 @@ func (e *Encoder) toolResult(dst []byte, ev event.Event, p event.ToolResultData)
 		content = string(compact(p.Output))
 	}
 	v := toolResult{Type: ToolCallResult, Timestamp: ts(ev), scope: e.scope(),
-		MessageID: cmpOr(p.MessageID, p.ToolCallID+"-result"), ToolCallID: p.ToolCallID, Content: content, Role: "tool"}
+		MessageID: cmp.Or(p.MessageID, p.ToolCallID+"-result"), ToolCallID: p.ToolCallID, Content: content, Role: "tool"}
 	if e.seed {
-		v.seedResult = &seedResult{Stage: ev.Step, ToolName: cmpOr(p.Name, c.name), ToolCallID: p.ToolCallID,
-			ToolCallArgs: object(p.Args), Status: cmpOr(p.Status, event.ToolSuccess), Result: content, Error: p.Error}
+		v.seedResult = &seedResult{Stage: ev.Step, ToolName: cmp.Or(p.Name, c.name), ToolCallID: p.ToolCallID,
+			ToolCallArgs: object(p.Args), Status: cmp.Or(p.Status, event.ToolSuccess), Result: content, Error: p.Error}
 	}
 	return e.frame(dst, ToolCallResult, v)
 }
@@ -583,7 +580,7 @@ func (e *Encoder) custom(dst []byte, ev event.Event, name string, value json.Raw
 func (e *Encoder) runError(dst []byte, ev event.Event, message, code string) []byte {
 	dst = e.closeText(dst, ev)
 	dst = e.closeReasoning(dst, ev)
-	v := runError{Type: RunError, Timestamp: ts(ev), scope: e.scope(), Message: cmpOr(message, "The run failed."), Code: code}
+	v := runError{Type: RunError, Timestamp: ts(ev), scope: e.scope(), Message: cmp.Or(message, "The run failed."), Code: code}
 	e.live, e.errored, e.steps = false, true, nil
 	return e.frame(dst, RunError, v)
 }
@@ -693,11 +690,4 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/agentchat/agentchat/internal/dialect/agui"
 	"github.com/agentchat/agentchat/internal/dialect/dialecttest"
 	"github.com/agentchat/agentchat/internal/event"
+	"github.com/agentchat/agentchat/internal/ssetest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -329,7 +330,7 @@ func TestKeepAliveAbortAndSnapshots(t *testing.T) {
 	if string(snap) != want {
 		t.Errorf("messages snapshot\n got %s\nwant %s", snap, want)
 	}
-	for _, f := range dialecttest.ParseSSE(t, snap) {
+	for _, f := range ssetest.Parse(t, snap) {
 		dialecttest.NoNull(t, f.Data)
 		if err := checkSchema(dialecttest.Object(t, f.Data), true); err != nil {
 			t.Error(err)

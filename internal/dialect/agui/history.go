@@ -16,6 +16,7 @@ package agui
 // the light summary (seed 001 §5.2).
 
 import (
+	"cmp"
 	"encoding/json"
 	"strconv"
 	"time"
@@ -108,7 +109,7 @@ func NewHistory(threadID string, day HistoryDay, lastEventID int64, loc *time.Lo
 
 func historyMessage(m chat.Message, ix RunIndex) HistoryMessage {
 	v := HistoryMessage{ID: m.ID, MessageID: m.ID, Role: m.Role, Content: m.Content, TaskID: m.RunID,
-		CreatedAt: dialect.Millis(m.CreatedAt), RunID: cmpOr(ix.Runs[m.RunID], m.RunID)}
+		CreatedAt: dialect.Millis(m.CreatedAt), RunID: cmp.Or(ix.Runs[m.RunID], m.RunID)}
 	if id, ok := ix.Messages[m.ID]; ok {
 		v.RunID = id
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/agentchat/agentchat/internal/dialect/agui"
 	"github.com/agentchat/agentchat/internal/dialect/dialecttest"
 	"github.com/agentchat/agentchat/internal/event"
+	"github.com/agentchat/agentchat/internal/ssetest"
 )
 
 // A run that calls a frontend tool ends in success naming the call the
@@ -123,7 +124,7 @@ func TestPrimedContinuation(t *testing.T) {
 		}
 		if k > 0 {
 			last := script[k-1].Seq
-			for _, f := range dialecttest.ParseSSE(t, after) {
+			for _, f := range ssetest.Parse(t, after) {
 				if n, _ := dialect.ParseSeqID(f.ID); n <= last {
 					t.Fatalf("split at %d: frame id %s not after %d", k, f.ID, last)
 				}

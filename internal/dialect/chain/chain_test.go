@@ -13,6 +13,7 @@ import (
 	"github.com/agentchat/agentchat/internal/dialect/chain"
 	"github.com/agentchat/agentchat/internal/dialect/dialecttest"
 	"github.com/agentchat/agentchat/internal/event"
+	"github.com/agentchat/agentchat/internal/ssetest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -22,7 +23,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 func verify(t *testing.T, stream []byte) []map[string]any {
 	t.Helper()
 	var out []map[string]any
-	for i, f := range dialecttest.ParseSSE(t, stream) {
+	for i, f := range ssetest.Parse(t, stream) {
 		dialecttest.NoNull(t, f.Data)
 		env := dialecttest.Object(t, f.Data)
 		if len(env) != 6 || env["evt"] != f.Event || env["schema"] != "v1" || env["trace_id"] == "" {
@@ -202,7 +203,7 @@ func TestKeepAliveAndAbort(t *testing.T) {
 		t.Errorf("keep-alive %q", got)
 	}
 	enc.Encode(nil, event.Event{Run: "r", Seq: 1, Payload: event.StepStartedData{Name: "planner"}})
-	frames := dialecttest.ParseSSE(t, enc.Abort(nil, event.ErrorInfo{Code: "slow_client", Message: "Reconnect."}))
+	frames := ssetest.Parse(t, enc.Abort(nil, event.ErrorInfo{Code: "slow_client", Message: "Reconnect."}))
 	if len(frames) != 1 || frames[0].HasID || frames[0].Event != "error" || !strings.Contains(frames[0].Data, `"trace_id":"r"`) {
 		t.Errorf("abort %+v", frames)
 	}

@@ -38,6 +38,7 @@ package conversation
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"time"
 
@@ -169,7 +170,7 @@ func (e *Encoder) Encode(dst []byte, ev event.Event) []byte {
 			result, _ = json.Marshal(p.Content)
 		}
 		return frame(dst, id, toolResult{h(ToolResult), ev.Iteration, p.ToolCallID, p.Name,
-			cmpOr(p.Status, event.ToolSuccess), result, p.Content, p.Error, p.Denied})
+			cmp.Or(p.Status, event.ToolSuccess), result, p.Content, p.Error, p.Denied})
 	case event.RetrievalData:
 		if len(p.Hits) == 0 {
 			return dst
@@ -225,11 +226,4 @@ func frame(dst []byte, id string, v named) []byte {
 func validJSON(raw []byte) bool {
 	raw = bytes.TrimSpace(raw)
 	return len(raw) > 0 && string(raw) != "null" && json.Valid(raw)
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

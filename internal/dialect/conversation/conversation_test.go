@@ -10,6 +10,7 @@ import (
 	"github.com/agentchat/agentchat/internal/dialect/conversation"
 	"github.com/agentchat/agentchat/internal/dialect/dialecttest"
 	"github.com/agentchat/agentchat/internal/event"
+	"github.com/agentchat/agentchat/internal/ssetest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -21,7 +22,7 @@ var names = []string{"iteration_start", "text", "tool_call", "tool_result", "ret
 func verify(t *testing.T, stream []byte) []map[string]any {
 	t.Helper()
 	var out []map[string]any
-	for i, f := range dialecttest.ParseSSE(t, stream) {
+	for i, f := range ssetest.Parse(t, stream) {
 		dialecttest.NoNull(t, f.Data)
 		m := dialecttest.Object(t, f.Data)
 		if !slices.Contains(names, f.Event) || m["type"] != f.Event || f.ID == "" {

@@ -1,6 +1,6 @@
 // Package dialecttest holds what the wire-format tests share: the canonical
-// event scripts, golden-file comparison, a small SSE frame parser and JSON
-// checks. Only tests import it.
+// event scripts, golden-file comparison and JSON checks (frames are parsed
+// with ssetest.Parse). Only tests import it.
 //
 // The golden files of every dialect live together in internal/dialect/testdata,
 // named <script>.<dialect>.golden, so one script's encodings sit side by side.
@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/event"
+	"github.com/agentchat/agentchat/internal/ssetest"
 )
 
 // Dir is the absolute path of internal/dialect/testdata.
@@ -71,48 +72,6 @@ func firstDiff(want, got string) string {
 	return "(no line differs)"
 }
 
-// Frame is one parsed SSE frame. A comment-only frame has Comment set.
-type Frame struct {
-	ID      string
-	Event   string
-	Data    string // data lines joined with "\n", as a client sees them
-	Comment string
-	HasID   bool
-}
-
-// ParseSSE splits a stream into frames the way an EventSource does, keeping
-// comments so keep-alives can be checked.
-func ParseSSE(t testing.TB, b []byte) []Frame {
-	t.Helper()
-	var out []Frame
-	for _, block := range strings.Split(string(b), "\n\n") {
-		if block == "" {
-			continue
-		}
-		var f Frame
-		var data []string
-		for _, line := range strings.Split(block, "\n") {
-			name, value, _ := strings.Cut(line, ":")
-			value = strings.TrimPrefix(value, " ")
-			switch name {
-			case "":
-				f.Comment = value
-			case "id":
-				f.ID, f.HasID = value, true
-			case "event":
-				f.Event = value
-			case "data":
-				data = append(data, value)
-			default:
-				t.Fatalf("unexpected SSE line %q", line)
-			}
-		}
-		f.Data = strings.Join(data, "\n")
-		out = append(out, f)
-	}
-	return out
-}
-
 // Object decodes a frame's data as a JSON object, failing the test otherwise.
 func Object(t testing.TB, data string) map[string]any {
 	t.Helper()
@@ -164,7 +123,7 @@ func findNull(v any, path string) (string, bool) {
 func CheckZeroPayloads(t *testing.T, encs ...dialect.Encoder) {
 	t.Helper()
 	for _, enc := range encs {
-		for _, f := range ParseSSE(t, Encode(enc, ZeroEvents())) {
+		for _, f := range ssetest.Parse(t, Encode(enc, ZeroEvents())) {
 			if f.Data != "[DONE]" {
 				Object(t, f.Data)
 			}

@@ -7,6 +7,7 @@ import (
 	"github.com/agentchat/agentchat/internal/dialect/dialecttest"
 	"github.com/agentchat/agentchat/internal/dialect/native"
 	"github.com/agentchat/agentchat/internal/event"
+	"github.com/agentchat/agentchat/internal/ssetest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -18,7 +19,7 @@ func TestGolden(t *testing.T) {
 			t.Parallel()
 			got := dialecttest.Encode(native.NewEncoder(), dialecttest.Script(name))
 			dialecttest.Golden(t, name+".native.golden", got, *update)
-			for _, f := range dialecttest.ParseSSE(t, got) {
+			for _, f := range ssetest.Parse(t, got) {
 				m := dialecttest.Object(t, f.Data)
 				if m["event"] != f.Event || f.ID == "" || m["id"] != f.ID {
 					t.Errorf("frame %q/%q carries event %v id %v", f.Event, f.ID, m["event"], m["id"])

@@ -62,6 +62,7 @@ package vercel
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -142,7 +143,7 @@ func (e *Encoder) Encode(dst []byte, ev event.Event) []byte {
 		if p.Delta == "" {
 			return dst
 		}
-		p.MessageID = messageID(p.MessageID, ev)
+		p.MessageID = dialect.MessageID(p.MessageID, ev)
 		dst = e.start(dst, ev)
 		dst = e.closeReasoning(dst)
 		if e.text != p.MessageID {
@@ -156,7 +157,7 @@ func (e *Encoder) Encode(dst []byte, ev event.Event) []byte {
 		if p.Delta == "" {
 			return dst
 		}
-		p.MessageID = messageID(p.MessageID, ev)
+		p.MessageID = dialect.MessageID(p.MessageID, ev)
 		dst = e.start(dst, ev)
 		dst = e.closeText(dst)
 		if e.reasoning != p.MessageID {
@@ -166,7 +167,7 @@ func (e *Encoder) Encode(dst []byte, ev event.Event) []byte {
 		}
 		return e.chunk(dst, part{"reasoning-delta", p.MessageID, p.Delta})
 	case event.MessageCompletedData:
-		p.MessageID = messageID(p.MessageID, ev)
+		p.MessageID = dialect.MessageID(p.MessageID, ev)
 		dst = e.start(dst, ev)
 		dst = e.closeReasoning(dst)
 		if e.text == p.MessageID {
@@ -205,9 +206,9 @@ func (e *Encoder) Encode(dst []byte, ev event.Event) []byte {
 		for i, h := range p.Hits {
 			// The chunk id names the source when there is one, so a client can
 			// match a source part to its hit in data-retrieval.
-			id := cmpOr(h.ChunkID, fmt.Sprintf("%s-%d-%d", ev.Run, ev.Seq, i+1))
+			id := cmp.Or(h.ChunkID, fmt.Sprintf("%s-%d-%d", ev.Run, ev.Seq, i+1))
 			dst = e.chunk(dst, sourceDocument{Type: "source-document", SourceID: id,
-				MediaType: "text/plain", Title: cmpOr(h.Source, "retrieved")})
+				MediaType: "text/plain", Title: cmp.Or(h.Source, "retrieved")})
 		}
 		return dst
 	case event.ContextPatchData:
@@ -232,7 +233,7 @@ func (e *Encoder) Encode(dst []byte, ev event.Event) []byte {
 		return e.data(dst, "data-check", "", p.Summary)
 	case event.ErrorData:
 		dst = e.start(dst, ev)
-		return e.chunk(dst, errorChunk{"error", cmpOr(p.Message, "The run failed.")})
+		return e.chunk(dst, errorChunk{"error", cmp.Or(p.Message, "The run failed.")})
 	case event.RunFinishedData:
 		dst = e.start(dst, ev)
 		reason := FinishStop
@@ -259,7 +260,7 @@ func (e *Encoder) KeepAlive(dst []byte, _ time.Time) []byte {
 // reconnect; the run goes on.
 func (e *Encoder) Abort(dst []byte, info event.ErrorInfo) []byte {
 	e.id = ""
-	return e.chunk(dst, errorChunk{"error", cmpOr(info.Message, "The stream ended early.")})
+	return e.chunk(dst, errorChunk{"error", cmp.Or(info.Message, "The stream ended early.")})
 }
 
 // start opens the message when needed: on the run's first event, and on its
@@ -278,7 +279,7 @@ func (e *Encoder) start(dst []byte, ev event.Event) []byte {
 		e.streamed, e.inputs, e.available = map[string]bool{}, map[string]bool{}, map[string]bool{}
 	}
 	e.started, e.paused = true, false
-	return e.chunk(dst, startChunk{"start", cmpOr(e.opts.MessageID, ev.Run)})
+	return e.chunk(dst, startChunk{"start", cmp.Or(e.opts.MessageID, ev.Run)})
 }
 
 func (e *Encoder) finishStep(dst []byte) []byte {
@@ -376,7 +377,7 @@ func (e *Encoder) toolResult(dst []byte, ev event.Event, p event.ToolResultData)
 	case p.Denied && !e.opts.AISDK5:
 		return e.chunk(dst, toolOutput{Type: "tool-output-denied", ToolCallID: p.ToolCallID})
 	case p.Denied || p.Status == event.ToolFailure:
-		text := cmpOr(p.Error, cmpOr(p.Content, "The tool failed."))
+		text := cmp.Or(p.Error, p.Content, "The tool failed.")
 		return e.chunk(dst, toolOutput{Type: "tool-output-error", ToolCallID: p.ToolCallID, ErrorText: text})
 	}
 	out := p.Output
@@ -500,20 +501,9 @@ func value(raw json.RawMessage, fallback string) json.RawMessage {
 	return raw
 }
 
-// messageID names a message the engine left unnamed, so that "" keeps
-// meaning "no part open" in the encoder's state.
-func messageID(id string, ev event.Event) string { return cmpOr(id, ev.Run+"-message") }
-
 func isNull(raw []byte) bool { return string(bytes.TrimSpace(raw)) == "null" }
 
 func validJSON(raw []byte) bool {
 	raw = bytes.TrimSpace(raw)
 	return len(raw) > 0 && json.Valid(raw)
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

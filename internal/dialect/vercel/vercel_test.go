@@ -12,6 +12,7 @@ import (
 	"github.com/agentchat/agentchat/internal/dialect/dialecttest"
 	"github.com/agentchat/agentchat/internal/dialect/vercel"
 	"github.com/agentchat/agentchat/internal/event"
+	"github.com/agentchat/agentchat/internal/ssetest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -115,10 +116,10 @@ func (c *client) check(ch map[string]any) error {
 func verify(t *testing.T, stream []byte, sdk5 bool) []map[string]any {
 	t.Helper()
 	c := &client{map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}}
-	frames := dialecttest.ParseSSE(t, stream)
+	frames := ssetest.Parse(t, stream)
 	var chunks []map[string]any
 	for i, f := range frames {
-		if f.Event != "" {
+		if f.HasEvent {
 			t.Fatalf("frame %d has an event field %q", i, f.Event)
 		}
 		if f.Data == "[DONE]" {

@@ -1,175 +1,54 @@
-// Package llmtest provides fake model providers for tests and benchmarks:
-// HTTP upstreams that speak the real streaming wire formats of the OpenAI
-// Chat Completions API (chat.completion.chunk events ending in data: [DONE])
-// and of the Anthropic Messages API (message_start … message_stop), so that
-// the adapters are tested through the real SDKs, byte for byte as in
-// production.
-//
-// Both fakes play the same script, a Reply: reasoning, text and tool-call
-// deltas, usage and a finish reason, or a failure (an error status, a
-// connection cut mid-stream, a malformed event, a hang, a stream without its
-// end marker, an error event). Each request is recorded (headers and decoded
-// body) so that tests can assert on what the adapter sent, and each records
-// whether the client went away before the answer was finished.
-//
-// A Fake is an http.Handler and needs no testing.T, so a load benchmark can
-// serve it on its own listener with a per-request token count and pace (see
-// Options.Tokens and Options.Delay). A Fake is safe for concurrent requests.
 package llmtest
 
 import (
-	"bytes"
-	"encoding/json"
-	"io"
-	"net/http"
 	"net/http/httptest"
-	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/agentchat/agentchat/internal/llm"
+	"github.com/agentchat/agentchat/internal/llm/fakeupstream"
 )
 
-// Failure is how a scripted reply goes wrong.
-type Failure int
+// Names from fakeupstream, so tests script a fake with one import.
+type (
+	Failure    = fakeupstream.Failure
+	ToolCall   = fakeupstream.ToolCall
+	Reply      = fakeupstream.Reply
+	Options    = fakeupstream.Options
+	Request    = fakeupstream.Request
+	Embeddings = fakeupstream.Embeddings
+)
 
-// Failures a Reply can script. Except FailStatus and FailHang, each happens
-// after Reply.FailAfter events of the stream, and never reaches the stream's
-// end marker.
+// Failures a Reply can script; see fakeupstream.
 const (
-	FailNone       Failure = iota
-	FailStatus             // answer Reply.Status with the provider's error body, no stream
-	FailHang               // send nothing, not even headers, until the client goes away
-	FailStall              // stream FailAfter events, then send nothing more until the client goes away
-	FailCut                // stream FailAfter events, then close the TCP connection mid-body
-	FailMalformed          // stream FailAfter events, then one event whose data is not JSON
-	FailNoEnd              // stream FailAfter events, then end the body cleanly without the end marker
-	FailErrorEvent         // stream FailAfter events, then the provider's in-stream error event
+	FailNone       = fakeupstream.FailNone
+	FailStatus     = fakeupstream.FailStatus
+	FailHang       = fakeupstream.FailHang
+	FailStall      = fakeupstream.FailStall
+	FailCut        = fakeupstream.FailCut
+	FailMalformed  = fakeupstream.FailMalformed
+	FailNoEnd      = fakeupstream.FailNoEnd
+	FailErrorEvent = fakeupstream.FailErrorEvent
 )
-
-// ToolCall is a tool call a Reply streams: the first event names it, then
-// each argument fragment is its own event, as real providers split them.
-type ToolCall struct {
-	ID   string
-	Name string
-	Args []string // fragments of the JSON arguments, in order
-}
-
-// Reply scripts one answer.
-type Reply struct {
-	Reasoning []string   // reasoning deltas, streamed first
-	Text      []string   // text deltas, streamed after the reasoning
-	ToolCalls []ToolCall // streamed after the text
-	// FinishReason in llm terms ("stop", "tool_calls", "length"); the Anthropic
-	// fake translates it. Default "tool_calls" when ToolCalls is set, else "stop".
-	FinishReason string
-	// Usage reported at the end. Default: 10 input tokens, one output token
-	// per delta. The OpenAI fake sends it only when the request asked for it
-	// (stream_options.include_usage), as OpenAI does.
-	Usage *llm.Usage
-
-	Fail      Failure
-	FailAfter int // events streamed before the failure
-	// Status, ErrorType, ErrorCode and ErrorMessage make the error body of
-	// FailStatus (and the error of FailErrorEvent). Defaults depend on Status;
-	// a 401's default message quotes the API key the request carried, as some
-	// providers do, so tests can prove the adapters never repeat it.
-	Status       int
-	ErrorType    string
-	ErrorCode    string
-	ErrorMessage string
-	// RawErrorBody, when set, is the FailStatus body verbatim, such as the
-	// HTML page a proxy answers with.
-	RawErrorBody string
-	// Header is added to the response (e.g. Retry-After with a 429).
-	Header http.Header
-}
 
 // TextReply is a reply streaming s word by word.
-func TextReply(s string) Reply { return Reply{Text: Words(s)} }
+func TextReply(s string) Reply { return fakeupstream.TextReply(s) }
 
-// Words splits s into tokens the way models stream them: each word with
-// its leading spaces. Joining the tokens gives s back.
-func Words(s string) []string { return llm.SplitTokens(s) }
+// Words splits s into tokens the way models stream them; see fakeupstream.Words.
+func Words(s string) []string { return fakeupstream.Words(s) }
 
-// Options configure a Fake.
-type Options struct {
-	// Replies answer the requests in order; the last one answers every request after it.
-	Replies []Reply
-	// Reply, when set, chooses each answer from the request instead.
-	Reply func(Request) Reply
-	// Tokens is the length of the default answer (when neither Replies nor
-	// Reply is set): a request's max_tokens when it has one, else Tokens,
-	// default 20. A benchmark sets the answer length T per request this way.
-	Tokens int
-	// Delay paces every stream: the pause before each event after the first.
-	Delay time.Duration
-	// DiscardRequests stops the recording of requests, for long benchmarks.
-	DiscardRequests bool
-	// OnRequest, when set, is called with each request as it arrives, before
-	// it is answered: a test can wait for it instead of sleeping.
-	OnRequest func(Request)
-}
-
-// Request is one request a Fake received.
-type Request struct {
-	Method string
-	Path   string
-	Header http.Header
-	Raw    []byte         // the body as sent
-	Body   map[string]any // the body decoded; nil if it was not a JSON object
-	// Gone is closed when the Fake saw the client go away (the request's
-	// context ended) before the answer was complete: proof that cancelling
-	// the caller's context stops the upstream request.
-	Gone <-chan struct{}
-}
-
-// APIKey is the key the request carried: the bearer token, or x-api-key.
-func (r Request) APIKey() string {
-	if k := r.Header.Get("X-Api-Key"); k != "" {
-		return k
-	}
-	return strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-}
-
-// Fake is a fake provider upstream. It is an http.Handler.
-type Fake struct {
-	opts Options
-	wire wire
-
-	mu   sync.Mutex
-	reqs []Request
-	n    int
-
-	stop     chan struct{}
-	stopOnce sync.Once
-}
-
-// wire is one provider's wire format.
-type wire interface {
-	accepts(r *http.Request) bool
-	errorBody(rep Reply, key string) (status int, body []byte)
-	// frames are the SSE frames of rep: the content frames, then the end
-	// frames (finish, usage, end marker) that a failure never reaches.
-	frames(rep Reply, req Request) (content, end [][]byte)
-	malformed() []byte
-	errorEvent(rep Reply) []byte
-}
+// Tokens returns n text tokens of filler prose.
+func Tokens(n int) []string { return fakeupstream.Tokens(n) }
 
 // OpenAIHandler returns a fake OpenAI-compatible upstream serving POST …/chat/completions.
-func OpenAIHandler(opts Options) *Fake { return newFake(opts, openaiWire{}) }
+func OpenAIHandler(opts Options) *fakeupstream.Handler { return fakeupstream.OpenAIHandler(opts) }
 
 // AnthropicHandler returns a fake Anthropic upstream serving POST …/v1/messages.
-func AnthropicHandler(opts Options) *Fake { return newFake(opts, anthropicWire{}) }
-
-func newFake(opts Options, w wire) *Fake {
-	return &Fake{opts: opts, wire: w, stop: make(chan struct{})}
+func AnthropicHandler(opts Options) *fakeupstream.Handler {
+	return fakeupstream.AnthropicHandler(opts)
 }
 
-// Server is a Fake served by httptest on a local port.
+// Server is a fake upstream served by httptest on a local port.
 type Server struct {
-	*Fake
+	*fakeupstream.Handler
 	// URL is the server's base URL, e.g. http://127.0.0.1:41234.
 	URL string
 }
@@ -177,251 +56,21 @@ type Server struct {
 // NewOpenAIServer starts a fake OpenAI-compatible upstream, closed when the test ends.
 // Point the adapter's BaseURL at URL+"/v1".
 func NewOpenAIServer(t testing.TB, opts Options) *Server {
-	return serve(t, OpenAIHandler(opts))
+	return serve(t, fakeupstream.OpenAIHandler(opts))
 }
 
 // NewAnthropicServer starts a fake Anthropic upstream, closed when the test ends.
 // Point the adapter's BaseURL at URL.
 func NewAnthropicServer(t testing.TB, opts Options) *Server {
-	return serve(t, AnthropicHandler(opts))
+	return serve(t, fakeupstream.AnthropicHandler(opts))
 }
 
-func serve(t testing.TB, f *Fake) *Server {
+func serve(t testing.TB, h *fakeupstream.Handler) *Server {
 	t.Helper()
-	srv := httptest.NewServer(f)
+	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
-		f.Close() // release hanging handlers first: httptest waits for them
+		h.Close() // release hanging handlers first: httptest waits for them
 		srv.Close()
 	})
-	return &Server{Fake: f, URL: srv.URL}
-}
-
-// Close releases every handler still hanging or stalled. The Fake answers
-// no more requests after it.
-func (f *Fake) Close() { f.stopOnce.Do(func() { close(f.stop) }) }
-
-// Requests returns the requests received so far, in arrival order.
-func (f *Fake) Requests() []Request {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]Request(nil), f.reqs...)
-}
-
-// Count is the number of requests received so far, recorded or not.
-func (f *Fake) Count() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.n
-}
-
-// ServeHTTP records the request and plays its Reply in the Fake's wire format.
-func (f *Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || !f.wire.accepts(r) {
-		http.Error(w, `{"error":{"message":"not found","type":"invalid_request_error"}}`, http.StatusNotFound)
-		return
-	}
-	raw, err := io.ReadAll(r.Body)
-	if err != nil {
-		return
-	}
-	gone := make(chan struct{})
-	req := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Raw: raw, Gone: gone}
-	if json.Unmarshal(raw, &req.Body) != nil {
-		req.Body = nil
-	}
-	f.mu.Lock()
-	n := f.n
-	f.n++
-	if !f.opts.DiscardRequests {
-		f.reqs = append(f.reqs, req)
-	}
-	f.mu.Unlock()
-	if f.opts.OnRequest != nil {
-		f.opts.OnRequest(req)
-	}
-
-	rep := f.reply(n, req)
-	p := player{w: w, r: r, gone: gone, stop: f.stop, delay: f.opts.Delay}
-	for k, vs := range rep.Header {
-		for _, v := range vs {
-			w.Header().Add(k, v)
-		}
-	}
-	switch rep.Fail {
-	case FailStatus:
-		status, body := f.wire.errorBody(rep, req.APIKey())
-		w.Header().Set("Content-Type", "application/json")
-		if rep.RawErrorBody != "" {
-			body = []byte(rep.RawErrorBody)
-			w.Header().Set("Content-Type", "text/html")
-		}
-		w.WriteHeader(status)
-		w.Write(body)
-		return
-	case FailHang:
-		p.wait(nil)
-		return
-	}
-
-	content, end := f.wire.frames(rep, req)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	http.NewResponseController(w).Flush()
-
-	if rep.Fail == FailNone {
-		p.play(append(content, end...))
-		return
-	}
-	if !p.play(content[:min(max(rep.FailAfter, 0), len(content))]) {
-		return
-	}
-	switch rep.Fail {
-	case FailStall:
-		p.wait(nil)
-	case FailCut:
-		rc := http.NewResponseController(w)
-		rc.Flush()
-		// Hijack takes the connection from the server mid-body; closing it
-		// leaves the chunked body without its terminating chunk, exactly
-		// what a client sees when a proxy or provider drops the stream.
-		if conn, _, err := rc.Hijack(); err == nil {
-			conn.Close()
-		}
-	case FailMalformed:
-		p.play([][]byte{f.wire.malformed()})
-	case FailErrorEvent:
-		p.play([][]byte{f.wire.errorEvent(rep)})
-	case FailNoEnd:
-		// Return: the server ends the body cleanly, with no end marker.
-	}
-}
-
-func (f *Fake) reply(n int, req Request) Reply {
-	switch {
-	case f.opts.Reply != nil:
-		return f.opts.Reply(req)
-	case len(f.opts.Replies) > 0:
-		return f.opts.Replies[min(n, len(f.opts.Replies)-1)]
-	}
-	t := f.opts.Tokens
-	if mt, ok := req.Body["max_tokens"].(float64); ok && mt > 0 {
-		t = int(mt)
-	}
-	if t <= 0 {
-		t = 20
-	}
-	return Reply{Text: Tokens(t)}
-}
-
-// Tokens returns n text tokens of filler prose.
-func Tokens(n int) []string {
-	words := Words("The quick brown fox jumps over the lazy dog and keeps running far away.")
-	out := make([]string, n)
-	for i := range out {
-		w := words[i%len(words)]
-		if i == 0 {
-			w = strings.TrimLeft(w, " ")
-		} else if !strings.HasPrefix(w, " ") {
-			w = " " + w
-		}
-		out[i] = w
-	}
-	return out
-}
-
-// player writes SSE frames one by one, flushed and paced.
-type player struct {
-	w     http.ResponseWriter
-	r     *http.Request
-	gone  chan struct{}
-	stop  chan struct{}
-	delay time.Duration
-}
-
-// play writes frames, pausing delay before each after the first. It
-// reports false when the client went away or the Fake was closed.
-func (p *player) play(frames [][]byte) bool {
-	rc := http.NewResponseController(p.w)
-	for i, fr := range frames {
-		if i > 0 && p.delay > 0 {
-			t := time.NewTimer(p.delay)
-			if !p.wait(t.C) {
-				t.Stop()
-				return false
-			}
-		}
-		if _, err := p.w.Write(fr); err != nil {
-			p.markGone()
-			return false
-		}
-		if err := rc.Flush(); err != nil {
-			p.markGone()
-			return false
-		}
-	}
-	return true
-}
-
-// wait blocks until c fires (true), or the client goes away or the Fake
-// is closed (false). A nil c waits only for the latter two.
-func (p *player) wait(c <-chan time.Time) bool {
-	select {
-	case <-c:
-		return true
-	case <-p.r.Context().Done():
-		p.markGone()
-		return false
-	case <-p.stop:
-		return false
-	}
-}
-
-func (p *player) markGone() {
-	select {
-	case <-p.gone:
-	default:
-		close(p.gone)
-	}
-}
-
-// sse frames one event.
-func sse(event string, data []byte) []byte {
-	var b bytes.Buffer
-	if event != "" {
-		b.WriteString("event: " + event + "\n")
-	}
-	b.WriteString("data: ")
-	b.Write(data)
-	b.WriteString("\n\n")
-	return b.Bytes()
-}
-
-func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
-
-func usageOf(rep Reply) llm.Usage {
-	if rep.Usage != nil {
-		return *rep.Usage
-	}
-	out := len(rep.Reasoning) + len(rep.Text)
-	for _, c := range rep.ToolCalls {
-		out += 1 + len(c.Args)
-	}
-	return llm.Usage{InputTokens: 10, OutputTokens: out, ReasoningTokens: len(rep.Reasoning)}
-}
-
-func finishOf(rep Reply) string {
-	switch {
-	case rep.FinishReason != "":
-		return rep.FinishReason
-	case len(rep.ToolCalls) > 0:
-		return "tool_calls"
-	}
-	return "stop"
+	return &Server{Handler: h, URL: srv.URL}
 }

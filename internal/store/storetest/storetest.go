@@ -1,5 +1,3 @@
-// Package storetest is the contract every store.Store backend must pass.
-// A behaviour change lands here, not in one backend's tests.
 package storetest
 
 import (

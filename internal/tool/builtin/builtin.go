@@ -1,17 +1,3 @@
-// Package builtin holds the tools agentchat ships with: get_current_time,
-// calculator, http_get, send_feishu_message, send_webhook and make_chart.
-//
-// Read-only tools (time, calculator, http_get) declare ConfirmNever; tools
-// that send something on the operator's behalf declare ConfirmAlways. Every
-// tool is safe for concurrent calls and keeps no state between calls.
-//
-// Security invariants:
-//   - http_get fetches URLs chosen by the model, so it refuses private,
-//     loopback, link-local and similar addresses, checked on the IP actually
-//     dialled (after DNS, on every redirect); only Config.HTTPGet.Allow
-//     makes exceptions.
-//   - The webhook URLs are operator configuration, trusted and not guarded;
-//     the model chooses only the text sent to them.
 package builtin
 
 import (

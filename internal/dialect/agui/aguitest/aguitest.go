@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/agentchat/agentchat/internal/dialect/dialecttest"
+	"github.com/agentchat/agentchat/internal/ssetest"
 )
 
 // fieldSet is what @ag-ui/core 1.0's schema allows on one event type, and
@@ -301,7 +302,7 @@ func (e Event) Str(k string) string { s, _ := e.Data[k].(string); return s }
 func Decode(t testing.TB, stream []byte, strict, needID bool) []Event {
 	t.Helper()
 	var evs []Event
-	for i, f := range dialecttest.ParseSSE(t, stream) {
+	for i, f := range ssetest.Parse(t, stream) {
 		if f.Comment != "" || (f.Event == "" && f.Data == "") {
 			continue
 		}

@@ -1,0 +1,83 @@
+// Package redisbus is the scale-out bus.Bus: Redis Streams for events and
+// Redis Pub/Sub for control messages, through go-redis v9, so that a client
+// attached to any replica follows a run executing on any other.
+//
+// # Keys
+//
+// With Options.Prefix p (default "agentchat"):
+//
+//	p:{<tenant>}:thread:<thread>   a stream per thread, one entry per event
+//	p:control                      the Pub/Sub channel of bus.Control messages
+//
+// The tenant is a Redis Cluster hash tag, so a tenant's streams share a slot
+// (this package itself talks to a single Redis node). The characters % : { }
+// in a tenant are percent-escaped so that no two (tenant, thread) pairs share
+// a key; the thread, last in the key, needs no escaping.
+//
+// A stream entry's id is "<seq>-0" and its fields are "seq" (decimal) and "ev"
+// (the event as event.Event.MarshalJSON encodes it). Seq increases per thread
+// across runs, so these ids increase as Redis requires, and a Last-Event-ID is
+// directly a stream position on every replica. Publishing an event whose seq
+// is not above the stream's last id (a retry, or a re-publish after a
+// takeover) is accepted as a no-op rather than an error, which also makes
+// go-redis's network retries of XADD safe. Each publish is one pipelined round
+// trip: XADD with MAXLEN ~ Options.MaxLen, and EXPIRE Options.TTL.
+//
+// Publishing is group-committed: every Publish waits for its own XADD, but
+// one writer sends whatever publishes accumulated while its previous
+// pipeline was in flight as one pipeline, so a thousand streams publishing
+// at once cost a few round trips and syscalls, not a thousand. A stream's
+// EXPIRE is refreshed at most once a minute rather than with every event.
+//
+// # Subscriptions
+//
+// Events published by this process reach its own subscriptions directly, as
+// on the in-process bus; the reader drops them again by seq.
+//
+// Subscriptions of one process are multiplexed: all subscriptions to a thread
+// share one position in its stream, and readers, each holding one connection,
+// follow up to 128 streams with a single blocking XREAD. A thousand
+// subscriptions cost a thousand queues but only a handful of connections. A
+// reader is woken with CLIENT UNBLOCK when a stream is added to it.
+//
+// Subscribe(after) first delivers the events the stream retains with seq >
+// after, at most half a queue of them (older ones come from the store), then
+// every event published later, in seq order. On a Redis error a reader keeps
+// its positions and retries with bounded backoff, so a reconnect loses nothing
+// the stream still holds. If entries are gone (trimmed by MaxLen, expired, or
+// Redis restarted empty), delivery simply continues with what is there: the
+// bus is not the record, and the caller fills gaps from the store's log, as
+// the bus package says.
+//
+// Control messages are Pub/Sub: delivered to every replica connected at the
+// time, and lost for one that is reconnecting. They are a fast path; the state
+// they announce (a cancelled run, a decided confirmation) is in the store.
+//
+// # Invariants
+//
+//   - Order: each subscription receives events in strictly increasing seq,
+//     each at most once (whether it came from a local publish, the catch-up
+//     read or the reader); it may see gaps, never a repeat or a step back.
+//     The stream holds a thread's events in seq order because its publishes
+//     do not overlap (the caller's duty) and the one publisher goroutine
+//     sends them in arrival order.
+//   - Concurrency: a Bus is safe for concurrent use. b.mu guards the topics,
+//     their subscriptions and the readers' topic sets; pubMu guards the
+//     publish queue; the publisher goroutine alone touches expireSeen. No
+//     Redis call is made with b.mu held. b.mu is taken before a Queue's own
+//     lock, never after: a Push happens under b.mu and never blocks, and a
+//     Queue's Stop (whose onStop takes b.mu) is never called under it.
+//   - Ownership: the bus owns its connections: one shared client, one client
+//     per reader (whose blocking XREAD holds its only connection), and one
+//     Pub/Sub connection per Controls call. The consumer owns a Queue and
+//     stops it (or lets its ctx end) to unsubscribe; the bus owns and closes
+//     every Controls channel.
+//   - Close ends every subscription with bus.ErrClosed, closes every Controls
+//     channel, and returns once all the bus's goroutines (publisher,
+//     readers, unblockers, control streams) have ended; publishes waiting
+//     then get bus.ErrClosed.
+//   - Security: the Redis URL may carry a password; no error quotes it.
+//
+// Files: publish.go (the batched publisher), subscribe.go and reader.go (the
+// multiplexed reader), control.go (the control channel).
+package redisbus

@@ -1,0 +1,183 @@
+package redisbus
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/agentchat/agentchat/internal/bus"
+	"github.com/agentchat/agentchat/internal/event"
+)
+
+// Publish appends ev to its thread's stream, and returns once Redis has it
+// (or refused it). Publishes of one thread must not overlap; they are sent
+// in the order they arrive.
+func (b *Bus) Publish(ctx context.Context, ev event.Event) error {
+	if b.isClosed() {
+		return bus.ErrClosed
+	}
+	if ev.Seq <= 0 {
+		return fmt.Errorf("redisbus: publish %s: seq %d is not positive", ev.Type, ev.Seq)
+	}
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("redisbus: publish %s: %w", ev.Type, err)
+	}
+	req := &publishReq{key: StreamKey(b.opts.Prefix, ev.Tenant, ev.Thread), seq: ev.Seq, data: data, done: make(chan error, 1)}
+	b.deliverLocal(req.key, ev)
+	b.pubMu.Lock()
+	b.pubQueue = append(b.pubQueue, req)
+	b.pubMu.Unlock()
+	signal(b.pubWake)
+	select {
+	case err := <-req.done:
+		if err != nil {
+			return fmt.Errorf("redisbus: publish seq %d to %s: %w", ev.Seq, req.key, err)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err() // it may still be sent
+	case <-b.ctx.Done():
+		return bus.ErrClosed
+	}
+}
+
+// deliverLocal hands ev to this process's subscriptions of its thread at
+// once, without the round trip through Redis: a client watching a run on the
+// replica executing it sees each event as soon as it is published. The
+// reader then finds the same event in the stream and drops it (seq not above
+// the subscription's last), so each subscription still gets every event
+// once, in order; one that joined between two local publishes may see a
+// later event first, and the caller fills the gap from the store, as for any
+// gap.
+func (b *Bus) deliverLocal(key string, ev event.Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t := b.topics[key]
+	if t == nil {
+		return
+	}
+	for s := range t.subs {
+		if ev.Seq <= s.last {
+			continue
+		}
+		if !s.q.Push(ev) {
+			b.detach(key, s) // overflowed or ended: Push does not run onStop
+			continue
+		}
+		s.last = ev.Seq
+	}
+}
+
+// publishReq is one Publish waiting for the publisher.
+type publishReq struct {
+	key  string
+	seq  int64
+	data []byte
+	done chan error
+}
+
+// maxPipeline bounds the commands of one publishing round trip.
+const maxPipeline = 1000
+
+// expireEvery is how often a published stream's EXPIRE is refreshed.
+const expireEvery = time.Minute
+
+// publisher sends queued publishes, as one pipeline per round trip.
+func (b *Bus) publisher() {
+	defer b.wg.Done()
+	for {
+		select {
+		case <-b.pubWake:
+		case <-b.ctx.Done():
+			b.failQueued(bus.ErrClosed)
+			return
+		}
+		for {
+			b.pubMu.Lock()
+			batch := b.pubQueue
+			if len(batch) > maxPipeline {
+				batch = batch[:maxPipeline]
+			}
+			b.pubQueue = b.pubQueue[len(batch):]
+			if len(b.pubQueue) == 0 {
+				b.pubQueue = nil
+			}
+			b.pubMu.Unlock()
+			if len(batch) == 0 {
+				break
+			}
+			b.send(batch)
+		}
+	}
+}
+
+// send writes one batch of publishes as a pipeline and tells each its outcome.
+func (b *Bus) send(batch []*publishReq) {
+	now := time.Now()
+	adds := make([]*redis.StringCmd, len(batch))
+	var expires []*redis.BoolCmd
+	_, _ = b.rdb.Pipelined(b.ctx, func(p redis.Pipeliner) error {
+		for i, r := range batch {
+			adds[i] = p.XAdd(b.ctx, &redis.XAddArgs{Stream: r.key, ID: entryID(r.seq), MaxLen: b.opts.MaxLen, Approx: true,
+				Values: []any{"seq", r.seq, "ev", r.data}})
+			if now.Sub(b.expireSeen[r.key]) > expireEvery {
+				b.expireSeen[r.key] = now
+				expires = append(expires, p.Expire(b.ctx, r.key, b.opts.TTL))
+			}
+		}
+		return nil
+	})
+	var expireErr error
+	for _, e := range expires {
+		if err := e.Err(); err != nil {
+			expireErr = err
+		}
+	}
+	if expireErr != nil {
+		clear(b.expireSeen) // refresh them all next time
+	} else if len(b.expireSeen) > 4096 {
+		for k, at := range b.expireSeen {
+			if now.Sub(at) > expireEvery {
+				delete(b.expireSeen, k)
+			}
+		}
+	}
+	for i, r := range batch {
+		err := adds[i].Err()
+		if err != nil && isStaleID(err) {
+			err = nil // the event, or a later one, is there already
+		}
+		if err == nil {
+			err = expireErr
+		}
+		switch {
+		case err != nil && b.ctx.Err() != nil:
+			err = bus.ErrClosed
+		case err != nil:
+			err = unavailable(err)
+		}
+		r.done <- err
+	}
+}
+
+// failQueued answers every queued publish with err.
+func (b *Bus) failQueued(err error) {
+	b.pubMu.Lock()
+	q := b.pubQueue
+	b.pubQueue = nil
+	b.pubMu.Unlock()
+	for _, r := range q {
+		r.done <- err
+	}
+}
+
+// isStaleID reports Redis refusing an explicit XADD id not above the stream's
+// last: the event, or a later one, is already there.
+func isStaleID(err error) bool {
+	return strings.Contains(err.Error(), "equal or smaller than the target stream top item")
+}

@@ -1,0 +1,195 @@
+package redisbus
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/agentchat/agentchat/internal/bus"
+	"github.com/agentchat/agentchat/internal/event"
+)
+
+// topic is one followed stream and its local subscriptions.
+type topic struct {
+	key    string
+	cursor string // id of the last entry read; the next XREAD starts after it
+	pos    int64  // the seq of cursor
+	subs   map[*sub]struct{}
+	reader *reader
+}
+
+// sub is one subscription.
+type sub struct {
+	q    *bus.Queue
+	last int64       // highest seq pushed to q
+	stop func() bool // unregisters the context watch
+}
+
+// Subscribe follows a thread from after: first the retained events with seq >
+// after (at most half a queue of the most recent), then every later event.
+func (b *Bus) Subscribe(ctx context.Context, tenant, thread string, after int64) (*bus.Queue, error) {
+	key := StreamKey(b.opts.Prefix, tenant, thread)
+	s := &sub{}
+	q := bus.NewQueue(b.opts.QueueLimit, func() { b.unsubscribe(key, s) })
+	s.q = q
+
+	start, capped := max(after, 0), false
+	for {
+		b.mu.Lock()
+		if b.closed {
+			b.mu.Unlock()
+			return nil, bus.ErrClosed
+		}
+		t := b.topics[key]
+		if !capped {
+			if t == nil {
+				// Nobody here follows the thread: ask Redis where its stream ends.
+				b.mu.Unlock()
+				top, err := b.top(ctx, key)
+				if err != nil {
+					return nil, fmt.Errorf("redisbus: subscribe to %s: %w", key, unavailable(err))
+				}
+				start, capped = max(start, top-b.backlog), true
+				continue
+			}
+			start, capped = max(start, t.pos-b.backlog), true
+		}
+		if q.Err() != nil { // overflowed while catching up: the consumer learns it from q
+			b.mu.Unlock()
+			return q, nil
+		}
+		if t == nil {
+			t = &topic{key: key, cursor: entryID(start), pos: start, subs: map[*sub]struct{}{}}
+			b.topics[key] = t
+			b.assign(t)
+		}
+		if t.pos <= start {
+			// The shared position is not past ours: join, skipping what we have.
+			s.last = start
+			t.subs[s] = struct{}{}
+			// Watched from here on: before, Subscribe's own calls heed ctx. Set
+			// under b.mu, where deliver and unsubscribe read it.
+			s.stop = context.AfterFunc(ctx, func() { q.Stop(ctx.Err()) })
+			b.mu.Unlock()
+			return q, nil
+		}
+		// The topic has read past our start: fetch the gap ourselves, then
+		// look again (it may have moved on meanwhile).
+		cursor, pos := t.cursor, t.pos
+		b.mu.Unlock()
+		evs, err := b.fetch(ctx, key, start, cursor)
+		if err != nil {
+			return nil, fmt.Errorf("redisbus: subscribe to %s: %w", key, unavailable(err))
+		}
+		for _, ev := range evs {
+			q.Push(ev)
+		}
+		start = pos
+	}
+}
+
+// top is the seq of the stream's last entry, 0 when there is none.
+func (b *Bus) top(ctx context.Context, key string) (int64, error) {
+	msgs, err := b.rdb.XRevRangeN(ctx, key, "+", "-", 1).Result()
+	if err != nil || len(msgs) == 0 {
+		return 0, err
+	}
+	seq, _ := seqOf(msgs[0].ID)
+	return seq, nil
+}
+
+// fetch reads the retained events with seq > after up to the entry id until.
+func (b *Bus) fetch(ctx context.Context, key string, after int64, until string) ([]event.Event, error) {
+	msgs, err := b.rdb.XRange(ctx, key, entryID(after+1), until).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]event.Event, 0, len(msgs))
+	for _, m := range msgs {
+		if ev, ok := b.decode(key, m); ok && ev.Seq > after {
+			out = append(out, ev)
+		}
+	}
+	return out, nil
+}
+
+// decode reads one stream entry. An entry that is not an event of this
+// stream's thread (written by something else) is skipped and logged.
+func (b *Bus) decode(key string, m redis.XMessage) (event.Event, bool) {
+	var ev event.Event
+	seq, ok := seqOf(m.ID)
+	data, _ := m.Values["ev"].(string)
+	if !ok {
+		b.log.Warn("redisbus: skipping foreign stream entry", "key", key, "id", m.ID)
+		return ev, false
+	}
+	if err := json.Unmarshal([]byte(data), &ev); err != nil || ev.Seq != seq || StreamKey(b.opts.Prefix, ev.Tenant, ev.Thread) != key {
+		b.log.Warn("redisbus: skipping foreign stream entry", "key", key, "id", m.ID, "err", err)
+		return ev, false
+	}
+	return ev, true
+}
+
+// assign gives a new topic to a reader with room, starting one if needed.
+// Called with b.mu held.
+func (b *Bus) assign(t *topic) {
+	var r *reader
+	for _, c := range b.readers {
+		if len(c.topics) < streamsPerReader {
+			r = c
+			break
+		}
+	}
+	if r == nil {
+		r = b.newReader()
+		b.readers = append(b.readers, r)
+	}
+	r.topics[t.key] = t
+	t.reader = r
+	r.dirty = true
+	if r.blocked {
+		signal(r.kick)
+	} else {
+		signal(r.idle)
+	}
+}
+
+// unsubscribe detaches s (its queue's onStop); the last subscription of a
+// topic takes the topic with it (the reader drops the stream from its next XREAD).
+func (b *Bus) unsubscribe(key string, s *sub) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.detach(key, s)
+}
+
+// detach is unsubscribe with b.mu held.
+func (b *Bus) detach(key string, s *sub) {
+	if s.stop != nil {
+		s.stop()
+	}
+	t := b.topics[key]
+	if t == nil {
+		return
+	}
+	delete(t.subs, s)
+	if len(t.subs) == 0 {
+		delete(b.topics, key)
+		delete(t.reader.topics, key)
+	}
+}
+
+// Retained reads the thread's stream after seq after: every entry the stream
+// still holds (at most MaxLen, approximately), in one XRANGE.
+func (b *Bus) Retained(ctx context.Context, tenant, thread string, after int64) ([]event.Event, error) {
+	if b.isClosed() {
+		return nil, bus.ErrClosed
+	}
+	key := StreamKey(b.opts.Prefix, tenant, thread)
+	evs, err := b.fetch(ctx, key, max(after, 0), "+")
+	if err != nil {
+		return nil, fmt.Errorf("redisbus: read %s: %w", key, unavailable(err))
+	}
+	return evs, nil
+}
