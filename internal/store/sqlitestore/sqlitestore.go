@@ -1,9 +1,3 @@
-// Package sqlitestore is the embedded store.Store: one SQLite file in WAL mode,
-// driven by the pure-Go modernc.org/sqlite driver (no cgo, one static binary).
-//
-// SQLite allows one writer at a time, so writes go through a single-connection
-// pool with IMMEDIATE transactions (no lock upgrades, no SQLITE_BUSY mid-
-// transaction), while reads use a separate pool that WAL lets run beside it.
 package sqlitestore
 
 import (
