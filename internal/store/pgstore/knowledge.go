@@ -69,29 +69,16 @@ func (s *Store) GetDocument(ctx context.Context, sc chat.Scope, id string) (stor
 
 // ListDocuments pages the tenant's documents, newest first.
 func (s *Store) ListDocuments(ctx context.Context, sc chat.Scope, p store.Page) ([]store.Document, string, error) {
-	cur, ok, err := store.DecodeCursor(p.Cursor)
-	if err != nil {
-		return nil, "", err
-	}
-	q := `SELECT ` + documentCols + ` FROM knowledge_documents WHERE tenant = $1`
-	args := []any{sc.Tenant, p.Limit + 1}
-	if ok {
-		q += ` AND (created_at, id) < ($3, $4)`
-		args = append(args, cur.At, cur.ID)
-	}
-	q += ` ORDER BY created_at DESC, id DESC LIMIT $2`
-	rows, _ := s.pool.Query(ctx, q, args...)
-	out, err := pgx.CollectRows(rows, scanDocument)
-	if err != nil {
-		return nil, "", fmt.Errorf("list documents: %w", interpretError(err))
-	}
-	next := ""
-	if len(out) > p.Limit {
-		out = out[:p.Limit]
-		last := out[len(out)-1]
-		next = store.EncodeCursor(store.Cursor{At: last.CreatedAt, ID: last.ID})
-	}
-	return out, next, nil
+	return keysetPage(`SELECT `+documentCols+` FROM knowledge_documents WHERE tenant = $1`, []any{sc.Tenant},
+		"created_at", true, p, func(d store.Document) store.Cursor { return store.Cursor{At: d.CreatedAt, ID: d.ID} },
+		func(q string, args []any) ([]store.Document, error) {
+			rows, _ := s.pool.Query(ctx, q, args...)
+			out, err := pgx.CollectRows(rows, scanDocument)
+			if err != nil {
+				return nil, fmt.Errorf("list documents: %w", interpretError(err))
+			}
+			return out, nil
+		})
 }
 
 // DeleteDocument removes a document; its chunks follow.
@@ -300,31 +287,17 @@ func (s *Store) LatestCompaction(ctx context.Context, sc chat.Scope, conversatio
 
 // ListArchive pages the conversation's archived messages, oldest first.
 func (s *Store) ListArchive(ctx context.Context, sc chat.Scope, conversationID string, p store.Page) ([]chat.Message, string, error) {
-	cur, ok, err := store.DecodeCursor(p.Cursor)
-	if err != nil {
-		return nil, "", err
-	}
-	q := `SELECT ` + messageCols + ` FROM message_archive WHERE conversation_id = $1 AND tenant = $2`
-	args := []any{conversationID, sc.Tenant, p.Limit + 1}
-	if ok {
-		q += ` AND (created_at, id) > ($4, $5)`
-		args = append(args, cur.At, cur.ID)
-	}
-	q += ` ORDER BY created_at, id LIMIT $3`
-	var out []chat.Message
-	err = s.scoped(ctx, sc, conversationID, q, args, func(rows pgx.Rows) error {
-		var err error
-		out, err = pgx.CollectRows(rows, scanMessage)
-		return err
-	})
-	if err != nil {
-		return nil, "", fmt.Errorf("list archive of %s: %w", conversationID, err)
-	}
-	next := ""
-	if len(out) > p.Limit {
-		out = out[:p.Limit]
-		last := out[len(out)-1]
-		next = store.EncodeCursor(store.Cursor{At: last.CreatedAt, ID: last.ID})
-	}
-	return out, next, nil
+	return keysetPage(`SELECT `+messageCols+` FROM message_archive WHERE conversation_id = $1 AND tenant = $2`, []any{conversationID, sc.Tenant},
+		"created_at", false, p, messageCursor, func(q string, args []any) ([]chat.Message, error) {
+			var out []chat.Message
+			err := s.scoped(ctx, sc, conversationID, q, args, func(rows pgx.Rows) error {
+				var err error
+				out, err = pgx.CollectRows(rows, scanMessage)
+				return err
+			})
+			if err != nil {
+				return nil, fmt.Errorf("list archive of %s: %w", conversationID, err)
+			}
+			return out, nil
+		})
 }

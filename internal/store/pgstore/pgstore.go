@@ -325,34 +325,20 @@ func (s *Store) GetConversation(ctx context.Context, sc chat.Scope, id string) (
 
 // ListConversations pages sc's conversations, most recently updated first.
 func (s *Store) ListConversations(ctx context.Context, sc chat.Scope, p store.Page) ([]chat.Conversation, string, error) {
-	cur, ok, err := store.DecodeCursor(p.Cursor)
-	if err != nil {
-		return nil, "", err
-	}
-	q := `SELECT ` + conversationCols + ` FROM conversations WHERE tenant = $1 AND owner = $2`
-	args := []any{sc.Tenant, sc.User}
-	if ok {
-		// A row comparison the (tenant, owner, updated_at DESC, id DESC) index serves as a range.
-		q += ` AND (updated_at, id) < ($3, $4)`
-		args = append(args, cur.At, cur.ID)
-	}
-	q += fmt.Sprintf(` ORDER BY updated_at DESC, id DESC LIMIT $%d`, len(args)+1)
-	args = append(args, p.Limit+1)
-	rows, err := s.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, "", fmt.Errorf("list conversations: %w", interpretError(err))
-	}
-	out, err := pgx.CollectRows(rows, collectConversation)
-	if err != nil {
-		return nil, "", fmt.Errorf("list conversations: %w", interpretError(err))
-	}
-	next := ""
-	if len(out) > p.Limit {
-		out = out[:p.Limit]
-		last := out[len(out)-1]
-		next = store.EncodeCursor(store.Cursor{At: last.UpdatedAt, ID: last.ID})
-	}
-	return out, next, nil
+	// The (tenant, owner, updated_at DESC, id DESC) index serves the page as a range.
+	return keysetPage(`SELECT `+conversationCols+` FROM conversations WHERE tenant = $1 AND owner = $2`, []any{sc.Tenant, sc.User},
+		"updated_at", true, p, func(c chat.Conversation) store.Cursor { return store.Cursor{At: c.UpdatedAt, ID: c.ID} },
+		func(q string, args []any) ([]chat.Conversation, error) {
+			rows, err := s.pool.Query(ctx, q, args...)
+			if err != nil {
+				return nil, fmt.Errorf("list conversations: %w", interpretError(err))
+			}
+			out, err := pgx.CollectRows(rows, collectConversation)
+			if err != nil {
+				return nil, fmt.Errorf("list conversations: %w", interpretError(err))
+			}
+			return out, nil
+		})
 }
 
 // UpdateConversation renames a conversation or pins its engine.
@@ -429,10 +415,6 @@ func (s *Store) AppendMessage(ctx context.Context, sc chat.Scope, m chat.Message
 
 // ListMessages pages a conversation's messages, oldest first.
 func (s *Store) ListMessages(ctx context.Context, sc chat.Scope, conversationID string, f store.MessageFilter, p store.Page) ([]chat.Message, string, error) {
-	cur, ok, err := store.DecodeCursor(p.Cursor)
-	if err != nil {
-		return nil, "", err
-	}
 	q := `SELECT ` + messageCols + ` FROM messages WHERE conversation_id = $1 AND tenant = $2`
 	args := []any{conversationID, sc.Tenant}
 	arg := func(v any) string {
@@ -447,27 +429,18 @@ func (s *Store) ListMessages(ctx context.Context, sc chat.Scope, conversationID 
 	if f.RunID != "" {
 		q += ` AND run_id = ` + arg(f.RunID)
 	}
-	if ok {
-		q += ` AND (created_at, id) > (` + arg(cur.At) + `, ` + arg(cur.ID) + `)`
-	}
-	q += ` ORDER BY created_at, id LIMIT ` + arg(p.Limit+1)
-
-	var out []chat.Message
-	err = s.scoped(ctx, sc, conversationID, q, args, func(rows pgx.Rows) error {
-		var err error
-		out, err = pgx.CollectRows(rows, scanMessage)
-		return err
+	return keysetPage(q, args, "created_at", false, p, messageCursor, func(q string, args []any) ([]chat.Message, error) {
+		var out []chat.Message
+		err := s.scoped(ctx, sc, conversationID, q, args, func(rows pgx.Rows) error {
+			var err error
+			out, err = pgx.CollectRows(rows, scanMessage)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list messages of %s: %w", conversationID, err)
+		}
+		return out, nil
 	})
-	if err != nil {
-		return nil, "", fmt.Errorf("list messages of %s: %w", conversationID, err)
-	}
-	next := ""
-	if len(out) > p.Limit {
-		out = out[:p.Limit]
-		last := out[len(out)-1]
-		next = store.EncodeCursor(store.Cursor{At: last.CreatedAt, ID: last.ID})
-	}
-	return out, next, nil
 }
 
 // scoped runs query q in one pipelined round trip with the check that sc owns

@@ -81,29 +81,15 @@ func (s *Store) GetDocument(ctx context.Context, sc chat.Scope, id string) (stor
 
 // ListDocuments pages the tenant's documents, newest first.
 func (s *Store) ListDocuments(ctx context.Context, sc chat.Scope, p store.Page) ([]store.Document, string, error) {
-	cur, ok, err := store.DecodeCursor(p.Cursor)
-	if err != nil {
-		return nil, "", err
-	}
-	q := `SELECT ` + documentCols + ` FROM knowledge_documents WHERE tenant = ?`
-	args := []any{sc.Tenant}
-	if ok {
-		q += ` AND (created_at < ? OR (created_at = ? AND id < ?))`
-		args = append(args, ms(cur.At), ms(cur.At), cur.ID)
-	}
-	q += ` ORDER BY created_at DESC, id DESC LIMIT ?`
-	args = append(args, p.Limit+1)
-	out, err := collect(scanDocument)(s.read.QueryContext(ctx, q, args...))
-	if err != nil {
-		return nil, "", fmt.Errorf("list documents: %w", err)
-	}
-	next := ""
-	if len(out) > p.Limit {
-		out = out[:p.Limit]
-		last := out[len(out)-1]
-		next = store.EncodeCursor(store.Cursor{At: last.CreatedAt, ID: last.ID})
-	}
-	return out, next, nil
+	return keysetPage(`SELECT `+documentCols+` FROM knowledge_documents WHERE tenant = ?`, []any{sc.Tenant},
+		"created_at", true, p, func(d store.Document) store.Cursor { return store.Cursor{At: d.CreatedAt, ID: d.ID} },
+		func(q string, args []any) ([]store.Document, error) {
+			out, err := collect(scanDocument)(s.read.QueryContext(ctx, q, args...))
+			if err != nil {
+				return nil, fmt.Errorf("list documents: %w", err)
+			}
+			return out, nil
+		})
 }
 
 // DeleteDocument removes a document; its chunks and their index entries follow.
@@ -315,30 +301,15 @@ func (s *Store) LatestCompaction(ctx context.Context, sc chat.Scope, conversatio
 
 // ListArchive pages the conversation's archived messages, oldest first.
 func (s *Store) ListArchive(ctx context.Context, sc chat.Scope, conversationID string, p store.Page) ([]chat.Message, string, error) {
-	cur, ok, err := store.DecodeCursor(p.Cursor)
-	if err != nil {
-		return nil, "", err
-	}
-	if _, err := s.GetConversation(ctx, sc, conversationID); err != nil {
-		return nil, "", err
-	}
-	q := `SELECT ` + messageCols + ` FROM message_archive WHERE conversation_id = ? AND tenant = ?`
-	args := []any{conversationID, sc.Tenant}
-	if ok {
-		q += ` AND (created_at > ? OR (created_at = ? AND id > ?))`
-		args = append(args, ms(cur.At), ms(cur.At), cur.ID)
-	}
-	q += ` ORDER BY created_at, id LIMIT ?`
-	args = append(args, p.Limit+1)
-	out, err := collect(scanMessage)(s.read.QueryContext(ctx, q, args...))
-	if err != nil {
-		return nil, "", fmt.Errorf("list archive: %w", err)
-	}
-	next := ""
-	if len(out) > p.Limit {
-		out = out[:p.Limit]
-		last := out[len(out)-1]
-		next = store.EncodeCursor(store.Cursor{At: last.CreatedAt, ID: last.ID})
-	}
-	return out, next, nil
+	return keysetPage(`SELECT `+messageCols+` FROM message_archive WHERE conversation_id = ? AND tenant = ?`, []any{conversationID, sc.Tenant},
+		"created_at", false, p, messageCursor, func(q string, args []any) ([]chat.Message, error) {
+			if _, err := s.GetConversation(ctx, sc, conversationID); err != nil {
+				return nil, err
+			}
+			out, err := collect(scanMessage)(s.read.QueryContext(ctx, q, args...))
+			if err != nil {
+				return nil, fmt.Errorf("list archive: %w", err)
+			}
+			return out, nil
+		})
 }

@@ -260,29 +260,15 @@ func (s *Store) GetConversation(ctx context.Context, sc chat.Scope, id string) (
 
 // ListConversations pages s's conversations, most recently updated first.
 func (s *Store) ListConversations(ctx context.Context, sc chat.Scope, p store.Page) ([]chat.Conversation, string, error) {
-	cur, ok, err := store.DecodeCursor(p.Cursor)
-	if err != nil {
-		return nil, "", err
-	}
-	q := `SELECT ` + conversationCols + ` FROM conversations WHERE tenant = ? AND owner = ?`
-	args := []any{sc.Tenant, sc.User}
-	if ok {
-		q += ` AND (updated_at < ? OR (updated_at = ? AND id < ?))`
-		args = append(args, ms(cur.At), ms(cur.At), cur.ID)
-	}
-	q += ` ORDER BY updated_at DESC, id DESC LIMIT ?`
-	args = append(args, p.Limit+1)
-	out, err := collect(scanConversation)(s.read.QueryContext(ctx, q, args...))
-	if err != nil {
-		return nil, "", fmt.Errorf("list conversations: %w", err)
-	}
-	next := ""
-	if len(out) > p.Limit {
-		out = out[:p.Limit]
-		last := out[len(out)-1]
-		next = store.EncodeCursor(store.Cursor{At: last.UpdatedAt, ID: last.ID})
-	}
-	return out, next, nil
+	return keysetPage(`SELECT `+conversationCols+` FROM conversations WHERE tenant = ? AND owner = ?`, []any{sc.Tenant, sc.User},
+		"updated_at", true, p, func(c chat.Conversation) store.Cursor { return store.Cursor{At: c.UpdatedAt, ID: c.ID} },
+		func(q string, args []any) ([]chat.Conversation, error) {
+			out, err := collect(scanConversation)(s.read.QueryContext(ctx, q, args...))
+			if err != nil {
+				return nil, fmt.Errorf("list conversations: %w", err)
+			}
+			return out, nil
+		})
 }
 
 // UpdateConversation renames a conversation or pins its engine.
@@ -386,13 +372,6 @@ func insertMessage(ctx context.Context, tx *sql.Tx, sc chat.Scope, m *chat.Messa
 
 // ListMessages pages a conversation's messages, oldest first.
 func (s *Store) ListMessages(ctx context.Context, sc chat.Scope, conversationID string, f store.MessageFilter, p store.Page) ([]chat.Message, string, error) {
-	cur, ok, err := store.DecodeCursor(p.Cursor)
-	if err != nil {
-		return nil, "", err
-	}
-	if _, err := s.GetConversation(ctx, sc, conversationID); err != nil {
-		return nil, "", err
-	}
 	q := `SELECT ` + messageCols + ` FROM messages WHERE conversation_id = ? AND tenant = ?`
 	args := []any{conversationID, sc.Tenant}
 	if f.ToolName != "" {
@@ -403,23 +382,16 @@ func (s *Store) ListMessages(ctx context.Context, sc chat.Scope, conversationID 
 		q += ` AND run_id = ?`
 		args = append(args, f.RunID)
 	}
-	if ok {
-		q += ` AND (created_at > ? OR (created_at = ? AND id > ?))`
-		args = append(args, ms(cur.At), ms(cur.At), cur.ID)
-	}
-	q += ` ORDER BY created_at, id LIMIT ?`
-	args = append(args, p.Limit+1)
-	out, err := collect(scanMessage)(s.read.QueryContext(ctx, q, args...))
-	if err != nil {
-		return nil, "", fmt.Errorf("list messages: %w", err)
-	}
-	next := ""
-	if len(out) > p.Limit {
-		out = out[:p.Limit]
-		last := out[len(out)-1]
-		next = store.EncodeCursor(store.Cursor{At: last.CreatedAt, ID: last.ID})
-	}
-	return out, next, nil
+	return keysetPage(q, args, "created_at", false, p, messageCursor, func(q string, args []any) ([]chat.Message, error) {
+		if _, err := s.GetConversation(ctx, sc, conversationID); err != nil {
+			return nil, err
+		}
+		out, err := collect(scanMessage)(s.read.QueryContext(ctx, q, args...))
+		if err != nil {
+			return nil, fmt.Errorf("list messages: %w", err)
+		}
+		return out, nil
+	})
 }
 
 // ---- runs ----
