@@ -26,22 +26,14 @@ func scanDocument(row pgx.CollectableRow) (store.Document, error) {
 
 // CreateDocument stores a document and its chunks in one transaction.
 func (s *Store) CreateDocument(ctx context.Context, sc chat.Scope, d store.Document, chunks []store.Chunk) (store.Document, error) {
-	if d.ID == "" {
-		d.ID = chat.NewID()
-	}
-	if d.CreatedAt.IsZero() {
-		d.CreatedAt = now()
-	}
+	store.FillDocument(&d, sc, len(chunks), now())
 	d.CreatedAt = ms(d.CreatedAt)
-	d.Tenant, d.Owner, d.Chunks = sc.Tenant, sc.User, len(chunks)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
 		b.Queue(`INSERT INTO knowledge_documents (`+documentCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 			d.ID, d.Tenant, d.Owner, d.Source, d.MediaType, nullJSON(d.Metadata), d.Bytes, d.Chunks, d.CreatedAt)
 		for _, c := range chunks {
-			if c.ID == "" {
-				c.ID = chat.NewID()
-			}
+			store.FillChunk(&c)
 			var emb any
 			if len(c.Embedding) > 0 {
 				emb = c.Embedding
@@ -151,9 +143,7 @@ func (s *Store) KnowledgeVectors(ctx context.Context, sc chat.Scope, limit int) 
 
 // Remember indexes a message of one of sc's conversations.
 func (s *Store) Remember(ctx context.Context, sc chat.Scope, e store.MemoryEntry) error {
-	if e.CreatedAt.IsZero() {
-		e.CreatedAt = now()
-	}
+	store.FillMemoryEntry(&e, now())
 	var owned bool
 	err := s.pool.QueryRow(ctx, `WITH c AS (
 			SELECT id FROM conversations WHERE id = $1 AND tenant = $2 AND owner = $3
@@ -194,10 +184,7 @@ func (s *Store) SearchMemory(ctx context.Context, sc chat.Scope, terms []string,
 
 // PutBlob stores a payload in one of sc's conversations.
 func (s *Store) PutBlob(ctx context.Context, sc chat.Scope, b chat.Blob) (chat.Blob, error) {
-	if b.ID == "" {
-		b.ID = chat.NewID()
-	}
-	b.CreatedAt = now()
+	store.FillBlob(&b, now())
 	tag, err := s.pool.Exec(ctx, `INSERT INTO blobs (id, tenant, conversation_id, data, created_at)
 		SELECT $1, $2, id, $4, $5 FROM conversations WHERE id = $3 AND tenant = $2 AND owner = $6`,
 		b.ID, sc.Tenant, b.ConversationID, []byte(b.Data), b.CreatedAt, sc.User)
@@ -239,10 +226,7 @@ func scanCompaction(row pgx.CollectableRow) (store.Compaction, error) {
 // conversation row is locked, so the check for an active run and the writes
 // see one state.
 func (s *Store) Compact(ctx context.Context, sc chat.Scope, c store.Compaction, archived []chat.Message, activeRunID string) (store.Compaction, error) {
-	if c.ID == "" {
-		c.ID = chat.NewID()
-	}
-	c.CreatedAt, c.Archived = now(), len(archived)
+	store.FillCompaction(&c, len(archived), now())
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var one int
 		if err := tx.QueryRow(ctx, `SELECT 1 FROM conversations WHERE id = $1 AND tenant = $2 AND owner = $3 FOR UPDATE`, c.ConversationID, sc.Tenant, sc.User).Scan(&one); err != nil {

@@ -296,15 +296,8 @@ func collectConversation(row pgx.CollectableRow) (chat.Conversation, error) {
 
 // CreateConversation stores a new conversation owned by sc.
 func (s *Store) CreateConversation(ctx context.Context, sc chat.Scope, c chat.Conversation) (chat.Conversation, error) {
-	if c.ID == "" {
-		c.ID = chat.NewID()
-	}
-	c.Tenant, c.Owner = sc.Tenant, sc.User
-	if c.CreatedAt.IsZero() {
-		c.CreatedAt = now()
-	}
-	c.CreatedAt = ms(c.CreatedAt)
-	c.UpdatedAt = c.CreatedAt
+	store.FillConversation(&c, sc, now())
+	c.CreatedAt, c.UpdatedAt = ms(c.CreatedAt), ms(c.UpdatedAt)
 	_, err := s.pool.Exec(ctx, `INSERT INTO conversations (`+conversationCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 		c.ID, c.Tenant, c.Owner, c.Title, c.Engine, c.CreatedAt, c.UpdatedAt)
 	if err != nil {
@@ -389,12 +382,7 @@ func scanMessage(row pgx.CollectableRow) (chat.Message, error) {
 // updated_at, in one statement: the message is written only if the scoped
 // UPDATE found the conversation.
 func (s *Store) AppendMessage(ctx context.Context, sc chat.Scope, m chat.Message) (chat.Message, error) {
-	if m.ID == "" {
-		m.ID = chat.NewID()
-	}
-	if m.CreatedAt.IsZero() {
-		m.CreatedAt = now()
-	}
+	store.FillMessage(&m, now())
 	m.CreatedAt = ms(m.CreatedAt)
 	tag, err := s.pool.Exec(ctx, `WITH c AS (
 			UPDATE conversations SET updated_at = GREATEST(updated_at, $10::timestamptz)
@@ -506,22 +494,7 @@ func collectRun(row pgx.CollectableRow) (chat.Run, error) { return scanRun(row) 
 // refuses a second active run per conversation, so concurrent starts on any
 // number of replicas cannot both win; the loser learns the active run's id.
 func (s *Store) CreateRun(ctx context.Context, sc chat.Scope, r chat.Run) (chat.Run, error) {
-	if r.ID == "" {
-		r.ID = chat.NewID()
-	}
-	if r.TurnID == "" {
-		r.TurnID = r.ID
-	}
-	if r.Status == "" {
-		r.Status = chat.RunQueued
-	}
-	r.Tenant, r.Owner = sc.Tenant, sc.User
-	if r.CreatedAt.IsZero() {
-		r.CreatedAt = now()
-	}
-	if r.StartedAt.IsZero() {
-		r.StartedAt = r.CreatedAt
-	}
+	store.FillRun(&r, sc, now())
 	r.CreatedAt, r.StartedAt = ms(r.CreatedAt), ms(r.StartedAt)
 	r.Error, r.Usage, r.EndedAt, r.CancelRequested = nil, event.Usage{}, nil, false // as stored: set only by UpdateRun
 
@@ -730,18 +703,7 @@ func collectConfirmation(row pgx.CollectableRow) (chat.Confirmation, error) {
 
 // CreateConfirmation stores a pending confirmation; a missing run is ErrNotFound.
 func (s *Store) CreateConfirmation(ctx context.Context, c chat.Confirmation) (chat.Confirmation, error) {
-	if c.ID == "" {
-		c.ID = chat.NewID()
-	}
-	if c.Status == "" {
-		c.Status = chat.ConfirmPending
-	}
-	if c.CreatedAt.IsZero() {
-		c.CreatedAt = now()
-	}
-	if len(c.Args) == 0 {
-		c.Args = json.RawMessage(`{}`)
-	}
+	store.FillConfirmation(&c, now())
 	c.CreatedAt, c.ExpiresAt = ms(c.CreatedAt), ms(c.ExpiresAt)
 	c.DecidedArgs, c.Reason, c.DecidedAt, c.AppliedAt = nil, "", nil, nil // as stored: set only by a decision and its claim
 	_, err := s.pool.Exec(ctx, `INSERT INTO confirmations (id, tenant, owner, run_id, conversation_id, tool_call_id, tool_name, args, status, created_at, expires_at)

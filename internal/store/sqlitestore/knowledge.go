@@ -27,14 +27,8 @@ func scanDocument(row scanner) (store.Document, error) {
 
 // CreateDocument stores a document and its chunks in one transaction.
 func (s *Store) CreateDocument(ctx context.Context, sc chat.Scope, d store.Document, chunks []store.Chunk) (store.Document, error) {
-	if d.ID == "" {
-		d.ID = chat.NewID()
-	}
-	if d.CreatedAt.IsZero() {
-		d.CreatedAt = now()
-	}
+	store.FillDocument(&d, sc, len(chunks), now())
 	d.CreatedAt = d.CreatedAt.UTC().Truncate(time.Millisecond)
-	d.Tenant, d.Owner, d.Chunks = sc.Tenant, sc.User, len(chunks)
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO knowledge_documents (`+documentCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			d.ID, d.Tenant, d.Owner, d.Source, d.MediaType, nullJSON(d.Metadata), d.Bytes, d.Chunks, ms(d.CreatedAt)); err != nil {
@@ -46,9 +40,7 @@ func (s *Store) CreateDocument(ctx context.Context, sc chat.Scope, d store.Docum
 		}
 		defer stmt.Close()
 		for _, c := range chunks {
-			if c.ID == "" {
-				c.ID = chat.NewID()
-			}
+			store.FillChunk(&c)
 			if _, err := stmt.ExecContext(ctx, c.ID, d.Tenant, d.ID, c.Ordinal, c.Content, c.Terms, vector(c.Embedding)); err != nil {
 				return err
 			}
@@ -164,9 +156,7 @@ func (s *Store) KnowledgeVectors(ctx context.Context, sc chat.Scope, limit int) 
 
 // Remember indexes a message of one of sc's conversations.
 func (s *Store) Remember(ctx context.Context, sc chat.Scope, e store.MemoryEntry) error {
-	if e.CreatedAt.IsZero() {
-		e.CreatedAt = now()
-	}
+	store.FillMemoryEntry(&e, now())
 	res, err := s.write.ExecContext(ctx, `
 		INSERT INTO memory_entries (message_id, tenant, owner, conversation_id, role, content, terms, created_at)
 		SELECT ?, ?, ?, id, ?, ?, ?, ? FROM conversations WHERE id = ? AND tenant = ? AND owner = ?
@@ -204,10 +194,7 @@ func (s *Store) SearchMemory(ctx context.Context, sc chat.Scope, terms []string,
 
 // PutBlob stores a payload in one of sc's conversations.
 func (s *Store) PutBlob(ctx context.Context, sc chat.Scope, b chat.Blob) (chat.Blob, error) {
-	if b.ID == "" {
-		b.ID = chat.NewID()
-	}
-	b.CreatedAt = now()
+	store.FillBlob(&b, now())
 	res, err := s.write.ExecContext(ctx, `INSERT INTO blobs (id, tenant, conversation_id, data, created_at)
 		SELECT ?, ?, id, ?, ? FROM conversations WHERE id = ? AND tenant = ? AND owner = ?`,
 		b.ID, sc.Tenant, string(b.Data), ms(b.CreatedAt), b.ConversationID, sc.Tenant, sc.User)
@@ -251,10 +238,7 @@ func scanCompaction(row scanner) (store.Compaction, error) {
 
 // Compact records a compaction and archives its messages atomically.
 func (s *Store) Compact(ctx context.Context, sc chat.Scope, c store.Compaction, archived []chat.Message, activeRunID string) (store.Compaction, error) {
-	if c.ID == "" {
-		c.ID = chat.NewID()
-	}
-	c.CreatedAt, c.Archived = now(), len(archived)
+	store.FillCompaction(&c, len(archived), now())
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		var one int
 		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM conversations WHERE id = ? AND tenant = ? AND owner = ?`, c.ConversationID, sc.Tenant, sc.User).Scan(&one); err != nil {

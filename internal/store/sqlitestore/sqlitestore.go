@@ -231,13 +231,7 @@ func scanConversation(row scanner) (chat.Conversation, error) {
 
 // CreateConversation stores a new conversation owned by s.
 func (s *Store) CreateConversation(ctx context.Context, sc chat.Scope, c chat.Conversation) (chat.Conversation, error) {
-	if c.ID == "" {
-		c.ID = chat.NewID()
-	}
-	c.Tenant, c.Owner = sc.Tenant, sc.User
-	if c.CreatedAt.IsZero() {
-		c.CreatedAt = now()
-	}
+	store.FillConversation(&c, sc, now())
 	c.CreatedAt = c.CreatedAt.UTC().Truncate(time.Millisecond)
 	c.UpdatedAt = c.CreatedAt
 	_, err := s.write.ExecContext(ctx, `INSERT INTO conversations (`+conversationCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
@@ -350,12 +344,7 @@ func (s *Store) AppendMessage(ctx context.Context, sc chat.Scope, m chat.Message
 // insertMessage fills in m's defaults, inserts it and bumps its
 // conversation's updatedAt; ErrNotFound when the conversation is not sc's.
 func insertMessage(ctx context.Context, tx *sql.Tx, sc chat.Scope, m *chat.Message, at time.Time) error {
-	if m.ID == "" {
-		m.ID = chat.NewID()
-	}
-	if m.CreatedAt.IsZero() {
-		m.CreatedAt = at
-	}
+	store.FillMessage(m, at)
 	m.CreatedAt = m.CreatedAt.UTC().Truncate(time.Millisecond)
 	res, err := tx.ExecContext(ctx, `UPDATE conversations SET updated_at = max(updated_at, ?) WHERE id = ? AND tenant = ? AND owner = ?`,
 		ms(m.CreatedAt), m.ConversationID, sc.Tenant, sc.User)
@@ -445,22 +434,7 @@ func (s *Store) CreateRun(ctx context.Context, sc chat.Scope, r chat.Run) (chat.
 // insertRun fills in r's defaults and inserts it into a conversation the
 // caller has checked is sc's, refusing a second active run.
 func insertRun(ctx context.Context, tx *sql.Tx, sc chat.Scope, r *chat.Run, at time.Time) error {
-	r.Tenant, r.Owner = sc.Tenant, sc.User
-	if r.ID == "" {
-		r.ID = chat.NewID()
-	}
-	if r.TurnID == "" {
-		r.TurnID = r.ID
-	}
-	if r.Status == "" {
-		r.Status = chat.RunQueued
-	}
-	if r.CreatedAt.IsZero() {
-		r.CreatedAt = at
-	}
-	if r.StartedAt.IsZero() {
-		r.StartedAt = r.CreatedAt
-	}
+	store.FillRun(r, sc, at)
 	var active string
 	switch err := tx.QueryRowContext(ctx, `SELECT id FROM runs WHERE conversation_id = ? AND status IN ('queued','running','awaiting_input')`, r.ConversationID).Scan(&active); {
 	case err == nil:
@@ -481,10 +455,8 @@ func (s *Store) StartRun(ctx context.Context, sc chat.Scope, in store.RunStart) 
 	at := now()
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		if c := in.NewConversation; c != nil {
-			if c.ID == "" {
-				c.ID = chat.NewID()
-			}
-			c.Tenant, c.Owner, c.CreatedAt, c.UpdatedAt = sc.Tenant, sc.User, at, at
+			c.CreatedAt = at // whatever the caller set: the conversation begins with its run
+			store.FillConversation(c, sc, at)
 			if _, err := tx.ExecContext(ctx, `INSERT INTO conversations (`+conversationCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 				c.ID, c.Tenant, c.Owner, c.Title, c.Engine, ms(at), ms(at)); err != nil {
 				return err
@@ -725,18 +697,7 @@ func scanConfirmation(row scanner) (chat.Confirmation, error) {
 
 // CreateConfirmation stores a pending confirmation.
 func (s *Store) CreateConfirmation(ctx context.Context, c chat.Confirmation) (chat.Confirmation, error) {
-	if c.ID == "" {
-		c.ID = chat.NewID()
-	}
-	if c.Status == "" {
-		c.Status = chat.ConfirmPending
-	}
-	if c.CreatedAt.IsZero() {
-		c.CreatedAt = now()
-	}
-	if len(c.Args) == 0 {
-		c.Args = json.RawMessage(`{}`)
-	}
+	store.FillConfirmation(&c, now())
 	_, err := s.write.ExecContext(ctx, `INSERT INTO confirmations (`+confirmationCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, '', ?, ?, NULL, NULL)`,
 		c.ID, c.Tenant, c.Owner, c.RunID, c.ConversationID, c.ToolCallID, c.ToolName, string(c.Args), c.Status, ms(c.CreatedAt), ms(c.ExpiresAt))
 	if err != nil {
