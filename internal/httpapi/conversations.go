@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -85,25 +87,62 @@ func page(r *http.Request) (store.Page, error) {
 	return p, nil
 }
 
-func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) error {
+// writePage answers a list route: the page the request asks for, read by
+// list in the caller's scope, each row shown through view under name.
+// list's errors are returned as they are.
+func writePage[T, V any](w http.ResponseWriter, r *http.Request, name string,
+	list func(context.Context, chat.Scope, store.Page) ([]T, string, error), view func(T) V) error {
 	p, err := page(r)
 	if err != nil {
 		return err
 	}
-	list, next, err := s.st.ListConversations(r.Context(), scopeOf(r.Context()), p)
+	rows, next, err := list(r.Context(), scopeOf(r.Context()), p)
 	if err != nil {
 		return err
 	}
-	out := make([]conversationView, 0, len(list))
-	for _, c := range list {
-		out = append(out, viewConversation(c))
+	items := make([]V, 0, len(rows))
+	for _, row := range rows {
+		items = append(items, view(row))
 	}
-	writeJSON(w, http.StatusOK, struct {
-		Conversations []conversationView `json:"conversations"`
-		NextCursor    string             `json:"nextCursor,omitempty"`
-		HasMore       bool               `json:"hasMore"`
-	}{out, next, next != ""})
+	writeJSON(w, http.StatusOK, pageBody[V]{name: name, items: items, next: next})
 	return nil
+}
+
+// pageBody is a page of a list as the API shows it:
+// {"<name>": [...], "nextCursor": "..." (absent on the last page), "hasMore": bool}.
+type pageBody[V any] struct {
+	name  string
+	items []V
+	next  string
+}
+
+// MarshalJSON writes the items under the list's own name. It encodes as
+// writeJSON does, without HTML escaping, which a Marshaler's output does not
+// inherit from the encoder that calls it.
+func (b pageBody[V]) MarshalJSON() ([]byte, error) {
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	out.WriteByte('{')
+	if err := enc.Encode(b.name); err != nil {
+		return nil, err
+	}
+	out.WriteByte(':')
+	if err := enc.Encode(b.items); err != nil {
+		return nil, err
+	}
+	if b.next != "" {
+		out.WriteString(`,"nextCursor":`)
+		if err := enc.Encode(b.next); err != nil {
+			return nil, err
+		}
+	}
+	out.WriteString(`,"hasMore":` + strconv.FormatBool(b.next != "") + `}`)
+	return out.Bytes(), nil
+}
+
+func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) error {
+	return writePage(w, r, "conversations", s.st.ListConversations, viewConversation)
 }
 
 func conversationErr(err error) error {

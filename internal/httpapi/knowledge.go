@@ -74,24 +74,7 @@ func (s *Server) createDocument(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listDocuments(w http.ResponseWriter, r *http.Request) error {
-	p, err := page(r)
-	if err != nil {
-		return err
-	}
-	list, next, err := s.st.ListDocuments(r.Context(), scopeOf(r.Context()), p)
-	if err != nil {
-		return err
-	}
-	out := make([]documentView, 0, len(list))
-	for _, d := range list {
-		out = append(out, viewDocument(d))
-	}
-	writeJSON(w, http.StatusOK, struct {
-		Documents  []documentView `json:"documents"`
-		NextCursor string         `json:"nextCursor,omitempty"`
-		HasMore    bool           `json:"hasMore"`
-	}{out, next, next != ""})
-	return nil
+	return writePage(w, r, "documents", s.st.ListDocuments, viewDocument)
 }
 
 func (s *Server) getDocument(w http.ResponseWriter, r *http.Request) error {

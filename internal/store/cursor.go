@@ -41,3 +41,15 @@ func DecodeCursor(s string) (Cursor, bool, error) {
 	}
 	return Cursor{At: time.UnixMilli(n).UTC(), ID: id}, true, nil
 }
+
+// NextPage cuts rows, read with a limit of one more than the page's so that
+// a following page shows itself, to limit, and returns the cursor of the
+// page after them ("" when there is none). key is a row's position in the
+// list's order.
+func NextPage[T any](rows []T, limit int, key func(T) Cursor) ([]T, string) {
+	if len(rows) <= limit {
+		return rows, ""
+	}
+	rows = rows[:limit]
+	return rows, EncodeCursor(key(rows[len(rows)-1]))
+}

@@ -26,22 +26,14 @@ func scanDocument(row pgx.CollectableRow) (store.Document, error) {
 
 // CreateDocument stores a document and its chunks in one transaction.
 func (s *Store) CreateDocument(ctx context.Context, sc chat.Scope, d store.Document, chunks []store.Chunk) (store.Document, error) {
-	if d.ID == "" {
-		d.ID = chat.NewID()
-	}
-	if d.CreatedAt.IsZero() {
-		d.CreatedAt = now()
-	}
+	store.FillDocument(&d, sc, len(chunks), now())
 	d.CreatedAt = ms(d.CreatedAt)
-	d.Tenant, d.Owner, d.Chunks = sc.Tenant, sc.User, len(chunks)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
 		b.Queue(`INSERT INTO knowledge_documents (`+documentCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 			d.ID, d.Tenant, d.Owner, d.Source, d.MediaType, nullJSON(d.Metadata), d.Bytes, d.Chunks, d.CreatedAt)
 		for _, c := range chunks {
-			if c.ID == "" {
-				c.ID = chat.NewID()
-			}
+			store.FillChunk(&c)
 			var emb any
 			if len(c.Embedding) > 0 {
 				emb = c.Embedding
@@ -69,29 +61,16 @@ func (s *Store) GetDocument(ctx context.Context, sc chat.Scope, id string) (stor
 
 // ListDocuments pages the tenant's documents, newest first.
 func (s *Store) ListDocuments(ctx context.Context, sc chat.Scope, p store.Page) ([]store.Document, string, error) {
-	cur, ok, err := store.DecodeCursor(p.Cursor)
-	if err != nil {
-		return nil, "", err
-	}
-	q := `SELECT ` + documentCols + ` FROM knowledge_documents WHERE tenant = $1`
-	args := []any{sc.Tenant, p.Limit + 1}
-	if ok {
-		q += ` AND (created_at, id) < ($3, $4)`
-		args = append(args, cur.At, cur.ID)
-	}
-	q += ` ORDER BY created_at DESC, id DESC LIMIT $2`
-	rows, _ := s.pool.Query(ctx, q, args...)
-	out, err := pgx.CollectRows(rows, scanDocument)
-	if err != nil {
-		return nil, "", fmt.Errorf("list documents: %w", interpretError(err))
-	}
-	next := ""
-	if len(out) > p.Limit {
-		out = out[:p.Limit]
-		last := out[len(out)-1]
-		next = store.EncodeCursor(store.Cursor{At: last.CreatedAt, ID: last.ID})
-	}
-	return out, next, nil
+	return keysetPage(`SELECT `+documentCols+` FROM knowledge_documents WHERE tenant = $1`, []any{sc.Tenant},
+		"created_at", true, p, func(d store.Document) store.Cursor { return store.Cursor{At: d.CreatedAt, ID: d.ID} },
+		func(q string, args []any) ([]store.Document, error) {
+			rows, _ := s.pool.Query(ctx, q, args...)
+			out, err := pgx.CollectRows(rows, scanDocument)
+			if err != nil {
+				return nil, fmt.Errorf("list documents: %w", interpretError(err))
+			}
+			return out, nil
+		})
 }
 
 // DeleteDocument removes a document; its chunks follow.
@@ -164,9 +143,7 @@ func (s *Store) KnowledgeVectors(ctx context.Context, sc chat.Scope, limit int) 
 
 // Remember indexes a message of one of sc's conversations.
 func (s *Store) Remember(ctx context.Context, sc chat.Scope, e store.MemoryEntry) error {
-	if e.CreatedAt.IsZero() {
-		e.CreatedAt = now()
-	}
+	store.FillMemoryEntry(&e, now())
 	var owned bool
 	err := s.pool.QueryRow(ctx, `WITH c AS (
 			SELECT id FROM conversations WHERE id = $1 AND tenant = $2 AND owner = $3
@@ -207,10 +184,7 @@ func (s *Store) SearchMemory(ctx context.Context, sc chat.Scope, terms []string,
 
 // PutBlob stores a payload in one of sc's conversations.
 func (s *Store) PutBlob(ctx context.Context, sc chat.Scope, b chat.Blob) (chat.Blob, error) {
-	if b.ID == "" {
-		b.ID = chat.NewID()
-	}
-	b.CreatedAt = now()
+	store.FillBlob(&b, now())
 	tag, err := s.pool.Exec(ctx, `INSERT INTO blobs (id, tenant, conversation_id, data, created_at)
 		SELECT $1, $2, id, $4, $5 FROM conversations WHERE id = $3 AND tenant = $2 AND owner = $6`,
 		b.ID, sc.Tenant, b.ConversationID, []byte(b.Data), b.CreatedAt, sc.User)
@@ -252,10 +226,7 @@ func scanCompaction(row pgx.CollectableRow) (store.Compaction, error) {
 // conversation row is locked, so the check for an active run and the writes
 // see one state.
 func (s *Store) Compact(ctx context.Context, sc chat.Scope, c store.Compaction, archived []chat.Message, activeRunID string) (store.Compaction, error) {
-	if c.ID == "" {
-		c.ID = chat.NewID()
-	}
-	c.CreatedAt, c.Archived = now(), len(archived)
+	store.FillCompaction(&c, len(archived), now())
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var one int
 		if err := tx.QueryRow(ctx, `SELECT 1 FROM conversations WHERE id = $1 AND tenant = $2 AND owner = $3 FOR UPDATE`, c.ConversationID, sc.Tenant, sc.User).Scan(&one); err != nil {
@@ -300,31 +271,17 @@ func (s *Store) LatestCompaction(ctx context.Context, sc chat.Scope, conversatio
 
 // ListArchive pages the conversation's archived messages, oldest first.
 func (s *Store) ListArchive(ctx context.Context, sc chat.Scope, conversationID string, p store.Page) ([]chat.Message, string, error) {
-	cur, ok, err := store.DecodeCursor(p.Cursor)
-	if err != nil {
-		return nil, "", err
-	}
-	q := `SELECT ` + messageCols + ` FROM message_archive WHERE conversation_id = $1 AND tenant = $2`
-	args := []any{conversationID, sc.Tenant, p.Limit + 1}
-	if ok {
-		q += ` AND (created_at, id) > ($4, $5)`
-		args = append(args, cur.At, cur.ID)
-	}
-	q += ` ORDER BY created_at, id LIMIT $3`
-	var out []chat.Message
-	err = s.scoped(ctx, sc, conversationID, q, args, func(rows pgx.Rows) error {
-		var err error
-		out, err = pgx.CollectRows(rows, scanMessage)
-		return err
-	})
-	if err != nil {
-		return nil, "", fmt.Errorf("list archive of %s: %w", conversationID, err)
-	}
-	next := ""
-	if len(out) > p.Limit {
-		out = out[:p.Limit]
-		last := out[len(out)-1]
-		next = store.EncodeCursor(store.Cursor{At: last.CreatedAt, ID: last.ID})
-	}
-	return out, next, nil
+	return keysetPage(`SELECT `+messageCols+` FROM message_archive WHERE conversation_id = $1 AND tenant = $2`, []any{conversationID, sc.Tenant},
+		"created_at", false, p, messageCursor, func(q string, args []any) ([]chat.Message, error) {
+			var out []chat.Message
+			err := s.scoped(ctx, sc, conversationID, q, args, func(rows pgx.Rows) error {
+				var err error
+				out, err = pgx.CollectRows(rows, scanMessage)
+				return err
+			})
+			if err != nil {
+				return nil, fmt.Errorf("list archive of %s: %w", conversationID, err)
+			}
+			return out, nil
+		})
 }

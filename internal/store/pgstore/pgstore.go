@@ -268,15 +268,8 @@ func collectConversation(row pgx.CollectableRow) (chat.Conversation, error) {
 
 // CreateConversation stores a new conversation owned by sc.
 func (s *Store) CreateConversation(ctx context.Context, sc chat.Scope, c chat.Conversation) (chat.Conversation, error) {
-	if c.ID == "" {
-		c.ID = chat.NewID()
-	}
-	c.Tenant, c.Owner = sc.Tenant, sc.User
-	if c.CreatedAt.IsZero() {
-		c.CreatedAt = now()
-	}
-	c.CreatedAt = ms(c.CreatedAt)
-	c.UpdatedAt = c.CreatedAt
+	store.FillConversation(&c, sc, now())
+	c.CreatedAt, c.UpdatedAt = ms(c.CreatedAt), ms(c.UpdatedAt)
 	_, err := s.pool.Exec(ctx, `INSERT INTO conversations (`+conversationCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 		c.ID, c.Tenant, c.Owner, c.Title, c.Engine, c.CreatedAt, c.UpdatedAt)
 	if err != nil {
@@ -297,34 +290,20 @@ func (s *Store) GetConversation(ctx context.Context, sc chat.Scope, id string) (
 
 // ListConversations pages sc's conversations, most recently updated first.
 func (s *Store) ListConversations(ctx context.Context, sc chat.Scope, p store.Page) ([]chat.Conversation, string, error) {
-	cur, ok, err := store.DecodeCursor(p.Cursor)
-	if err != nil {
-		return nil, "", err
-	}
-	q := `SELECT ` + conversationCols + ` FROM conversations WHERE tenant = $1 AND owner = $2`
-	args := []any{sc.Tenant, sc.User}
-	if ok {
-		// A row comparison the (tenant, owner, updated_at DESC, id DESC) index serves as a range.
-		q += ` AND (updated_at, id) < ($3, $4)`
-		args = append(args, cur.At, cur.ID)
-	}
-	q += fmt.Sprintf(` ORDER BY updated_at DESC, id DESC LIMIT $%d`, len(args)+1)
-	args = append(args, p.Limit+1)
-	rows, err := s.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, "", fmt.Errorf("list conversations: %w", interpretError(err))
-	}
-	out, err := pgx.CollectRows(rows, collectConversation)
-	if err != nil {
-		return nil, "", fmt.Errorf("list conversations: %w", interpretError(err))
-	}
-	next := ""
-	if len(out) > p.Limit {
-		out = out[:p.Limit]
-		last := out[len(out)-1]
-		next = store.EncodeCursor(store.Cursor{At: last.UpdatedAt, ID: last.ID})
-	}
-	return out, next, nil
+	// The (tenant, owner, updated_at DESC, id DESC) index serves the page as a range.
+	return keysetPage(`SELECT `+conversationCols+` FROM conversations WHERE tenant = $1 AND owner = $2`, []any{sc.Tenant, sc.User},
+		"updated_at", true, p, func(c chat.Conversation) store.Cursor { return store.Cursor{At: c.UpdatedAt, ID: c.ID} },
+		func(q string, args []any) ([]chat.Conversation, error) {
+			rows, err := s.pool.Query(ctx, q, args...)
+			if err != nil {
+				return nil, fmt.Errorf("list conversations: %w", interpretError(err))
+			}
+			out, err := pgx.CollectRows(rows, collectConversation)
+			if err != nil {
+				return nil, fmt.Errorf("list conversations: %w", interpretError(err))
+			}
+			return out, nil
+		})
 }
 
 // UpdateConversation renames a conversation or pins its engine.
@@ -375,12 +354,7 @@ func scanMessage(row pgx.CollectableRow) (chat.Message, error) {
 // updated_at, in one statement: the message is written only if the scoped
 // UPDATE found the conversation.
 func (s *Store) AppendMessage(ctx context.Context, sc chat.Scope, m chat.Message) (chat.Message, error) {
-	if m.ID == "" {
-		m.ID = chat.NewID()
-	}
-	if m.CreatedAt.IsZero() {
-		m.CreatedAt = now()
-	}
+	store.FillMessage(&m, now())
 	m.CreatedAt = ms(m.CreatedAt)
 	tag, err := s.pool.Exec(ctx, `WITH c AS (
 			UPDATE conversations SET updated_at = GREATEST(updated_at, $10::timestamptz)
@@ -401,10 +375,6 @@ func (s *Store) AppendMessage(ctx context.Context, sc chat.Scope, m chat.Message
 
 // ListMessages pages a conversation's messages, oldest first.
 func (s *Store) ListMessages(ctx context.Context, sc chat.Scope, conversationID string, f store.MessageFilter, p store.Page) ([]chat.Message, string, error) {
-	cur, ok, err := store.DecodeCursor(p.Cursor)
-	if err != nil {
-		return nil, "", err
-	}
 	q := `SELECT ` + messageCols + ` FROM messages WHERE conversation_id = $1 AND tenant = $2`
 	args := []any{conversationID, sc.Tenant}
 	arg := func(v any) string {
@@ -419,27 +389,18 @@ func (s *Store) ListMessages(ctx context.Context, sc chat.Scope, conversationID 
 	if f.RunID != "" {
 		q += ` AND run_id = ` + arg(f.RunID)
 	}
-	if ok {
-		q += ` AND (created_at, id) > (` + arg(cur.At) + `, ` + arg(cur.ID) + `)`
-	}
-	q += ` ORDER BY created_at, id LIMIT ` + arg(p.Limit+1)
-
-	var out []chat.Message
-	err = s.scoped(ctx, sc, conversationID, q, args, func(rows pgx.Rows) error {
-		var err error
-		out, err = pgx.CollectRows(rows, scanMessage)
-		return err
+	return keysetPage(q, args, "created_at", false, p, messageCursor, func(q string, args []any) ([]chat.Message, error) {
+		var out []chat.Message
+		err := s.scoped(ctx, sc, conversationID, q, args, func(rows pgx.Rows) error {
+			var err error
+			out, err = pgx.CollectRows(rows, scanMessage)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list messages of %s: %w", conversationID, err)
+		}
+		return out, nil
 	})
-	if err != nil {
-		return nil, "", fmt.Errorf("list messages of %s: %w", conversationID, err)
-	}
-	next := ""
-	if len(out) > p.Limit {
-		out = out[:p.Limit]
-		last := out[len(out)-1]
-		next = store.EncodeCursor(store.Cursor{At: last.CreatedAt, ID: last.ID})
-	}
-	return out, next, nil
 }
 
 // scoped runs query q in one pipelined round trip with the check that sc owns
@@ -505,22 +466,7 @@ func collectRun(row pgx.CollectableRow) (chat.Run, error) { return scanRun(row) 
 // refuses a second active run per conversation, so concurrent starts on any
 // number of replicas cannot both win; the loser learns the active run's id.
 func (s *Store) CreateRun(ctx context.Context, sc chat.Scope, r chat.Run) (chat.Run, error) {
-	if r.ID == "" {
-		r.ID = chat.NewID()
-	}
-	if r.TurnID == "" {
-		r.TurnID = r.ID
-	}
-	if r.Status == "" {
-		r.Status = chat.RunQueued
-	}
-	r.Tenant, r.Owner = sc.Tenant, sc.User
-	if r.CreatedAt.IsZero() {
-		r.CreatedAt = now()
-	}
-	if r.StartedAt.IsZero() {
-		r.StartedAt = r.CreatedAt
-	}
+	store.FillRun(&r, sc, now())
 	r.CreatedAt, r.StartedAt = ms(r.CreatedAt), ms(r.StartedAt)
 	r.Error, r.Usage, r.EndedAt, r.CancelRequested = nil, event.Usage{}, nil, false // as stored: set only by UpdateRun
 
@@ -729,18 +675,7 @@ func collectConfirmation(row pgx.CollectableRow) (chat.Confirmation, error) {
 
 // CreateConfirmation stores a pending confirmation; a missing run is ErrNotFound.
 func (s *Store) CreateConfirmation(ctx context.Context, c chat.Confirmation) (chat.Confirmation, error) {
-	if c.ID == "" {
-		c.ID = chat.NewID()
-	}
-	if c.Status == "" {
-		c.Status = chat.ConfirmPending
-	}
-	if c.CreatedAt.IsZero() {
-		c.CreatedAt = now()
-	}
-	if len(c.Args) == 0 {
-		c.Args = json.RawMessage(`{}`)
-	}
+	store.FillConfirmation(&c, now())
 	c.CreatedAt, c.ExpiresAt = ms(c.CreatedAt), ms(c.ExpiresAt)
 	c.DecidedArgs, c.Reason, c.DecidedAt, c.AppliedAt = nil, "", nil, nil // as stored: set only by a decision and its claim
 	_, err := s.pool.Exec(ctx, `INSERT INTO confirmations (id, tenant, owner, run_id, conversation_id, tool_call_id, tool_name, args, status, created_at, expires_at)

@@ -50,10 +50,8 @@ func (s *Store) startRun(ctx context.Context, sc chat.Scope, in store.RunStart) 
 	conv := in.NewConversation
 	if conv != nil {
 		c := *conv
-		if c.ID == "" {
-			c.ID = chat.NewID()
-		}
-		c.Tenant, c.Owner, c.CreatedAt, c.UpdatedAt = sc.Tenant, sc.User, at, at
+		c.CreatedAt = at // whatever the caller set: the conversation begins with its run
+		store.FillConversation(&c, sc, at)
 		b.Queue(`INSERT INTO conversations (`+conversationCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 			c.ID, c.Tenant, c.Owner, c.Title, c.Engine, c.CreatedAt, c.UpdatedAt)
 		out.Conversation = c
@@ -64,22 +62,8 @@ func (s *Store) startRun(ctx context.Context, sc chat.Scope, in store.RunStart) 
 	}
 
 	r := in.Run
-	r.ConversationID, r.Tenant, r.Owner = out.Conversation.ID, sc.Tenant, sc.User
-	if r.ID == "" {
-		r.ID = chat.NewID()
-	}
-	if r.TurnID == "" {
-		r.TurnID = r.ID
-	}
-	if r.Status == "" {
-		r.Status = chat.RunQueued
-	}
-	if r.CreatedAt.IsZero() {
-		r.CreatedAt = at
-	}
-	if r.StartedAt.IsZero() {
-		r.StartedAt = r.CreatedAt
-	}
+	r.ConversationID = out.Conversation.ID
+	store.FillRun(&r, sc, at)
 	r.CreatedAt, r.StartedAt = ms(r.CreatedAt), ms(r.StartedAt)
 	r.Error, r.Usage, r.EndedAt, r.CancelRequested = nil, event.Usage{}, nil, false
 	out.Run = r
@@ -93,12 +77,7 @@ func (s *Store) startRun(ctx context.Context, sc chat.Scope, in store.RunStart) 
 
 	m := in.Message
 	m.ConversationID, m.RunID = r.ConversationID, r.ID
-	if m.ID == "" {
-		m.ID = chat.NewID()
-	}
-	if m.CreatedAt.IsZero() {
-		m.CreatedAt = at
-	}
+	store.FillMessage(&m, at)
 	m.CreatedAt = ms(m.CreatedAt)
 	out.Message = m
 	b.Queue(`WITH c AS (

@@ -27,14 +27,8 @@ func scanDocument(row scanner) (store.Document, error) {
 
 // CreateDocument stores a document and its chunks in one transaction.
 func (s *Store) CreateDocument(ctx context.Context, sc chat.Scope, d store.Document, chunks []store.Chunk) (store.Document, error) {
-	if d.ID == "" {
-		d.ID = chat.NewID()
-	}
-	if d.CreatedAt.IsZero() {
-		d.CreatedAt = now()
-	}
+	store.FillDocument(&d, sc, len(chunks), now())
 	d.CreatedAt = d.CreatedAt.UTC().Truncate(time.Millisecond)
-	d.Tenant, d.Owner, d.Chunks = sc.Tenant, sc.User, len(chunks)
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO knowledge_documents (`+documentCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			d.ID, d.Tenant, d.Owner, d.Source, d.MediaType, nullJSON(d.Metadata), d.Bytes, d.Chunks, ms(d.CreatedAt)); err != nil {
@@ -46,9 +40,7 @@ func (s *Store) CreateDocument(ctx context.Context, sc chat.Scope, d store.Docum
 		}
 		defer stmt.Close()
 		for _, c := range chunks {
-			if c.ID == "" {
-				c.ID = chat.NewID()
-			}
+			store.FillChunk(&c)
 			if _, err := stmt.ExecContext(ctx, c.ID, d.Tenant, d.ID, c.Ordinal, c.Content, c.Terms, vector(c.Embedding)); err != nil {
 				return err
 			}
@@ -81,29 +73,15 @@ func (s *Store) GetDocument(ctx context.Context, sc chat.Scope, id string) (stor
 
 // ListDocuments pages the tenant's documents, newest first.
 func (s *Store) ListDocuments(ctx context.Context, sc chat.Scope, p store.Page) ([]store.Document, string, error) {
-	cur, ok, err := store.DecodeCursor(p.Cursor)
-	if err != nil {
-		return nil, "", err
-	}
-	q := `SELECT ` + documentCols + ` FROM knowledge_documents WHERE tenant = ?`
-	args := []any{sc.Tenant}
-	if ok {
-		q += ` AND (created_at < ? OR (created_at = ? AND id < ?))`
-		args = append(args, ms(cur.At), ms(cur.At), cur.ID)
-	}
-	q += ` ORDER BY created_at DESC, id DESC LIMIT ?`
-	args = append(args, p.Limit+1)
-	out, err := collect(scanDocument)(s.read.QueryContext(ctx, q, args...))
-	if err != nil {
-		return nil, "", fmt.Errorf("list documents: %w", err)
-	}
-	next := ""
-	if len(out) > p.Limit {
-		out = out[:p.Limit]
-		last := out[len(out)-1]
-		next = store.EncodeCursor(store.Cursor{At: last.CreatedAt, ID: last.ID})
-	}
-	return out, next, nil
+	return keysetPage(`SELECT `+documentCols+` FROM knowledge_documents WHERE tenant = ?`, []any{sc.Tenant},
+		"created_at", true, p, func(d store.Document) store.Cursor { return store.Cursor{At: d.CreatedAt, ID: d.ID} },
+		func(q string, args []any) ([]store.Document, error) {
+			out, err := collect(scanDocument)(s.read.QueryContext(ctx, q, args...))
+			if err != nil {
+				return nil, fmt.Errorf("list documents: %w", err)
+			}
+			return out, nil
+		})
 }
 
 // DeleteDocument removes a document; its chunks and their index entries follow.
@@ -178,9 +156,7 @@ func (s *Store) KnowledgeVectors(ctx context.Context, sc chat.Scope, limit int) 
 
 // Remember indexes a message of one of sc's conversations.
 func (s *Store) Remember(ctx context.Context, sc chat.Scope, e store.MemoryEntry) error {
-	if e.CreatedAt.IsZero() {
-		e.CreatedAt = now()
-	}
+	store.FillMemoryEntry(&e, now())
 	res, err := s.write.ExecContext(ctx, `
 		INSERT INTO memory_entries (message_id, tenant, owner, conversation_id, role, content, terms, created_at)
 		SELECT ?, ?, ?, id, ?, ?, ?, ? FROM conversations WHERE id = ? AND tenant = ? AND owner = ?
@@ -218,10 +194,7 @@ func (s *Store) SearchMemory(ctx context.Context, sc chat.Scope, terms []string,
 
 // PutBlob stores a payload in one of sc's conversations.
 func (s *Store) PutBlob(ctx context.Context, sc chat.Scope, b chat.Blob) (chat.Blob, error) {
-	if b.ID == "" {
-		b.ID = chat.NewID()
-	}
-	b.CreatedAt = now()
+	store.FillBlob(&b, now())
 	res, err := s.write.ExecContext(ctx, `INSERT INTO blobs (id, tenant, conversation_id, data, created_at)
 		SELECT ?, ?, id, ?, ? FROM conversations WHERE id = ? AND tenant = ? AND owner = ?`,
 		b.ID, sc.Tenant, string(b.Data), ms(b.CreatedAt), b.ConversationID, sc.Tenant, sc.User)
@@ -265,10 +238,7 @@ func scanCompaction(row scanner) (store.Compaction, error) {
 
 // Compact records a compaction and archives its messages atomically.
 func (s *Store) Compact(ctx context.Context, sc chat.Scope, c store.Compaction, archived []chat.Message, activeRunID string) (store.Compaction, error) {
-	if c.ID == "" {
-		c.ID = chat.NewID()
-	}
-	c.CreatedAt, c.Archived = now(), len(archived)
+	store.FillCompaction(&c, len(archived), now())
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		var one int
 		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM conversations WHERE id = ? AND tenant = ? AND owner = ?`, c.ConversationID, sc.Tenant, sc.User).Scan(&one); err != nil {
@@ -315,30 +285,15 @@ func (s *Store) LatestCompaction(ctx context.Context, sc chat.Scope, conversatio
 
 // ListArchive pages the conversation's archived messages, oldest first.
 func (s *Store) ListArchive(ctx context.Context, sc chat.Scope, conversationID string, p store.Page) ([]chat.Message, string, error) {
-	cur, ok, err := store.DecodeCursor(p.Cursor)
-	if err != nil {
-		return nil, "", err
-	}
-	if _, err := s.GetConversation(ctx, sc, conversationID); err != nil {
-		return nil, "", err
-	}
-	q := `SELECT ` + messageCols + ` FROM message_archive WHERE conversation_id = ? AND tenant = ?`
-	args := []any{conversationID, sc.Tenant}
-	if ok {
-		q += ` AND (created_at > ? OR (created_at = ? AND id > ?))`
-		args = append(args, ms(cur.At), ms(cur.At), cur.ID)
-	}
-	q += ` ORDER BY created_at, id LIMIT ?`
-	args = append(args, p.Limit+1)
-	out, err := collect(scanMessage)(s.read.QueryContext(ctx, q, args...))
-	if err != nil {
-		return nil, "", fmt.Errorf("list archive: %w", err)
-	}
-	next := ""
-	if len(out) > p.Limit {
-		out = out[:p.Limit]
-		last := out[len(out)-1]
-		next = store.EncodeCursor(store.Cursor{At: last.CreatedAt, ID: last.ID})
-	}
-	return out, next, nil
+	return keysetPage(`SELECT `+messageCols+` FROM message_archive WHERE conversation_id = ? AND tenant = ?`, []any{conversationID, sc.Tenant},
+		"created_at", false, p, messageCursor, func(q string, args []any) ([]chat.Message, error) {
+			if _, err := s.GetConversation(ctx, sc, conversationID); err != nil {
+				return nil, err
+			}
+			out, err := collect(scanMessage)(s.read.QueryContext(ctx, q, args...))
+			if err != nil {
+				return nil, fmt.Errorf("list archive: %w", err)
+			}
+			return out, nil
+		})
 }

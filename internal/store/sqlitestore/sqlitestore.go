@@ -225,13 +225,7 @@ func scanConversation(row scanner) (chat.Conversation, error) {
 
 // CreateConversation stores a new conversation owned by s.
 func (s *Store) CreateConversation(ctx context.Context, sc chat.Scope, c chat.Conversation) (chat.Conversation, error) {
-	if c.ID == "" {
-		c.ID = chat.NewID()
-	}
-	c.Tenant, c.Owner = sc.Tenant, sc.User
-	if c.CreatedAt.IsZero() {
-		c.CreatedAt = now()
-	}
+	store.FillConversation(&c, sc, now())
 	c.CreatedAt = c.CreatedAt.UTC().Truncate(time.Millisecond)
 	c.UpdatedAt = c.CreatedAt
 	_, err := s.write.ExecContext(ctx, `INSERT INTO conversations (`+conversationCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
@@ -254,29 +248,15 @@ func (s *Store) GetConversation(ctx context.Context, sc chat.Scope, id string) (
 
 // ListConversations pages s's conversations, most recently updated first.
 func (s *Store) ListConversations(ctx context.Context, sc chat.Scope, p store.Page) ([]chat.Conversation, string, error) {
-	cur, ok, err := store.DecodeCursor(p.Cursor)
-	if err != nil {
-		return nil, "", err
-	}
-	q := `SELECT ` + conversationCols + ` FROM conversations WHERE tenant = ? AND owner = ?`
-	args := []any{sc.Tenant, sc.User}
-	if ok {
-		q += ` AND (updated_at < ? OR (updated_at = ? AND id < ?))`
-		args = append(args, ms(cur.At), ms(cur.At), cur.ID)
-	}
-	q += ` ORDER BY updated_at DESC, id DESC LIMIT ?`
-	args = append(args, p.Limit+1)
-	out, err := collect(scanConversation)(s.read.QueryContext(ctx, q, args...))
-	if err != nil {
-		return nil, "", fmt.Errorf("list conversations: %w", err)
-	}
-	next := ""
-	if len(out) > p.Limit {
-		out = out[:p.Limit]
-		last := out[len(out)-1]
-		next = store.EncodeCursor(store.Cursor{At: last.UpdatedAt, ID: last.ID})
-	}
-	return out, next, nil
+	return keysetPage(`SELECT `+conversationCols+` FROM conversations WHERE tenant = ? AND owner = ?`, []any{sc.Tenant, sc.User},
+		"updated_at", true, p, func(c chat.Conversation) store.Cursor { return store.Cursor{At: c.UpdatedAt, ID: c.ID} },
+		func(q string, args []any) ([]chat.Conversation, error) {
+			out, err := collect(scanConversation)(s.read.QueryContext(ctx, q, args...))
+			if err != nil {
+				return nil, fmt.Errorf("list conversations: %w", err)
+			}
+			return out, nil
+		})
 }
 
 // UpdateConversation renames a conversation or pins its engine.
@@ -358,12 +338,7 @@ func (s *Store) AppendMessage(ctx context.Context, sc chat.Scope, m chat.Message
 // insertMessage fills in m's defaults, inserts it and bumps its
 // conversation's updatedAt; ErrNotFound when the conversation is not sc's.
 func insertMessage(ctx context.Context, tx *sql.Tx, sc chat.Scope, m *chat.Message, at time.Time) error {
-	if m.ID == "" {
-		m.ID = chat.NewID()
-	}
-	if m.CreatedAt.IsZero() {
-		m.CreatedAt = at
-	}
+	store.FillMessage(m, at)
 	m.CreatedAt = m.CreatedAt.UTC().Truncate(time.Millisecond)
 	res, err := tx.ExecContext(ctx, `UPDATE conversations SET updated_at = max(updated_at, ?) WHERE id = ? AND tenant = ? AND owner = ?`,
 		ms(m.CreatedAt), m.ConversationID, sc.Tenant, sc.User)
@@ -380,13 +355,6 @@ func insertMessage(ctx context.Context, tx *sql.Tx, sc chat.Scope, m *chat.Messa
 
 // ListMessages pages a conversation's messages, oldest first.
 func (s *Store) ListMessages(ctx context.Context, sc chat.Scope, conversationID string, f store.MessageFilter, p store.Page) ([]chat.Message, string, error) {
-	cur, ok, err := store.DecodeCursor(p.Cursor)
-	if err != nil {
-		return nil, "", err
-	}
-	if _, err := s.GetConversation(ctx, sc, conversationID); err != nil {
-		return nil, "", err
-	}
 	q := `SELECT ` + messageCols + ` FROM messages WHERE conversation_id = ? AND tenant = ?`
 	args := []any{conversationID, sc.Tenant}
 	if f.ToolName != "" {
@@ -397,23 +365,16 @@ func (s *Store) ListMessages(ctx context.Context, sc chat.Scope, conversationID 
 		q += ` AND run_id = ?`
 		args = append(args, f.RunID)
 	}
-	if ok {
-		q += ` AND (created_at > ? OR (created_at = ? AND id > ?))`
-		args = append(args, ms(cur.At), ms(cur.At), cur.ID)
-	}
-	q += ` ORDER BY created_at, id LIMIT ?`
-	args = append(args, p.Limit+1)
-	out, err := collect(scanMessage)(s.read.QueryContext(ctx, q, args...))
-	if err != nil {
-		return nil, "", fmt.Errorf("list messages: %w", err)
-	}
-	next := ""
-	if len(out) > p.Limit {
-		out = out[:p.Limit]
-		last := out[len(out)-1]
-		next = store.EncodeCursor(store.Cursor{At: last.CreatedAt, ID: last.ID})
-	}
-	return out, next, nil
+	return keysetPage(q, args, "created_at", false, p, messageCursor, func(q string, args []any) ([]chat.Message, error) {
+		if _, err := s.GetConversation(ctx, sc, conversationID); err != nil {
+			return nil, err
+		}
+		out, err := collect(scanMessage)(s.read.QueryContext(ctx, q, args...))
+		if err != nil {
+			return nil, fmt.Errorf("list messages: %w", err)
+		}
+		return out, nil
+	})
 }
 
 // ---- runs ----
@@ -467,22 +428,7 @@ func (s *Store) CreateRun(ctx context.Context, sc chat.Scope, r chat.Run) (chat.
 // insertRun fills in r's defaults and inserts it into a conversation the
 // caller has checked is sc's, refusing a second active run.
 func insertRun(ctx context.Context, tx *sql.Tx, sc chat.Scope, r *chat.Run, at time.Time) error {
-	r.Tenant, r.Owner = sc.Tenant, sc.User
-	if r.ID == "" {
-		r.ID = chat.NewID()
-	}
-	if r.TurnID == "" {
-		r.TurnID = r.ID
-	}
-	if r.Status == "" {
-		r.Status = chat.RunQueued
-	}
-	if r.CreatedAt.IsZero() {
-		r.CreatedAt = at
-	}
-	if r.StartedAt.IsZero() {
-		r.StartedAt = r.CreatedAt
-	}
+	store.FillRun(r, sc, at)
 	var active string
 	switch err := tx.QueryRowContext(ctx, `SELECT id FROM runs WHERE conversation_id = ? AND status IN ('queued','running','awaiting_input')`, r.ConversationID).Scan(&active); {
 	case err == nil:
@@ -503,10 +449,8 @@ func (s *Store) StartRun(ctx context.Context, sc chat.Scope, in store.RunStart) 
 	at := now()
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		if c := in.NewConversation; c != nil {
-			if c.ID == "" {
-				c.ID = chat.NewID()
-			}
-			c.Tenant, c.Owner, c.CreatedAt, c.UpdatedAt = sc.Tenant, sc.User, at, at
+			c.CreatedAt = at // whatever the caller set: the conversation begins with its run
+			store.FillConversation(c, sc, at)
 			if _, err := tx.ExecContext(ctx, `INSERT INTO conversations (`+conversationCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 				c.ID, c.Tenant, c.Owner, c.Title, c.Engine, ms(at), ms(at)); err != nil {
 				return err
@@ -747,18 +691,7 @@ func scanConfirmation(row scanner) (chat.Confirmation, error) {
 
 // CreateConfirmation stores a pending confirmation.
 func (s *Store) CreateConfirmation(ctx context.Context, c chat.Confirmation) (chat.Confirmation, error) {
-	if c.ID == "" {
-		c.ID = chat.NewID()
-	}
-	if c.Status == "" {
-		c.Status = chat.ConfirmPending
-	}
-	if c.CreatedAt.IsZero() {
-		c.CreatedAt = now()
-	}
-	if len(c.Args) == 0 {
-		c.Args = json.RawMessage(`{}`)
-	}
+	store.FillConfirmation(&c, now())
 	_, err := s.write.ExecContext(ctx, `INSERT INTO confirmations (`+confirmationCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, '', ?, ?, NULL, NULL)`,
 		c.ID, c.Tenant, c.Owner, c.RunID, c.ConversationID, c.ToolCallID, c.ToolName, string(c.Args), c.Status, ms(c.CreatedAt), ms(c.ExpiresAt))
 	if err != nil {
