@@ -99,9 +99,14 @@ func (s *Store) startRun(ctx context.Context, sc chat.Scope, in store.RunStart) 
 			return store.RunStarted{}, false, fmt.Errorf("start run: %w", interpretError(berr))
 		}
 		defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after Commit it is a no-op
+		// Two statements: under READ COMMITTED a statement's snapshot is
+		// taken when it starts, so a count in the statement that waited for
+		// the lock would miss the runs the lock's previous holders committed.
+		if _, qerr := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('runs of ' || $1, 0))`, sc.Tenant); qerr != nil {
+			return store.RunStarted{}, false, fmt.Errorf("start run: %w", interpretError(qerr))
+		}
 		var n int
-		if qerr := tx.QueryRow(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('runs of ' || $1, 0)), (SELECT count(*) FROM runs WHERE tenant = $1 AND status IN ('queued', 'running'))`,
-			sc.Tenant).Scan(nil, &n); qerr != nil {
+		if qerr := tx.QueryRow(ctx, `SELECT count(*) FROM runs WHERE tenant = $1 AND status IN ('queued', 'running')`, sc.Tenant).Scan(&n); qerr != nil {
 			return store.RunStarted{}, false, fmt.Errorf("start run: %w", interpretError(qerr))
 		}
 		if n >= in.MaxExecuting {
