@@ -195,7 +195,41 @@ func (s *Service) Start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 		req.ConversationID, req.CreateWithID = req.CreateWithID, ""
 		started, err = s.start(ctx, sc, req, follow)
 	}
+	// A run whose end is in the log is finishing: its executor records the
+	// end in the run's row next. A client that read the end from the log
+	// (a replay, a stream's check) may start the next run at once, so that
+	// start waits for the row, briefly, rather than answer busy.
+	var busy *store.BusyError
+	for wait := 0; wait < finishingWaits && errors.As(err, &busy) && s.finishing(ctx, sc, busy.ActiveRunID); wait++ {
+		select {
+		case <-ctx.Done():
+			return Started{}, err
+		case <-time.After(finishingPoll):
+		}
+		started, err = s.start(ctx, sc, req, follow)
+	}
 	return started, err
+}
+
+// How long a start waits for a finishing run's row: 40 polls of 25 ms.
+const (
+	finishingWaits = 40
+	finishingPoll  = 25 * time.Millisecond
+)
+
+// finishing reports whether the run's end is already in its thread's log:
+// the last event of the thread, since no other run emits on it meanwhile.
+func (s *Service) finishing(ctx context.Context, sc chat.Scope, runID string) bool {
+	r, err := s.st.GetRun(ctx, sc, runID)
+	if err != nil || !chat.Active(r.Status) {
+		return err == nil // ended meanwhile: starting again succeeds
+	}
+	last, err := s.st.LastSeq(ctx, sc.Tenant, r.ConversationID)
+	if err != nil || last == 0 {
+		return false
+	}
+	evs, err := s.st.ListEvents(ctx, sc, r.ConversationID, "", last-1, last, 1)
+	return err == nil && len(evs) == 1 && evs[0].Run == runID && evs[0].Terminal()
 }
 
 func isBusy(err error) bool {
