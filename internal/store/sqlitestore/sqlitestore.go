@@ -1,6 +1,7 @@
 package sqlitestore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"embed"
@@ -418,7 +419,7 @@ func (s *Store) ListMessages(ctx context.Context, sc chat.Scope, conversationID 
 
 // ---- runs ----
 
-const runCols = `id, tenant, owner, conversation_id, turn_id, status, input, engine, model, error_code, error_message, usage, state, created_at, started_at, ended_at, lease_owner, lease_epoch, cancel_requested, seq_reserved`
+const runCols = `id, tenant, owner, conversation_id, turn_id, status, input, engine, model, error_code, error_message, usage, state, created_at, started_at, ended_at, lease_owner, lease_epoch, cancel_requested, seq_reserved, trace_id, span_id`
 
 func scanRun(row scanner) (chat.Run, error) {
 	var r chat.Run
@@ -426,7 +427,7 @@ func scanRun(row scanner) (chat.Run, error) {
 	var created, started int64
 	var ended sql.NullInt64
 	err := row.Scan(&r.ID, &r.Tenant, &r.Owner, &r.ConversationID, &r.TurnID, &r.Status, &r.Input, &r.Engine, &r.Model,
-		&ecode, &emsg, &usage, &state, &created, &started, &ended, &r.LeaseOwner, &r.LeaseEpoch, &r.CancelRequested, &r.SeqReserved)
+		&ecode, &emsg, &usage, &state, &created, &started, &ended, &r.LeaseOwner, &r.LeaseEpoch, &r.CancelRequested, &r.SeqReserved, &r.TraceID, &r.SpanID)
 	if err != nil {
 		return r, err
 	}
@@ -483,6 +484,7 @@ func insertRun(ctx context.Context, tx *sql.Tx, sc chat.Scope, r *chat.Run, at t
 	if r.StartedAt.IsZero() {
 		r.StartedAt = r.CreatedAt
 	}
+	r.TraceID = cmp.Or(r.TraceID, chat.NewTraceID())
 	var active string
 	switch err := tx.QueryRowContext(ctx, `SELECT id FROM runs WHERE conversation_id = ? AND status IN ('queued','running','awaiting_input')`, r.ConversationID).Scan(&active); {
 	case err == nil:
@@ -490,9 +492,9 @@ func insertRun(ctx context.Context, tx *sql.Tx, sc chat.Scope, r *chat.Run, at t
 	case !errors.Is(err, sql.ErrNoRows):
 		return err
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, ?, ?, ?, NULL, ?, ?, 0, ?)`,
+	_, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, ?, ?, ?, NULL, ?, ?, 0, ?, ?, ?)`,
 		r.ID, r.Tenant, r.Owner, r.ConversationID, r.TurnID, r.Status, r.Input, r.Engine, r.Model, nullJSON(r.State),
-		ms(r.CreatedAt), ms(r.StartedAt), r.LeaseOwner, r.LeaseEpoch, r.SeqReserved)
+		ms(r.CreatedAt), ms(r.StartedAt), r.LeaseOwner, r.LeaseEpoch, r.SeqReserved, r.TraceID, r.SpanID)
 	return err
 }
 
