@@ -476,12 +476,12 @@ func TestChainConfirmationSurvivesRestart(t *testing.T) {
 	// Every frame, before and after the restart, carries the run's trace.
 	trace := second.call(req{method: "GET", path: "/v1/agent/runs/" + runID, token: alice}, 200)["traceId"]
 	for i, f := range before {
-		if f.Env["trace_id"] != trace {
+		if envTrace(f.Env) != trace {
 			t.Fatalf("frame %d before the restart: trace %v, the run's %v", i, f.Env["trace_id"], trace)
 		}
 	}
 	for i, f := range rest {
-		if f.ID != strconv.Itoa(len(before)+1+i) || f.Env["trace_id"] != trace {
+		if f.ID != strconv.Itoa(len(before)+1+i) || envTrace(f.Env) != trace {
 			t.Fatalf("frame %d: id %s, trace %v, the run's %v", i, f.ID, f.Env["trace_id"], trace)
 		}
 	}

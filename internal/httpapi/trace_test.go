@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -15,7 +16,20 @@ const (
 	traceparent = "00-" + callerTrace + "-00f067aa0ba902b7-01"
 )
 
-var traceIDRe = regexp.MustCompile(`^[0-9a-f]{32}$`)
+var (
+	traceIDRe   = regexp.MustCompile(`^[0-9a-f]{32}$`)
+	traceUUIDRe = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+)
+
+// envTrace is a chain envelope's trace_id as a W3C trace id: the seed's
+// UUID shape without its dashes; empty when it has another shape.
+func envTrace(env map[string]any) string {
+	s, _ := env["trace_id"].(string)
+	if !traceUUIDRe.MatchString(s) {
+		return ""
+	}
+	return strings.ReplaceAll(s, "-", "")
+}
 
 // runTrace is the traceId GET /v1/agent/runs/{runId} shows.
 func (e *env) runTrace(runID string) string {
@@ -66,7 +80,7 @@ func TestChainTraceIDIsTheRuns(t *testing.T) {
 		t.Fatalf("%d frames", len(frames))
 	}
 	for _, f := range frames {
-		if f.Env["trace_id"] != callerTrace {
+		if envTrace(f.Env) != callerTrace {
 			t.Fatalf("%s frame: trace_id %v, want the run's %s", f.Event, f.Env["trace_id"], callerTrace)
 		}
 	}
@@ -81,7 +95,7 @@ func TestChainTraceIDIsTheRuns(t *testing.T) {
 		t.Fatalf("chain run traceId %q", trace)
 	}
 	for _, f := range frames {
-		if f.Env["trace_id"] != trace {
+		if envTrace(f.Env) != trace {
 			t.Fatalf("%s frame: trace_id %v, want the run's %s (run %s)", f.Event, f.Env["trace_id"], trace, runID)
 		}
 	}
@@ -89,13 +103,13 @@ func TestChainTraceIDIsTheRuns(t *testing.T) {
 	rd, resp = e.chain(chainPath("Please calculate 1+2", 1000), map[string]string{"traceparent": traceparent})
 	frames = rd.readAll(nil)
 	resp.Body.Close()
-	if len(frames) != 1 || frames[0].Event != "final" || frames[0].Env["trace_id"] != callerTrace {
+	if len(frames) != 1 || frames[0].Event != "final" || envTrace(frames[0].Env) != callerTrace {
 		t.Fatalf("rejection %+v", frames)
 	}
 	rd, resp = e.chain(chainPath("Please calculate 1+2", 1000), nil)
 	frames = rd.readAll(nil)
 	resp.Body.Close()
-	if tid, _ := frames[0].Env["trace_id"].(string); len(frames) != 1 || !traceIDRe.MatchString(tid) {
+	if len(frames) != 1 || !traceIDRe.MatchString(envTrace(frames[0].Env)) {
 		t.Fatalf("rejection without a traceparent %+v", frames)
 	}
 }

@@ -1,7 +1,7 @@
 // Package chain is seed 003's chain stream: frames of exactly three lines,
 // `event: <evt>`, `id: <seq>`, `data: <envelope>`, with the envelope
 //
-//	{"evt": <evt>, "seq": <seq>, "ts": <RFC 3339 UTC, ms>, "trace_id": <the run's trace id>, "schema": "v1", "payload": …}
+//	{"evt": <evt>, "seq": <seq>, "ts": <RFC 3339 UTC, ms>, "trace_id": <the run's trace id, as a UUID>, "schema": "v1", "payload": …}
 //
 // and `: keep-alive` comments. It owns the whole exchange: the request
 // (ParseQuery, ParseBody), the response headers (Header), the rejection of a
@@ -18,8 +18,10 @@
 // with Options.After = N, which counts the first N frames without writing
 // them. trace_id is the run's W3C trace id (Options.TraceID, which the
 // caller reads from the run), one for the whole chain, so a chain's frames
-// lead to its trace and its log lines. Events carry no trace: an encoder
-// given none uses the run id, as a stand-in.
+// lead to its trace and its log lines. It is written in the seed's UUID
+// shape (8-4-4-4-12): the same 128 bits as the 32 hex digits the API, the
+// logs and trace backends show, with dashes. Events carry no trace: an
+// encoder given none uses the run id (a UUIDv7), as a stand-in.
 //
 // # Mapping
 //
@@ -58,6 +60,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agentchat/agentchat/internal/dialect"
@@ -114,7 +117,8 @@ type Encoder struct {
 
 // NewEncoder returns a chain-stream encoder.
 func NewEncoder(opts Options) *Encoder {
-	return &Encoder{after: max(opts.After, 0), given: opts.TraceID, trace: opts.TraceID, calls: map[string]string{}}
+	t := traceUUID(opts.TraceID)
+	return &Encoder{after: max(opts.After, 0), given: t, trace: t, calls: map[string]string{}}
 }
 
 var _ dialect.Exchange = (*Encoder)(nil)
@@ -247,6 +251,15 @@ func (e *Encoder) frame(dst []byte, ev event.Event, evt string, payload any) []b
 			Payload: errorPayload{"encode_failed", "an event could not be encoded"}})
 	}
 	return dialect.AppendFrame(dst, dialect.Frame{ID: strconv.FormatInt(e.seq, 10), Event: evt, Data: b})
+}
+
+// traceUUID writes a W3C trace id (32 hex digits) in the UUID shape of
+// seed 003's trace_id; anything else is returned as it is.
+func traceUUID(id string) string {
+	if len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" {
+		return id
+	}
+	return id[:8] + "-" + id[8:12] + "-" + id[12:16] + "-" + id[16:20] + "-" + id[20:]
 }
 
 // Frames is how many frames the encoder has numbered, written or not.
