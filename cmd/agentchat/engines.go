@@ -10,6 +10,7 @@ import (
 	"github.com/agentchat/agentchat/internal/engine/local"
 	"github.com/agentchat/agentchat/internal/engine/openclaw"
 	"github.com/agentchat/agentchat/internal/llm"
+	"github.com/agentchat/agentchat/internal/telemetry"
 	"github.com/agentchat/agentchat/internal/tool"
 )
 
@@ -17,7 +18,7 @@ import (
 // local agent loop always, the openclaw engine when a gateway is configured,
 // the chain engine (planner → executor → check over the same model and
 // tools), the default engine and the per-tenant rules.
-func newRouter(cfg config.Config, model llm.Model, tools *tool.Registry, parts contextParts, log *slog.Logger) (*engine.Router, error) {
+func newRouter(cfg config.Config, model llm.Model, tools *tool.Registry, parts contextParts, log *slog.Logger, tel *telemetry.Telemetry) (*engine.Router, error) {
 	ec, err := cfg.Engines()
 	if err != nil {
 		return nil, err
@@ -40,7 +41,7 @@ func newRouter(cfg config.Config, model llm.Model, tools *tool.Registry, parts c
 		}
 		oc, err := openclaw.New(openclaw.Config{
 			Gateways: gateways, Tenants: ec.TenantGateways(), Default: ec.DefaultGateway, Tools: tools,
-			MaxIterations: cfg.MaxIterations, Fallback: fallback, Timeout: cfg.LLMTimeout, Logger: log,
+			MaxIterations: cfg.MaxIterations, Fallback: fallback, Timeout: cfg.LLMTimeout, Logger: log, Telemetry: tel,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("engine: %w", err)

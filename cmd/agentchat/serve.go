@@ -227,7 +227,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	router, err := newRouter(cfg, model, tools, parts, log)
+	router, err := newRouter(cfg, model, tools, parts, log, tel)
 	if err != nil {
 		return err
 	}

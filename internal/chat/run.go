@@ -1,6 +1,8 @@
 package chat
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"time"
 
@@ -35,6 +37,21 @@ type Run struct {
 	Model          string
 	Error          *event.ErrorInfo
 	Usage          event.Usage
+	// TraceID is the W3C trace id (32 lowercase hex digits, never all zero)
+	// of the run, fixed when the run starts and kept for its whole life, so
+	// its logs, its spans, the chain stream's trace_id and the API agree. It
+	// is the trace of the run's span when tracing is on (a child of the
+	// starting request's trace when the request carried a traceparent), the
+	// incoming traceparent's trace when tracing is off, and otherwise a fresh
+	// random one (NewTraceID; the store fills one in for a run stored
+	// without). A continuation after a confirmation, on any replica, joins it.
+	TraceID string
+	// SpanID is the span (16 hex digits) that the spans of the run's
+	// continuations are children of: the span of the run's first execution,
+	// or, when that was not traced, the caller's span named by its
+	// traceparent, or a random id no exported span has. Empty for a run
+	// stored without a trace.
+	SpanID string
 	// State is the engine's resumable state (e.g. the pending tool calls of a
 	// run awaiting input), opaque to the store.
 	State     json.RawMessage
@@ -96,4 +113,14 @@ type Decision struct {
 	Args   json.RawMessage
 	Reason string
 	At     time.Time
+}
+
+// NewTraceID returns a random W3C trace id: 16 random bytes as 32 lowercase
+// hex digits, never all zero.
+func NewTraceID() string {
+	var b [16]byte
+	for b == ([16]byte{}) {
+		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	}
+	return hex.EncodeToString(b[:])
 }

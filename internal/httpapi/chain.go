@@ -1,12 +1,14 @@
 package httpapi
 
 import (
+	"cmp"
 	"net/http"
 	"time"
 
 	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/dialect/chain"
 	"github.com/agentchat/agentchat/internal/run"
+	"github.com/agentchat/agentchat/internal/telemetry"
 )
 
 // chainStream serves GET and POST /v1/chain/stream (seed 003): it starts a
@@ -31,7 +33,8 @@ func (s *Server) chainStream(w http.ResponseWriter, r *http.Request) error {
 		}
 		writeHeader(w, chain.Header())
 		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(chain.Rejection(nil, req.Steps(), s.chainHardLimit, chat.NewID(), time.Now()))
+		// No run, so no run trace: the request's, else a fresh one.
+		_, _ = w.Write(chain.Rejection(nil, req.Steps(), s.chainHardLimit, cmp.Or(telemetry.TraceID(ctx), chat.NewTraceID()), time.Now()))
 		return nil
 	}
 	if req.RunID != "" || after > 0 {
@@ -43,7 +46,7 @@ func (s *Server) chainStream(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("X-Run-ID", started.Run.ID)
 	w.Header().Set("X-Conversation-ID", started.Conversation.ID)
-	s.serveStream(w, r, started.Stream, chain.NewEncoder(chain.Options{}))
+	s.serveStream(w, r, started.Stream, chain.NewEncoder(chain.Options{TraceID: started.Run.TraceID}))
 	return nil
 }
 
@@ -79,7 +82,7 @@ func (s *Server) chainAttach(w http.ResponseWriter, r *http.Request, sc chat.Sco
 	}
 	w.Header().Set("X-Run-ID", target.ID)
 	w.Header().Set("X-Conversation-ID", target.ConversationID)
-	s.serveStream(w, r, st, chain.NewEncoder(chain.Options{After: after}))
+	s.serveStream(w, r, st, chain.NewEncoder(chain.Options{After: after, TraceID: target.TraceID}))
 	return nil
 }
 

@@ -473,9 +473,16 @@ func TestChainConfirmationSurvivesRestart(t *testing.T) {
 	if got := evts(rest); !slices.Equal(got, []string{"call.start", "call.end", "chain.step", "check.summary", "final"}) {
 		t.Fatalf("after restart %v", got)
 	}
+	// Every frame, before and after the restart, carries the run's trace.
+	trace := second.call(req{method: "GET", path: "/v1/agent/runs/" + runID, token: alice}, 200)["traceId"]
+	for i, f := range before {
+		if envTrace(f.Env) != trace {
+			t.Fatalf("frame %d before the restart: trace %v, the run's %v", i, f.Env["trace_id"], trace)
+		}
+	}
 	for i, f := range rest {
-		if f.ID != strconv.Itoa(len(before)+1+i) || f.Env["trace_id"] != runID {
-			t.Fatalf("frame %d: id %s, trace %v", i, f.ID, f.Env["trace_id"])
+		if f.ID != strconv.Itoa(len(before)+1+i) || envTrace(f.Env) != trace {
+			t.Fatalf("frame %d: id %s, trace %v, the run's %v", i, f.ID, f.Env["trace_id"], trace)
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/compaction"
-	"github.com/agentchat/agentchat/internal/engine"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/store"
 )
@@ -16,14 +15,14 @@ import (
 // With automatic compaction on, a new turn whose context would exceed the
 // limit compacts first. A new run announces each compaction it is the first
 // to use with a context.patch event.
-func (s *Service) withCompaction(ctx context.Context, sc chat.Scope, conv, runID string, h engine.Host, history []chat.Message, announce bool) []chat.Message {
+func (s *Service) withCompaction(ctx context.Context, sc chat.Scope, conv, runID string, x *execution, history []chat.Message, announce bool) []chat.Message {
 	c := s.cfg.Compactor
 	if c == nil {
 		return history
 	}
 	k, err := c.Latest(ctx, sc, conv)
 	if err != nil {
-		s.log.Warn("read compaction; sending the whole history", "conversation_id", conv, "err", err)
+		x.log.Warn("read compaction; sending the whole history", "conversation_id", conv, "err", err)
 		return history
 	}
 	if limit := c.ContextTokens(); announce && limit > 0 && compaction.Estimate(compaction.Apply(history, k)) > limit {
@@ -34,14 +33,14 @@ func (s *Service) withCompaction(ctx context.Context, sc chat.Scope, conv, runID
 			k = nk
 		case errors.As(err, &nn):
 		default:
-			s.log.Warn("automatic compaction failed; sending the whole context", "conversation_id", conv, "err", err)
+			x.log.Warn("automatic compaction failed; sending the whole context", "conversation_id", conv, "err", err)
 		}
 	}
 	if k.ID == "" {
 		return history
 	}
 	if announce && !usedBefore(history, k, runID) {
-		h.Emit(ctx, event.Event{Step: "worker", Payload: event.ContextPatchData{Patch: compaction.Patch(k)}})
+		x.Emit(ctx, event.Event{Step: "worker", Payload: event.ContextPatchData{Patch: compaction.Patch(k)}})
 	}
 	return compaction.Apply(history, k)
 }

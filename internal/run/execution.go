@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -34,14 +35,16 @@ type execution struct {
 
 	term *term // whether this process may still act for the run
 
-	tel *telemetry.Run // metrics and the run's span (telemetry.go)
+	tel *telemetry.Run // metrics and the span of this execution
+	log *slog.Logger   // lines about the run: they carry its run_id and trace_id
 }
 
-// newExecution prepares r, which names t as its executor, for execution here.
-func (s *Service) newExecution(t *term, sc chat.Scope, r chat.Run, lastSeq int64) *execution {
-	x := &execution{s: s, sc: sc, run: r, seq: lastSeq, reserved: r.SeqReserved, done: make(chan struct{}), term: t}
-	x.tel = s.cfg.Telemetry.NewRun(r)
-	return x
+// newExecution prepares r, which names t as its executor, for execution
+// here, observed by tel (made before r was stored or claimed, since r names
+// its trace).
+func (s *Service) newExecution(t *term, sc chat.Scope, r chat.Run, lastSeq int64, tel *telemetry.Run) *execution {
+	return &execution{s: s, sc: sc, run: r, seq: lastSeq, reserved: r.SeqReserved, done: make(chan struct{}), term: t,
+		tel: tel, log: s.runLog(r)}
 }
 
 // fenced reports whether the execution may no longer act for its run.
@@ -67,7 +70,7 @@ func (x *execution) store(what string, op func(context.Context) error) bool {
 		case x.fenced():
 			return false
 		default:
-			x.s.log.Error(what, "run_id", x.run.ID, "err", err)
+			x.log.Error(what, "err", err)
 			return true
 		}
 		select {
@@ -117,7 +120,7 @@ func (s *Service) launch(x *execution, body func(ctx context.Context) engine.Out
 				defer s.wg.Done()
 				<-x.done
 				if err := s.cancelWaiting(context.WithoutCancel(s.ctx), x.run); err != nil {
-					s.log.Warn("cancel a run that paused as it was cancelled", "run_id", x.run.ID, "err", err)
+					x.log.Warn("cancel a run that paused as it was cancelled", "err", err)
 				}
 			}()
 		}
@@ -285,7 +288,7 @@ func (x *execution) finish(o engine.Outcome) {
 	}
 	s.pub.publishEnd(end)
 	x.mu.Unlock()
-	s.log.Info("run ended", "run_id", x.run.ID, "conversation_id", x.run.ConversationID, "status", o.Status,
+	x.log.Info("run ended", "conversation_id", x.run.ConversationID, "status", o.Status,
 		"input_tokens", o.Usage.InputTokens, "output_tokens", o.Usage.OutputTokens)
 }
 
@@ -302,7 +305,7 @@ func (s *Service) resumeDecided(ctx context.Context, r chat.Run, awaiting []stri
 	}
 	for _, c := range list {
 		if c.RunID == r.ID && c.Status != chat.ConfirmPending && slices.Contains(awaiting, c.ToolCallID) {
-			go s.resume(c, "")
+			go s.resume(c, "", telemetry.Cause{})
 			return
 		}
 	}

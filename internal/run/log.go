@@ -266,13 +266,17 @@ func (l *eventLog) write(batch []logEntry) {
 			return
 		}
 		ev := batch[0].ev
+		log := l.log.With("run_id", ev.Run)
+		if x, ok := batch[0].owner.(*execution); ok {
+			log = x.log
+		}
 		if errors.Is(err, store.ErrConflict) {
-			l.log.Warn("event log: seq already in the timeline; kept the stored event",
-				"conversation_id", ev.Thread, "run_id", ev.Run, "seq", ev.Seq)
+			log.Warn("event log: seq already in the timeline; kept the stored event",
+				"conversation_id", ev.Thread, "seq", ev.Seq)
 			return
 		}
-		l.log.Error("event log write failed; event dropped from the timeline",
-			"conversation_id", ev.Thread, "run_id", ev.Run, "seq", ev.Seq, "err", err)
+		log.Error("event log write failed; event dropped from the timeline",
+			"conversation_id", ev.Thread, "seq", ev.Seq, "err", err)
 		return
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/agentchat/agentchat/internal/engine"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/store"
+	"github.com/agentchat/agentchat/internal/telemetry"
 )
 
 // Recovery: what one replica does for the runs of another that died, lost
@@ -58,7 +59,7 @@ func (s *Service) settleSeq(ctx context.Context, r chat.Run) (int64, error) {
 			}
 		}
 	}
-	s.log.Info("copied events the bus had and the log lacked", "conversation_id", r.ConversationID, "from_seq", kept[0].Seq, "to_seq", kept[len(kept)-1].Seq)
+	s.runLog(r).Info("copied events the bus had and the log lacked", "conversation_id", r.ConversationID, "from_seq", kept[0].Seq, "to_seq", kept[len(kept)-1].Seq)
 	return max(last, kept[len(kept)-1].Seq), nil
 }
 
@@ -71,11 +72,11 @@ func (s *Service) takeOver(r chat.Run) (*term, bool) {
 	}
 	ok, err := s.st.TakeOverRun(s.ctx, r.Tenant, r.ID, s.cfg.ReplicaID, t.epoch, time.Now())
 	if err != nil {
-		s.log.Warn("take over an orphaned run", "run_id", r.ID, "err", err)
+		s.runLog(r).Warn("take over an orphaned run", "err", err)
 		return nil, false
 	}
 	if ok {
-		s.log.Warn("ending a run whose executor stopped", "run_id", r.ID, "conversation_id", r.ConversationID,
+		s.runLog(r).Warn("ending a run whose executor stopped", "conversation_id", r.ConversationID,
 			"previous_owner", r.LeaseOwner, "previous_epoch", r.LeaseEpoch)
 	}
 	return t, ok
@@ -93,7 +94,7 @@ func (s *Service) endTakenOver(t *term, r chat.Run) {
 		if err == nil {
 			return
 		}
-		s.log.Warn("could not end an abandoned run yet; retrying", "run_id", r.ID, "err", err)
+		s.runLog(r).Warn("could not end an abandoned run yet; retrying", "err", err)
 		select {
 		case <-time.After(backoff):
 		case <-t.stop:
@@ -183,16 +184,18 @@ func (s *Service) writeOrphanEnd(ctx context.Context, r chat.Run) error {
 		s.pub.publish(ctx, ev)
 	}
 	s.pub.publishEnd(evs[len(evs)-1])
-	s.log.Info("run ended", "run_id", r.ID, "conversation_id", r.ConversationID, "status", o.Status, "by", "takeover")
+	s.runLog(r).Info("run ended", "conversation_id", r.ConversationID, "status", o.Status, "by", "takeover")
 	return nil
 }
 
 var activeStatuses = []string{chat.RunQueued, chat.RunRunning, chat.RunAwaitingInput}
 
-// claimRun takes a waiting run for execution here, applying confirmationID
-// (a decided confirmation of the run) when set: exactly one claimer wins. It
-// returns nil when another did, or the run no longer waits.
-func (s *Service) claimRun(ctx context.Context, tenant, runID, confirmationID string) *execution {
+// claimRun takes r, a waiting run, for execution here, applying
+// confirmationID (a decided confirmation of the run) when set: exactly one
+// claimer wins. It returns nil when another did, or the run no longer waits.
+// The execution's span joins the run's trace, linking cause.
+func (s *Service) claimRun(ctx context.Context, r chat.Run, confirmationID string, cause telemetry.Cause) *execution {
+	log := s.runLog(r)
 	if err := s.evlog.Flush(ctx); err != nil {
 		return nil
 	}
@@ -200,10 +203,10 @@ func (s *Service) claimRun(ctx context.Context, tenant, runID, confirmationID st
 	if err != nil {
 		return nil
 	}
-	r, err := s.st.ClaimRun(ctx, tenant, runID, confirmationID, s.cfg.ReplicaID, t.epoch)
+	r, err = s.st.ClaimRun(ctx, r.Tenant, r.ID, confirmationID, s.cfg.ReplicaID, t.epoch)
 	if err != nil {
 		if !errors.Is(err, store.ErrConflict) {
-			s.log.Warn("claim a waiting run", "run_id", runID, "err", err)
+			log.Warn("claim a waiting run", "err", err)
 		}
 		return nil
 	}
@@ -216,7 +219,7 @@ func (s *Service) claimRun(ctx context.Context, tenant, runID, confirmationID st
 	}
 	if err != nil {
 		// The run is our term's now: end it as abandoned, as a sweep would.
-		s.log.Error("settle the seqs of a claimed run", "run_id", r.ID, "err", err)
+		log.Error("settle the seqs of a claimed run", "err", err)
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -225,7 +228,7 @@ func (s *Service) claimRun(ctx context.Context, tenant, runID, confirmationID st
 		return nil
 	}
 	sc := chat.Scope{Tenant: r.Tenant, User: r.Owner}
-	x := s.newExecution(t, sc, r, last)
+	x := s.newExecution(t, sc, r, last, s.cfg.Telemetry.ContinueRun(r, cause))
 	// The calls begun before the pause are this execution's to end if the
 	// run ends without them; a run that waited asked for a confirmation.
 	x.asked = true
@@ -234,7 +237,7 @@ func (s *Service) claimRun(ctx context.Context, tenant, runID, confirmationID st
 			x.calls.note(ev)
 		}
 	} else {
-		s.log.Warn("read a resumed run's tool calls", "run_id", r.ID, "err", err)
+		x.log.Warn("read a resumed run's tool calls", "err", err)
 	}
 	return x
 }
@@ -251,8 +254,13 @@ func (s *Service) resumeUnapplied(now time.Time) {
 		return
 	}
 	for _, c := range list {
-		s.log.Info("continuing a run whose decision was not applied", "run_id", c.RunID, "confirmation_id", c.ID)
-		s.resume(c, "")
+		r, err := s.st.GetRunAnyOwner(s.ctx, c.Tenant, c.RunID)
+		if err != nil {
+			s.log.Warn("read a run whose decision was not applied", "run_id", c.RunID, "confirmation_id", c.ID, "err", err)
+			continue
+		}
+		s.runLog(r).Info("continuing a run whose decision was not applied", "confirmation_id", c.ID)
+		s.continueRun(r, c, "", telemetry.Cause{})
 	}
 }
 
@@ -269,7 +277,7 @@ func (s *Service) requestCancel(ctx context.Context, r chat.Run) error {
 		return err
 	}
 	if err := s.bus.PublishControl(ctx, bus.Control{Kind: bus.ControlCancel, Tenant: r.Tenant, RunID: r.ID}); err != nil {
-		s.log.Warn("announce a cancel; the executor sees it at its replica's next heartbeat", "run_id", r.ID, "err", err)
+		s.runLog(r).Warn("announce a cancel; the executor sees it at its replica's next heartbeat", "err", err)
 	}
 	return nil
 }

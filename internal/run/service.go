@@ -269,9 +269,11 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 		return Started{}, err
 	}
 
+	// The run's span begins before the run is stored: the row names its trace.
+	tel := s.cfg.Telemetry.NewRun(ctx)
 	in := store.RunStart{
 		Run: chat.Run{ConversationID: req.ConversationID, Status: chat.RunRunning, Input: req.Input, Engine: req.Engine,
-			LeaseOwner: s.cfg.ReplicaID, LeaseEpoch: t.epoch},
+			LeaseOwner: s.cfg.ReplicaID, LeaseEpoch: t.epoch, TraceID: tel.TraceID(), SpanID: tel.SpanID()},
 		Message:      chat.Message{Role: chat.RoleUser, Content: req.Input, Parts: req.Parts},
 		MaxExecuting: s.cfg.MaxRunsPerTenant,
 		ReserveSeqs:  reserveBlock,
@@ -294,16 +296,20 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 	// reads the thread's last seq: no other run can emit on the thread now.
 	started, err := s.st.StartRun(ctx, sc, in)
 	if errors.Is(err, store.ErrTooManyRuns) {
+		tel.Abort(err)
 		return Started{}, fmt.Errorf("%w (limit %d)", ErrTooManyRuns, s.cfg.MaxRunsPerTenant)
 	}
 	if err != nil {
+		tel.Abort(err)
 		return Started{}, err
 	}
+	tel.Bind(started.Run)
 	out := Started{Run: started.Run, Conversation: started.Conversation, Created: in.NewConversation != nil}
 	r, conv, last, userMsg := started.Run, started.Conversation, started.LastSeq, started.Message
 	for _, m := range extra {
 		m.ConversationID, m.RunID = conv.ID, r.ID
 		if _, err := s.st.AppendMessage(ctx, sc, m); err != nil {
+			tel.Abort(err)
 			s.abandon(r, err)
 			return Started{}, err
 		}
@@ -311,11 +317,11 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 	if userMsg.Role != chat.RoleUser {
 		userMsg = chat.Message{}
 	}
-	x := s.newExecution(t, sc, r, last)
-	x.tel.Parent(ctx) // the run's span continues the request's trace
+	x := s.newExecution(t, sc, r, last, tel)
 	if follow {
 		q, err := s.bus.Subscribe(ctx, sc.Tenant, conv.ID, last)
 		if err != nil {
+			tel.Abort(err)
 			s.abandon(r, err)
 			return Started{}, err
 		}
@@ -370,15 +376,19 @@ func (s *Service) release() {
 	s.mu.Unlock()
 }
 
+// runLog is the logger of lines about run r.
+func (s *Service) runLog(r chat.Run) *slog.Logger { return telemetry.RunLogger(s.log, r) }
+
 // abandon ends a run that failed before it could execute.
 func (s *Service) abandon(r chat.Run, cause error) {
-	s.log.Error("run could not start", "run_id", r.ID, "err", cause)
+	log := s.runLog(r)
+	log.Error("run could not start", "err", cause)
 	now := time.Now()
 	_, err := s.st.UpdateRun(context.WithoutCancel(s.ctx), r.Tenant, r.ID, store.RunUpdate{
 		Status: chat.RunFailed, EndedAt: &now, Error: &event.ErrorInfo{Code: "start_failed", Message: "The run could not start."},
 	})
 	if err != nil {
-		s.log.Error("mark run failed", "run_id", r.ID, "err", err)
+		log.Error("mark run failed", "err", err)
 	}
 }
 
@@ -484,7 +494,7 @@ func (s *Service) cancelWaiting(ctx context.Context, r chat.Run) error {
 	if _, err := s.st.EndConfirmations(ctx, r.Tenant, r.ID, time.Now()); err != nil {
 		return err
 	}
-	if x := s.claimRun(ctx, r.Tenant, r.ID, ""); x != nil {
+	if x := s.claimRun(ctx, r, "", telemetry.Cause{}); x != nil {
 		if s.admit() {
 			s.launch(x, func(context.Context) engine.Outcome { return engine.Outcome{Status: engine.StatusCancelled} })
 		} else {
@@ -524,12 +534,12 @@ func (s *Service) DecideFor(ctx context.Context, sc chat.Scope, id string, d cha
 		s.continuations.Delete(id)
 	}
 	if errors.Is(err, store.ErrExpired) && c.ID != "" {
-		s.resume(c, clientRunID) // the run learns of the expiry now rather than at the next sweep
+		s.resume(c, clientRunID, telemetry.CauseOf(ctx)) // the run learns of the expiry now rather than at the next sweep
 	}
 	if err != nil {
 		return c, err
 	}
-	s.resume(c, clientRunID)
+	s.resume(c, clientRunID, telemetry.CauseOf(ctx))
 	return c, nil
 }
 
@@ -540,16 +550,25 @@ func (s *Service) Confirmations(ctx context.Context, sc chat.Scope, status strin
 
 // resume continues the run of a decided confirmation, if it is waiting and no
 // one else has claimed it.
-func (s *Service) resume(c chat.Confirmation, clientRunID string) {
+// cause is the request that decided, if one did: the continuation's span links it.
+func (s *Service) resume(c chat.Confirmation, clientRunID string, cause telemetry.Cause) {
+	r, err := s.st.GetRunAnyOwner(s.ctx, c.Tenant, c.RunID)
+	if err != nil {
+		return
+	}
+	s.continueRun(r, c, clientRunID, cause)
+}
+
+// continueRun is resume once the run is read.
+func (s *Service) continueRun(r chat.Run, c chat.Confirmation, clientRunID string, cause telemetry.Cause) {
 	ctx := s.ctx
-	r, err := s.st.GetRunAnyOwner(ctx, c.Tenant, c.RunID)
-	if err != nil || r.Status != chat.RunAwaitingInput {
+	if r.Status != chat.RunAwaitingInput {
 		return
 	}
 	if !s.admit() {
 		return // shutting down: the next start's sweep continues the run
 	}
-	x := s.claimRun(ctx, r.Tenant, r.ID, c.ID)
+	x := s.claimRun(ctx, r, c.ID, cause)
 	if x == nil {
 		s.release()
 		return
@@ -663,7 +682,7 @@ func (s *Service) sweep(now time.Time) {
 		s.log.Warn("expire confirmations", "err", err)
 	}
 	for _, c := range expired {
-		s.resume(c, "")
+		s.resume(c, "", telemetry.Cause{})
 	}
 	s.resumeUnapplied(now)
 	if s.cfg.Sole {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"encoding/json"
 	"time"
 
@@ -38,7 +39,8 @@ func FillMessage(m *chat.Message, now time.Time) {
 
 // FillRun makes r a new run of sc: ID set when empty, TurnID its own ID
 // when empty (a run starts a turn unless it continues one), Status queued
-// when empty, CreatedAt now when zero and StartedAt CreatedAt when zero.
+// when empty, CreatedAt now when zero, StartedAt CreatedAt when zero, and
+// a fresh TraceID when the caller decided none.
 func FillRun(r *chat.Run, sc chat.Scope, now time.Time) {
 	r.Tenant, r.Owner = sc.Tenant, sc.User
 	if r.ID == "" {
@@ -56,6 +58,7 @@ func FillRun(r *chat.Run, sc chat.Scope, now time.Time) {
 	if r.StartedAt.IsZero() {
 		r.StartedAt = r.CreatedAt
 	}
+	r.TraceID = cmp.Or(r.TraceID, chat.NewTraceID())
 }
 
 // FillConfirmation sets c's ID when empty, Status pending when empty,

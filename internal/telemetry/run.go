@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"crypto/rand"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,15 +17,19 @@ import (
 )
 
 // Run observes one execution of a run (a start, or a continuation after a
-// decision): its span, its series. The run service makes one per execution
-// and calls, in order: Parent (optional), Begin, Event for each event, End.
-// Every method is safe on a nil *Run.
+// decision): its span, its series. The run service makes one per execution,
+// before the execution's run is stored or claimed, and calls, in order:
+// Bind (a new run, once stored) or Abort (it could not be), Begin, Event for
+// each event, End.
+//
+// A Run is never nil. Without a *Telemetry it records nothing but still
+// carries the run's trace context, so every run has a trace id whether or
+// not tracing is on (see chat.Run.TraceID).
 type Run struct {
-	t      *Telemetry
-	run    chat.Run
-	parent trace.SpanContext // an incoming request's trace, when there was one
-	start  time.Time
-	span   trace.Span
+	t     *Telemetry // nil: record nothing
+	run   chat.Run
+	start time.Time
+	span  trace.Span // its SpanContext is the run's trace context, always valid
 
 	first   atomic.Bool // the first text delta was seen
 	resumed atomic.Bool
@@ -36,48 +41,139 @@ type Run struct {
 	finish   string
 }
 
-// NewRun prepares the observer of one execution of r.
-func (t *Telemetry) NewRun(r chat.Run) *Run {
+// Cause is the span of a request that made a run continue (a person's
+// decision), linked from the continuation's span. The zero Cause links nothing.
+type Cause struct{ sc trace.SpanContext }
+
+// CauseOf is the span of the request in ctx.
+func CauseOf(ctx context.Context) Cause { return Cause{trace.SpanContextFromContext(ctx)} }
+
+// runSpanName is the span of each execution of a run (GenAI: invoke_agent {agent}).
+const runSpanName = "invoke_agent agentchat"
+
+// NewRun starts the span of a new run's first execution, before the run is
+// stored, so that the run's row can name its trace (TraceID, SpanID). The
+// span is a child of the trace in ctx: the starting request's server span,
+// which honoured an incoming traceparent. Without tracing, the run takes
+// that traceparent's trace, or else a fresh random one.
+func (t *Telemetry) NewRun(ctx context.Context) *Run {
+	parent := trace.SpanContextFromContext(ctx)
+	r := &Run{t: t}
 	if t == nil {
-		return nil
+		r.span = spanOf(parent)
+		return r
 	}
-	return &Run{t: t, run: r}
+	_, r.span = t.tracer.Start(trace.ContextWithSpanContext(context.Background(), parent), runSpanName,
+		trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(semconv.GenAIOperationNameInvokeAgent, semconv.GenAIAgentName("agentchat")))
+	if !r.span.SpanContext().IsValid() { // a tracer that makes no spans (tracing off)
+		r.span = spanOf(parent)
+	}
+	return r
 }
 
-// Parent makes the run's span a child of the trace in ctx (the request that
-// started the run, whose traceparent the HTTP middleware honoured).
-func (r *Run) Parent(ctx context.Context) {
-	if r == nil {
-		return
+// ContinueRun starts the span of a stored run's continuation (after a
+// decision, or to end it cancelled), on whichever replica claimed it. The
+// span joins the run's stored trace as a child of the run's first span
+// (chat.Run.SpanID), so one trace holds the whole run however long it
+// waited; the request whose decision made it continue, in a trace of its
+// own, is a link. That is OpenTelemetry's split: a span has one parent, the
+// operation it is part of, and links for the other spans that caused it.
+func (t *Telemetry) ContinueRun(r chat.Run, cause Cause) *Run {
+	tid, err := trace.TraceIDFromHex(r.TraceID)
+	var parent trace.SpanContext
+	if err == nil {
+		sid, err := trace.SpanIDFromHex(r.SpanID)
+		if err != nil { // a run stored without a span: keep its trace, under a parent no backend has
+			sid = newSpanID()
+		}
+		// Sampled: a replica that traces records the continuation even if the
+		// first execution was not traced here.
+		parent = trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled, Remote: true})
 	}
-	r.parent = trace.SpanContextFromContext(ctx)
+	x := &Run{t: t, run: r}
+	if t == nil {
+		x.span = spanOf(parent)
+		return x
+	}
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(x.attrs()...)}
+	if cause.sc.IsValid() && cause.sc.TraceID() != tid {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: cause.sc}))
+	}
+	_, x.span = t.tracer.Start(trace.ContextWithSpanContext(context.Background(), parent), runSpanName, opts...)
+	if !x.span.SpanContext().IsValid() {
+		x.span = spanOf(parent)
+	}
+	return x
+}
+
+// spanOf is a span that records nothing and carries sc, or a fresh random
+// trace context when sc is not valid.
+func spanOf(sc trace.SpanContext) trace.Span {
+	if !sc.IsValid() {
+		tid, _ := trace.TraceIDFromHex(chat.NewTraceID())
+		sc = trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: newSpanID()})
+	}
+	return trace.SpanFromContext(trace.ContextWithSpanContext(context.Background(), sc))
+}
+
+func newSpanID() trace.SpanID {
+	var id trace.SpanID
+	for !id.IsValid() {
+		_, _ = rand.Read(id[:])
+	}
+	return id
+}
+
+// TraceID is the run's trace id, to store on the run (chat.Run.TraceID).
+func (r *Run) TraceID() string { return r.span.SpanContext().TraceID().String() }
+
+// SpanID is the span the run's continuations are children of (chat.Run.SpanID).
+func (r *Run) SpanID() string { return r.span.SpanContext().SpanID().String() }
+
+func (r *Run) attrs() []attribute.KeyValue {
+	return []attribute.KeyValue{
+		semconv.GenAIOperationNameInvokeAgent,
+		semconv.GenAIAgentName("agentchat"),
+		semconv.GenAIConversationID(r.run.ConversationID),
+		attribute.String("agentchat.run.id", r.run.ID),
+	}
+}
+
+// Bind names the stored run a NewRun span belongs to.
+func (r *Run) Bind(run chat.Run) {
+	r.run = run
+	r.span.SetAttributes(r.attrs()...)
+}
+
+// Abort ends the span of a run that could not be stored: it never executed.
+func (r *Run) Abort(err error) {
+	r.span.SetStatus(codes.Error, "the run could not start")
+	r.span.RecordError(err)
+	r.span.End()
 }
 
 type runKey struct{}
 
-// fromContext is the run a model or tool call belongs to.
+// fromContext is the run a model or tool call belongs to; nil when there
+// is none or it records nothing.
 func fromContext(ctx context.Context) *Run {
 	r, _ := ctx.Value(runKey{}).(*Run)
+	if r == nil || r.t == nil {
+		return nil
+	}
 	return r
 }
 
-// Begin starts the run's span in ctx (the execution's own context, which
-// outlives any request) and returns the context the engine runs in.
+// Begin puts the run's span in ctx (the execution's own context, which
+// outlives any request) and returns the context the engine runs in: model
+// and tool calls in it are the span's children, and log lines written with
+// it carry the run's trace_id (LogHandler).
 func (r *Run) Begin(ctx context.Context) context.Context {
-	if r == nil {
+	r.start = time.Now()
+	ctx = trace.ContextWithSpan(ctx, r.span)
+	if r.t == nil {
 		return ctx
 	}
-	r.start = time.Now()
-	if r.parent.IsValid() {
-		ctx = trace.ContextWithRemoteSpanContext(ctx, r.parent)
-	}
-	ctx, r.span = r.t.tracer.Start(ctx, "invoke_agent agentchat", trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(
-			semconv.GenAIOperationNameInvokeAgent,
-			semconv.GenAIAgentName("agentchat"),
-			semconv.GenAIConversationID(r.run.ConversationID),
-			attribute.String("agentchat.run.id", r.run.ID),
-		))
 	r.t.m.runsExecuting.Inc()
 	return context.WithValue(ctx, runKey{}, r)
 }
@@ -110,7 +206,7 @@ func (r *Run) engineName() string {
 // Event observes an event the run emitted. It is called on the run's hot
 // path (every token), so it only looks at a few kinds.
 func (r *Run) Event(ev event.Event) {
-	if r == nil {
+	if r.t == nil {
 		return
 	}
 	switch p := ev.Payload.(type) {
@@ -162,7 +258,7 @@ func (r *Run) sawModel(provider, model, finish string) {
 // End records the outcome of the execution (its status: succeeded, failed,
 // cancelled or awaiting_input; the failure; the run's usage) and ends its span.
 func (r *Run) End(status string, fail *event.ErrorInfo, usage event.Usage) {
-	if r == nil {
+	if r.t == nil {
 		return
 	}
 	eng := r.engineName()

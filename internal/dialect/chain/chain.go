@@ -1,7 +1,7 @@
 // Package chain is seed 003's chain stream: frames of exactly three lines,
 // `event: <evt>`, `id: <seq>`, `data: <envelope>`, with the envelope
 //
-//	{"evt": <evt>, "seq": <seq>, "ts": <RFC 3339 UTC, ms>, "trace_id": <run id>, "schema": "v1", "payload": …}
+//	{"evt": <evt>, "seq": <seq>, "ts": <RFC 3339 UTC, ms>, "trace_id": <the run's trace id, as a UUID>, "schema": "v1", "payload": …}
 //
 // and `: keep-alive` comments. It owns the whole exchange: the request
 // (ParseQuery, ParseBody), the response headers (Header), the rejection of a
@@ -16,7 +16,12 @@
 // numbers every frame the same way each time; a stream resumed with
 // Last-Event-ID N replays the run from its start through an encoder made
 // with Options.After = N, which counts the first N frames without writing
-// them. trace_id is the run id (a UUIDv7), one for the whole chain.
+// them. trace_id is the run's W3C trace id (Options.TraceID, which the
+// caller reads from the run), one for the whole chain, so a chain's frames
+// lead to its trace and its log lines. It is written in the seed's UUID
+// shape (8-4-4-4-12): the same 128 bits as the 32 hex digits the API, the
+// logs and trace backends show, with dashes. Events carry no trace: an
+// encoder given none uses the run id (a UUIDv7), as a stand-in.
 //
 // # Mapping
 //
@@ -51,9 +56,11 @@ package chain
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agentchat/agentchat/internal/dialect"
@@ -91,11 +98,15 @@ type Options struct {
 	// to it are counted but not written. The encoder must then be fed the
 	// run from its first event.
 	After int64
+	// TraceID is the trace id of the run the stream follows (chat.Run.TraceID),
+	// every envelope's trace_id. Empty: the run id stands in.
+	TraceID string
 }
 
 // Encoder writes chain envelopes. It is not safe for concurrent use.
 type Encoder struct {
 	after int64
+	given string // Options.TraceID
 	run   string
 	trace string
 	seq   int64             // frames of the run so far
@@ -106,7 +117,8 @@ type Encoder struct {
 
 // NewEncoder returns a chain-stream encoder.
 func NewEncoder(opts Options) *Encoder {
-	return &Encoder{after: max(opts.After, 0), calls: map[string]string{}}
+	t := traceUUID(opts.TraceID)
+	return &Encoder{after: max(opts.After, 0), given: t, trace: t, calls: map[string]string{}}
 }
 
 var _ dialect.Exchange = (*Encoder)(nil)
@@ -139,7 +151,7 @@ type errorPayload struct {
 // Encode appends the envelope of ev, if the chain stream shows it.
 func (e *Encoder) Encode(dst []byte, ev event.Event) []byte {
 	if ev.Run != e.run {
-		*e = Encoder{after: e.after, run: ev.Run, trace: ev.Run, calls: map[string]string{}}
+		*e = Encoder{after: e.after, given: e.given, run: ev.Run, trace: cmp.Or(e.given, ev.Run), calls: map[string]string{}}
 	}
 	e.ended = e.ended || ev.Terminal()
 	switch p := ev.Payload.(type) {
@@ -232,13 +244,22 @@ func (e *Encoder) frame(dst []byte, ev event.Event, evt string, payload any) []b
 	if e.seq <= e.after {
 		return dst
 	}
-	b, err := json.Marshal(envelope{Evt: evt, Seq: e.seq, TS: dialect.Millis(ev.Time), TraceID: ev.Run, Schema: SchemaVersion, Payload: payload})
+	b, err := json.Marshal(envelope{Evt: evt, Seq: e.seq, TS: dialect.Millis(ev.Time), TraceID: e.trace, Schema: SchemaVersion, Payload: payload})
 	if err != nil { // only plain data and checked RawMessages reach here
 		evt = Error
-		b, _ = json.Marshal(envelope{Evt: Error, Seq: e.seq, TS: dialect.Millis(ev.Time), TraceID: ev.Run, Schema: SchemaVersion,
+		b, _ = json.Marshal(envelope{Evt: Error, Seq: e.seq, TS: dialect.Millis(ev.Time), TraceID: e.trace, Schema: SchemaVersion,
 			Payload: errorPayload{"encode_failed", "an event could not be encoded"}})
 	}
 	return dialect.AppendFrame(dst, dialect.Frame{ID: strconv.FormatInt(e.seq, 10), Event: evt, Data: b})
+}
+
+// traceUUID writes a W3C trace id (32 hex digits) in the UUID shape of
+// seed 003's trace_id; anything else is returned as it is.
+func traceUUID(id string) string {
+	if len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" {
+		return id
+	}
+	return id[:8] + "-" + id[8:12] + "-" + id[12:16] + "-" + id[16:20] + "-" + id[20:]
 }
 
 // Frames is how many frames the encoder has numbered, written or not.

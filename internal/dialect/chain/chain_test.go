@@ -209,6 +209,25 @@ func TestKeepAliveAndAbort(t *testing.T) {
 	}
 }
 
+func TestTraceIDIsTheRuns(t *testing.T) {
+	t.Parallel()
+	const trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+	enc := chain.NewEncoder(chain.Options{TraceID: trace})
+	var out []byte
+	out = enc.Abort(out, event.ErrorInfo{Code: "slow_client", Message: "Reconnect."}) // before any event
+	out = enc.Encode(out, event.Event{Run: "r", Seq: 1, Payload: event.StepStartedData{Name: "planner"}})
+	out = enc.Encode(out, event.Event{Run: "r", Seq: 2, Payload: event.RunFinishedData{Status: event.StatusSucceeded}})
+	frames := ssetest.Parse(t, out)
+	if len(frames) != 3 {
+		t.Fatalf("%d frames", len(frames))
+	}
+	for _, f := range frames {
+		if !strings.Contains(f.Data, `"trace_id":"4bf92f35-77b3-4da6-a3ce-929d0e0e4736"`) { // the seed's UUID shape
+			t.Errorf("frame %s: %s", f.Event, f.Data)
+		}
+	}
+}
+
 func BenchmarkEncodeChain(b *testing.B) {
 	evs := dialecttest.LongRun(1000)
 	var dst []byte

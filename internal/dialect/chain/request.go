@@ -136,8 +136,10 @@ func Header() http.Header {
 
 // Rejection appends the one frame that answers a request over the hard
 // limit (seed 003 上限与提示): final, numbered 1, with text that explains
-// the limit. Nothing runs; the caller closes the stream after it.
+// the limit. Nothing runs; the caller closes the stream after it. trace is a
+// W3C trace id (the request's), written as traceUUID does.
 func Rejection(dst []byte, asked, limit int, trace string, now time.Time) []byte {
+	trace = traceUUID(trace)
 	text := fmt.Sprintf("max_steps=%d 超过上限 CHAIN_HARD_LIMIT=%d，未执行。max_steps %d is above this server's limit of %d steps (CHAIN_HARD_LIMIT), so nothing was run; ask for %d or fewer.",
 		asked, limit, asked, limit, limit)
 	b, _ := json.Marshal(envelope{Evt: Final, Seq: 1, TS: dialect.Millis(now), TraceID: trace, Schema: SchemaVersion, Payload: text})

@@ -49,6 +49,7 @@ type Run struct {
 	ID             string           `json:"id"`
 	ConversationID string           `json:"conversationId"`
 	TurnID         string           `json:"turnId"`
+	TraceID        string           `json:"traceId"` // chat.Run.TraceID
 	Status         string           `json:"status"`
 	Input          string           `json:"input"`
 	Engine         string           `json:"engine,omitempty"`
@@ -62,7 +63,7 @@ type Run struct {
 
 // RunOf gives r its API shape.
 func RunOf(r chat.Run) Run {
-	return Run{ID: r.ID, ConversationID: r.ConversationID, TurnID: r.TurnID, Status: r.Status, Input: r.Input, Engine: r.Engine,
+	return Run{ID: r.ID, ConversationID: r.ConversationID, TurnID: r.TurnID, TraceID: r.TraceID, Status: r.Status, Input: r.Input, Engine: r.Engine,
 		Model: r.Model, Error: r.Error, Usage: r.Usage, CreatedAt: dialect.Millis(r.CreatedAt), StartedAt: dialect.Millis(r.StartedAt),
 		EndedAt: millisOrEmpty(r.EndedAt)}
 }

@@ -45,6 +45,7 @@ import (
 	"github.com/agentchat/agentchat/internal/engine/local"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/llm"
+	"github.com/agentchat/agentchat/internal/telemetry"
 	"github.com/agentchat/agentchat/internal/tool"
 )
 
@@ -157,16 +158,17 @@ type toolCall struct {
 }
 
 type runner struct {
-	e  *Engine
-	t  engine.Task
-	h  engine.Host
-	st state
-	mu sync.Mutex // guards st.Calls: parallel tool calls record concurrently
+	e   *Engine
+	t   engine.Task
+	h   engine.Host
+	log *slog.Logger // lines about the run: they carry its run_id and trace_id
+	st  state
+	mu  sync.Mutex // guards st.Calls: parallel tool calls record concurrently
 }
 
 // Execute runs or resumes a chain.
 func (e *Engine) Execute(ctx context.Context, t engine.Task, h engine.Host) engine.Outcome {
-	r := &runner{e: e, t: t, h: h}
+	r := &runner{e: e, t: t, h: h, log: telemetry.RunLogger(e.log, t.Run)}
 	resuming := t.Resume != nil
 	if resuming {
 		if err := json.Unmarshal(t.Run.State, &r.st); err != nil || r.st.Plan == nil {
@@ -252,7 +254,7 @@ func (r *runner) limit(ctx context.Context) engine.Outcome {
 	answer.Status, answer.ResultType = "failed", "error_report"
 	meta := chat.AssistantMeta{Answer: answer}.Marshal()
 	if _, err := r.h.AppendMessage(ctx, chat.Message{ID: id, Role: chat.RoleAssistant, Content: text, Metadata: meta, RunID: r.t.Run.ID}); err != nil {
-		r.e.log.Error("store chain limit message", "run_id", r.t.Run.ID, "err", err)
+		r.log.Error("store chain limit message", "err", err)
 	}
 	r.h.Emit(ctx, event.Event{Payload: event.MessageCompletedData{MessageID: id, Role: chat.RoleAssistant, Content: text, Answer: answer}})
 	return engine.Outcome{Status: engine.StatusSucceeded, Usage: r.st.Usage, Answer: answer}
@@ -521,7 +523,7 @@ func (r *runner) structured(ctx context.Context, step, name string, schema json.
 		if problem = v.Check(doc); problem == nil {
 			return doc, nil
 		}
-		r.e.log.Info("structured answer refused", "run_id", r.t.Run.ID, "step", step, "attempt", attempt+1, "problem", problem)
+		r.log.Info("structured answer refused", "step", step, "attempt", attempt+1, "problem", problem)
 		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: text},
 			llm.Message{Role: llm.RoleUser, Content: fmt.Sprintf("That is not a valid %s: %v. Reply again with one JSON object that matches the schema.", name, problem)})
 	}

@@ -90,7 +90,7 @@ func (r *runner) offload(ctx context.Context, out json.RawMessage) json.RawMessa
 	}
 	b, err := r.a.blobs.PutBlob(ctx, r.t.Scope, chat.Blob{ConversationID: r.t.Conversation.ID, Data: out})
 	if err != nil {
-		r.a.log.Error("store large tool output", "run_id", r.t.Run.ID, "err", err)
+		r.log.Error("store large tool output", "err", err)
 		return out
 	}
 	ref, _ := json.Marshal(refPayload{Ref: b.ID})

@@ -15,6 +15,7 @@ import (
 	"github.com/agentchat/agentchat/internal/engine"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/llm"
+	"github.com/agentchat/agentchat/internal/telemetry"
 	"github.com/agentchat/agentchat/internal/tool"
 )
 
@@ -85,12 +86,13 @@ type runner struct {
 	a     *Agent
 	t     engine.Task
 	h     engine.Host
+	log   *slog.Logger // lines about the run: they carry its run_id and trace_id
 	usage event.Usage
 }
 
 // Execute runs or resumes t.
 func (a *Agent) Execute(ctx context.Context, t engine.Task, h engine.Host) engine.Outcome {
-	r := &runner{a: a, t: t, h: h}
+	r := &runner{a: a, t: t, h: h, log: telemetry.RunLogger(a.log, t.Run)}
 	iteration := 0
 	if t.Resume != nil {
 		var st paused
@@ -294,7 +296,7 @@ func (r *runner) completeMessage(ctx context.Context, it int, id, text string, p
 	meta := chat.AssistantMeta{Partial: partial, Answer: answer}.Marshal()
 	stored, err := r.h.AppendMessage(ctx, chat.Message{ID: id, Role: chat.RoleAssistant, Content: text, Metadata: meta, RunID: r.t.Run.ID})
 	if err != nil {
-		r.a.log.Error("store assistant message", "run_id", r.t.Run.ID, "err", err)
+		r.log.Error("store assistant message", "err", err)
 	} else if !partial {
 		r.remember(ctx, stored) // context.go
 	}
@@ -437,7 +439,7 @@ func (r *runner) record(ctx context.Context, it int, callID, name string, args j
 	m := chat.Message{Role: chat.RoleTool, Content: content, Metadata: meta, RunID: r.t.Run.ID, ToolName: name, ToolCallID: callID}
 	stored, err := r.h.AppendMessage(ctx, m)
 	if err != nil {
-		r.a.log.Error("store tool message", "run_id", r.t.Run.ID, "tool", name, "err", err)
+		r.log.Error("store tool message", "tool", name, "err", err)
 		stored = m
 	}
 	r.h.Emit(ctx, event.Event{Iteration: it, Step: "worker", Payload: event.ToolResultData{

@@ -48,11 +48,16 @@ import (
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/llm"
 	"github.com/agentchat/agentchat/internal/llm/openai"
+	"github.com/agentchat/agentchat/internal/telemetry"
 	"github.com/agentchat/agentchat/internal/tool"
 )
 
 // DefaultAgentID is the OpenClaw agent a gateway entry names when it names none.
 const DefaultAgentID = "main"
+
+// Provider is the GenAI provider name of gateway calls on their spans
+// (gen_ai.provider.name); their model is "openclaw/<agentId>".
+const Provider = "openclaw"
 
 // Gateway is one OpenClaw Gateway.
 type Gateway struct {
@@ -95,6 +100,9 @@ type Config struct {
 	// Transport makes the HTTP requests. Default http.DefaultTransport.
 	Transport http.RoundTripper
 	Logger    *slog.Logger
+	// Telemetry makes each gateway call a chat span under the run's span and
+	// counts its tokens, as for the local engine's model; nil records nothing.
+	Telemetry *telemetry.Telemetry
 }
 
 // Engine runs conversations on OpenClaw gateways. It is safe for concurrent runs.
@@ -148,7 +156,7 @@ func New(cfg Config) (*Engine, error) {
 		if err != nil {
 			return nil, fmt.Errorf("openclaw gateway %q: %w", name, err)
 		}
-		e.gateways[name] = &gateway{name: name, cfg: g, model: m}
+		e.gateways[name] = &gateway{name: name, cfg: g, model: cfg.Telemetry.Model(m, Provider, "openclaw/"+g.AgentID)}
 	}
 	for tenant, name := range cfg.Tenants {
 		if _, ok := e.gateways[name]; !ok {
@@ -176,7 +184,7 @@ func SessionKey(tenant, conversationID string) string {
 
 // Execute runs or resumes t on the tenant's gateway.
 func (e *Engine) Execute(ctx context.Context, t engine.Task, h engine.Host) engine.Outcome {
-	log := e.log.With("run_id", t.Run.ID, "conversation_id", t.Conversation.ID)
+	log := telemetry.RunLogger(e.log, t.Run).With("conversation_id", t.Conversation.ID)
 	g := e.gatewayFor(t.Scope.Tenant)
 	if g == nil {
 		if e.fallback != nil && t.Resume == nil {

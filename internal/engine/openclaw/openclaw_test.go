@@ -9,11 +9,16 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/engine"
 	"github.com/agentchat/agentchat/internal/engine/openclaw"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/llm/llmtest"
+	"github.com/agentchat/agentchat/internal/telemetry"
 )
 
 // host records what a run does.
@@ -115,5 +120,49 @@ func TestNoRedirects(t *testing.T) {
 	}
 	if strings.Contains(o.Error.Message, "root-token") {
 		t.Fatalf("error %v", o.Error)
+	}
+}
+
+// Each gateway call is a chat span under the run's span, made by the same
+// telemetry wrapper as the local engine's model calls.
+func TestGatewayCallsAreModelSpans(t *testing.T) {
+	t.Parallel()
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(t.Context()) })
+	tel := telemetry.New(telemetry.Config{TracerProvider: tp})
+	gw := llmtest.NewOpenAIServer(t, llmtest.Options{Replies: []llmtest.Reply{llmtest.TextReply("hi")}})
+	e, err := openclaw.New(openclaw.Config{Gateways: map[string]openclaw.Gateway{"g": {URL: gw.URL}}, Default: "g", Telemetry: tel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := task("acme")
+	tr := tel.NewRun(context.Background())
+	tr.Bind(tk.Run)
+	ctx := tr.Begin(context.Background())
+	o := e.Execute(ctx, tk, &host{})
+	tr.End(o.Status, o.Error, o.Usage)
+	if o.Status != engine.StatusSucceeded {
+		t.Fatalf("outcome %+v", o)
+	}
+	var run, call sdktrace.ReadOnlySpan
+	for _, s := range exp.GetSpans().Snapshots() {
+		switch s.Name() {
+		case "invoke_agent agentchat":
+			run = s
+		case "chat openclaw/main":
+			call = s
+		}
+	}
+	if run == nil || call == nil {
+		t.Fatalf("spans %v", exp.GetSpans().Snapshots())
+	}
+	attrs := map[attribute.Key]attribute.Value{}
+	for _, kv := range call.Attributes() {
+		attrs[kv.Key] = kv.Value
+	}
+	if call.Parent().SpanID() != run.SpanContext().SpanID() || attrs["gen_ai.operation.name"].AsString() != "chat" ||
+		attrs["gen_ai.provider.name"].AsString() != openclaw.Provider || attrs["gen_ai.request.model"].AsString() != "openclaw/main" {
+		t.Fatalf("gateway call span under %s (run %s): %v", call.Parent().SpanID(), run.SpanContext().SpanID(), attrs)
 	}
 }

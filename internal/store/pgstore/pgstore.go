@@ -431,14 +431,14 @@ func (s *Store) scoped(ctx context.Context, sc chat.Scope, conversationID, q str
 
 // ---- runs ----
 
-const runCols = `id, tenant, owner, conversation_id, turn_id, status, input, engine, model, error_code, error_message, usage, state, created_at, started_at, ended_at, lease_owner, lease_epoch, cancel_requested, seq_reserved`
+const runCols = `id, tenant, owner, conversation_id, turn_id, status, input, engine, model, error_code, error_message, usage, state, created_at, started_at, ended_at, lease_owner, lease_epoch, cancel_requested, seq_reserved, trace_id, span_id`
 
 func scanRun(row pgx.Row) (chat.Run, error) {
 	var r chat.Run
 	var ecode, emsg *string
 	var usage, state []byte
 	err := row.Scan(&r.ID, &r.Tenant, &r.Owner, &r.ConversationID, &r.TurnID, &r.Status, &r.Input, &r.Engine, &r.Model,
-		&ecode, &emsg, &usage, &state, &r.CreatedAt, &r.StartedAt, &r.EndedAt, &r.LeaseOwner, &r.LeaseEpoch, &r.CancelRequested, &r.SeqReserved)
+		&ecode, &emsg, &usage, &state, &r.CreatedAt, &r.StartedAt, &r.EndedAt, &r.LeaseOwner, &r.LeaseEpoch, &r.CancelRequested, &r.SeqReserved, &r.TraceID, &r.SpanID)
 	if err != nil {
 		return chat.Run{}, err
 	}
@@ -473,11 +473,11 @@ func (s *Store) CreateRun(ctx context.Context, sc chat.Scope, r chat.Run) (chat.
 	// The active run may end between our insert failing and our reading it;
 	// then the insert is simply tried again.
 	for range 3 {
-		tag, err := s.pool.Exec(ctx, `INSERT INTO runs (id, tenant, owner, conversation_id, turn_id, status, input, engine, model, state, created_at, started_at, lease_owner, lease_epoch, seq_reserved)
-			SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text, $9::text, $10::json, $11::timestamptz, $12::timestamptz, $13::text, $14::bigint, $15::bigint
+		tag, err := s.pool.Exec(ctx, `INSERT INTO runs (id, tenant, owner, conversation_id, turn_id, status, input, engine, model, state, created_at, started_at, lease_owner, lease_epoch, seq_reserved, trace_id, span_id)
+			SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text, $9::text, $10::json, $11::timestamptz, $12::timestamptz, $13::text, $14::bigint, $15::bigint, $16::text, $17::text
 			WHERE EXISTS (SELECT 1 FROM conversations WHERE id = $4 AND tenant = $2 AND owner = $3)`,
 			r.ID, r.Tenant, r.Owner, r.ConversationID, r.TurnID, r.Status, r.Input, r.Engine, r.Model, nullJSON(r.State),
-			r.CreatedAt, r.StartedAt, r.LeaseOwner, r.LeaseEpoch, r.SeqReserved)
+			r.CreatedAt, r.StartedAt, r.LeaseOwner, r.LeaseEpoch, r.SeqReserved, r.TraceID, r.SpanID)
 		switch {
 		case err == nil && tag.RowsAffected() == 0:
 			return chat.Run{}, fmt.Errorf("create run: conversation %s: %w", r.ConversationID, store.ErrNotFound)

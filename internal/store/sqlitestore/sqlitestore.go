@@ -379,7 +379,7 @@ func (s *Store) ListMessages(ctx context.Context, sc chat.Scope, conversationID 
 
 // ---- runs ----
 
-const runCols = `id, tenant, owner, conversation_id, turn_id, status, input, engine, model, error_code, error_message, usage, state, created_at, started_at, ended_at, lease_owner, lease_epoch, cancel_requested, seq_reserved`
+const runCols = `id, tenant, owner, conversation_id, turn_id, status, input, engine, model, error_code, error_message, usage, state, created_at, started_at, ended_at, lease_owner, lease_epoch, cancel_requested, seq_reserved, trace_id, span_id`
 
 func scanRun(row scanner) (chat.Run, error) {
 	var r chat.Run
@@ -387,7 +387,7 @@ func scanRun(row scanner) (chat.Run, error) {
 	var created, started int64
 	var ended sql.NullInt64
 	err := row.Scan(&r.ID, &r.Tenant, &r.Owner, &r.ConversationID, &r.TurnID, &r.Status, &r.Input, &r.Engine, &r.Model,
-		&ecode, &emsg, &usage, &state, &created, &started, &ended, &r.LeaseOwner, &r.LeaseEpoch, &r.CancelRequested, &r.SeqReserved)
+		&ecode, &emsg, &usage, &state, &created, &started, &ended, &r.LeaseOwner, &r.LeaseEpoch, &r.CancelRequested, &r.SeqReserved, &r.TraceID, &r.SpanID)
 	if err != nil {
 		return r, err
 	}
@@ -436,9 +436,9 @@ func insertRun(ctx context.Context, tx *sql.Tx, sc chat.Scope, r *chat.Run, at t
 	case !errors.Is(err, sql.ErrNoRows):
 		return err
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, ?, ?, ?, NULL, ?, ?, 0, ?)`,
+	_, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, ?, ?, ?, NULL, ?, ?, 0, ?, ?, ?)`,
 		r.ID, r.Tenant, r.Owner, r.ConversationID, r.TurnID, r.Status, r.Input, r.Engine, r.Model, nullJSON(r.State),
-		ms(r.CreatedAt), ms(r.StartedAt), r.LeaseOwner, r.LeaseEpoch, r.SeqReserved)
+		ms(r.CreatedAt), ms(r.StartedAt), r.LeaseOwner, r.LeaseEpoch, r.SeqReserved, r.TraceID, r.SpanID)
 	return err
 }
 

@@ -29,6 +29,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"MessageBumpsConversation", testMessageBumpsConversation},
 		{"RunOneActivePerConversation", testRunOneActive},
 		{"StartRun", testStartRun},
+		{"RunTraceRoundTrip", testRunTrace}, // trace.go
 		{"RunUpdateCompareAndSet", testRunUpdate},
 		{"ReplicaTerms", testReplicaTerms},
 		{"OrphanedRunsAndTakeover", testOrphanedRuns},

@@ -1,0 +1,112 @@
+package run_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentchat/agentchat/internal/chat"
+	"github.com/agentchat/agentchat/internal/engine"
+	"github.com/agentchat/agentchat/internal/run"
+	"github.com/agentchat/agentchat/internal/telemetry"
+)
+
+var traceIDRe = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+// logCapture keeps JSON log lines.
+type logCapture struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (c *logCapture) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buf.Write(p)
+}
+
+func (c *logCapture) lines() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return strings.Split(strings.TrimSpace(c.buf.String()), "\n")
+}
+
+// Every line the run service writes about a run (and an engine logging with
+// the run's context) carries the run's run_id and trace_id, once: its
+// start and end, its continuation on another replica after a decision, and
+// a takeover of a run whose executor died. Tracing is off, as by default.
+func TestRunLogLinesCarryTraceID(t *testing.T) {
+	t.Parallel()
+	st, b := openStore(t), newRetainingBus(t)
+	var logs logCapture
+	log := slog.New(telemetry.LogHandler(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	eng := engineFunc(func(ctx context.Context, t engine.Task, h engine.Host) engine.Outcome {
+		log.InfoContext(ctx, "engine line", "run_id", t.Run.ID) // a logger without the run's attributes
+		return awaitingEngine(ctx, t, h)
+	})
+	replica := func(name string) *run.Service {
+		s := run.New(run.Config{Store: st, Bus: b, Engine: eng, ReplicaID: name, LeaseTTL: leaseTTL, SweepInterval: 20 * time.Millisecond, Logger: log})
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			s.Shutdown(ctx)
+		})
+		return s
+	}
+	a, other := replica("a"), replica("b")
+
+	started, err := a.Start(context.Background(), alice, run.StartRequest{Input: "go"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRun(t, st, started.Run.ID, 5*time.Second, func(r chat.Run) bool { return r.Status == chat.RunAwaitingInput })
+	list, err := st.ListConfirmations(context.Background(), alice, chat.ConfirmPending)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("confirmations %v (%v)", list, err)
+	}
+	if _, err := other.Decide(context.Background(), alice, list[0].ID, chat.Decision{Status: chat.ConfirmApproved}); err != nil {
+		t.Fatal(err)
+	}
+	waitRun(t, st, started.Run.ID, 5*time.Second, ended)
+	lost := abandoned(t, st, b, 1, 1, false)
+	waitRun(t, st, lost.ID, 5*time.Second, ended)
+
+	traces := map[string]string{}
+	for _, id := range []string{started.Run.ID, lost.ID} {
+		r, err := st.GetRun(context.Background(), alice, id)
+		if err != nil || !traceIDRe.MatchString(r.TraceID) {
+			t.Fatalf("run %s: trace %q (%v)", id, r.TraceID, err)
+		}
+		traces[id] = r.TraceID
+	}
+	counts := map[string]int{}
+	for _, line := range logs.lines() {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		id, _ := rec["run_id"].(string)
+		if id == "" {
+			continue
+		}
+		if n := strings.Count(line, `"trace_id"`); n != 1 || rec["trace_id"] != traces[id] {
+			t.Errorf("line about run %s has trace_id %v (%d times), want %s: %s", id, rec["trace_id"], n, traces[id], line)
+		}
+		counts[rec["msg"].(string)]++
+	}
+	for msg, want := range map[string]int{
+		"engine line":                         2, // the start and the continuation
+		"run ended":                           2, // the continuation's, and the takeover's
+		"ending a run whose executor stopped": 1,
+	} {
+		if counts[msg] < want {
+			t.Errorf("%d lines %q, want %d (lines: %v)", counts[msg], msg, want, counts)
+		}
+	}
+}
