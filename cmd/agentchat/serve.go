@@ -248,7 +248,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	corsOrigins, _ := cfg.CORSOriginList() // validated by Load
 	api := httpapi.New(httpapi.Config{
-		Store: st, Runs: runs, Tools: tools, Logger: log, Auth: auth.New(tokens, cfg.JWTSecret),
+		Runs: runs, Tools: tools, Logger: log, Auth: auth.New(tokens, cfg.JWTSecret),
 		TenantHeader: cfg.TenantHeader, MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval,
 		HistoryLocation: cfg.HistoryLocation(), ChainHardLimit: cfg.ChainHardLimit, CORSOrigins: corsOrigins,
 		Retrieval: parts.retrieval, Compactor: parts.compactor,

@@ -231,6 +231,12 @@ func Estimate(msgs []chat.Message) int {
 // ContextTokens is the automatic compaction limit, 0 when it is off.
 func (c *Compactor) ContextTokens() int { return c.cfg.ContextTokens }
 
+// Archive lists the messages compactions of a conversation archived, one
+// page at a time.
+func (c *Compactor) Archive(ctx context.Context, sc chat.Scope, conv string, p store.Page) ([]chat.Message, string, error) {
+	return c.cfg.Store.ListArchive(ctx, sc, conv, p)
+}
+
 // Latest returns the conversation's compaction, the zero value when it has none.
 func (c *Compactor) Latest(ctx context.Context, sc chat.Scope, conv string) (store.Compaction, error) {
 	k, err := c.cfg.Store.LatestCompaction(ctx, sc, conv)

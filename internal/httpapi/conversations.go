@@ -7,45 +7,14 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/agentchat/agentchat/internal/chat"
-	"github.com/agentchat/agentchat/internal/dialect"
-	"github.com/agentchat/agentchat/internal/payload"
+	"github.com/agentchat/agentchat/internal/dialect/native"
 	"github.com/agentchat/agentchat/internal/store"
 )
 
 const maxTitleChars = 200
-
-// conversationView is the API shape of a conversation (seed 000 CHAT-010).
-type conversationView struct {
-	ID        string `json:"id"`
-	Title     string `json:"title,omitempty"`
-	CreatedAt string `json:"createdAt"`
-	UpdatedAt string `json:"updatedAt"`
-}
-
-func viewConversation(c chat.Conversation) conversationView {
-	return conversationView{ID: c.ID, Title: c.Title, CreatedAt: dialect.Millis(c.CreatedAt), UpdatedAt: dialect.Millis(c.UpdatedAt)}
-}
-
-// messageView is the API shape of a message (seed 000 CHAT-020).
-type messageView struct {
-	ID             string          `json:"id"`
-	ConversationID string          `json:"conversationId"`
-	Role           string          `json:"role"`
-	Content        string          `json:"content"`
-	Parts          json.RawMessage `json:"parts,omitempty"`
-	Metadata       json.RawMessage `json:"metadata,omitempty"`
-	RunID          string          `json:"runId,omitempty"`
-	CreatedAt      string          `json:"createdAt"`
-}
-
-func viewMessage(m chat.Message) messageView {
-	return messageView{ID: m.ID, ConversationID: m.ConversationID, Role: m.Role, Content: m.Content, Parts: m.Parts,
-		Metadata: m.Metadata, RunID: m.RunID, CreatedAt: dialect.Millis(m.CreatedAt)}
-}
 
 func checkTitle(t string) (string, error) {
 	t = strings.TrimSpace(t)
@@ -66,11 +35,11 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	c, err := s.st.CreateConversation(r.Context(), scopeOf(r.Context()), chat.Conversation{Title: title})
+	c, err := s.runs.CreateConversation(r.Context(), scopeOf(r.Context()), title)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, viewConversation(c))
+	writeJSON(w, http.StatusOK, native.ConversationOf(c))
 	return nil
 }
 
@@ -142,7 +111,7 @@ func (b pageBody[V]) MarshalJSON() ([]byte, error) {
 }
 
 func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) error {
-	return writePage(w, r, "conversations", s.st.ListConversations, viewConversation)
+	return writePage(w, r, "conversations", s.runs.Conversations, native.ConversationOf)
 }
 
 func conversationErr(err error) error {
@@ -150,11 +119,11 @@ func conversationErr(err error) error {
 }
 
 func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) error {
-	c, err := s.st.GetConversation(r.Context(), scopeOf(r.Context()), r.PathValue("id"))
+	c, err := s.runs.Conversation(r.Context(), scopeOf(r.Context()), r.PathValue("id"))
 	if err != nil {
 		return conversationErr(err)
 	}
-	writeJSON(w, http.StatusOK, viewConversation(c))
+	writeJSON(w, http.StatusOK, native.ConversationOf(c))
 	return nil
 }
 
@@ -172,11 +141,11 @@ func (s *Server) updateConversation(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	c, err := s.st.UpdateConversation(r.Context(), scopeOf(r.Context()), r.PathValue("id"), &title, nil)
+	c, err := s.runs.RenameConversation(r.Context(), scopeOf(r.Context()), r.PathValue("id"), title)
 	if err != nil {
 		return conversationErr(err)
 	}
-	writeJSON(w, http.StatusOK, viewConversation(c))
+	writeJSON(w, http.StatusOK, native.ConversationOf(c))
 	return nil
 }
 
@@ -192,32 +161,12 @@ func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) erro
 }
 
 func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) error {
-	p, err := page(r)
-	if err != nil {
-		return err
-	}
 	f := store.MessageFilter{ToolName: r.URL.Query().Get("tool_name"), RunID: r.URL.Query().Get("runId")}
-	list, next, err := s.st.ListMessages(r.Context(), scopeOf(r.Context()), r.PathValue("id"), f, p)
-	if err != nil {
+	list := func(ctx context.Context, sc chat.Scope, p store.Page) ([]chat.Message, string, error) {
+		return s.runs.Messages(ctx, sc, r.PathValue("id"), f, p)
+	}
+	if err := writePage(w, r, "messages", list, native.MessageOf); err != nil {
 		return conversationErr(err)
 	}
-	list = payload.Resolve(r.Context(), s.st, scopeOf(r.Context()), list) // large outputs stored by reference
-	out := make([]messageView, 0, len(list))
-	for _, m := range list {
-		out = append(out, viewMessage(m))
-	}
-	writeJSON(w, http.StatusOK, struct {
-		Messages   []messageView `json:"messages"`
-		NextCursor string        `json:"nextCursor,omitempty"`
-		HasMore    bool          `json:"hasMore"`
-	}{out, next, next != ""})
 	return nil
-}
-
-// millisOrEmpty formats an optional time.
-func millisOrEmpty(t *time.Time) string {
-	if t == nil {
-		return ""
-	}
-	return dialect.Millis(*t)
 }

@@ -29,7 +29,7 @@ func (e *env) inZone(zone string) *env {
 		e.t.Fatal(err)
 	}
 	tokens, _ := config.ParseTokens("alice-token:acme:alice,bob-token:acme:bob,eve-token:evil:eve")
-	api := httpapi.New(httpapi.Config{Store: e.store, Runs: e.runs, Auth: auth.New(tokens, jwtSecret), HistoryLocation: loc})
+	api := httpapi.New(httpapi.Config{Runs: e.runs, Auth: auth.New(tokens, jwtSecret), HistoryLocation: loc})
 	srv := httptest.NewServer(api)
 	e.t.Cleanup(func() { api.Close(); srv.Close() })
 	z := *e

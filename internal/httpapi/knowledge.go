@@ -1,10 +1,12 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/compaction"
 	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/dialect/native"
@@ -74,11 +76,19 @@ func (s *Server) createDocument(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listDocuments(w http.ResponseWriter, r *http.Request) error {
-	return writePage(w, r, "documents", s.st.ListDocuments, viewDocument)
+	kb, err := s.knowledge()
+	if err != nil {
+		return err
+	}
+	return writePage(w, r, "documents", kb.Documents, viewDocument)
 }
 
 func (s *Server) getDocument(w http.ResponseWriter, r *http.Request) error {
-	d, err := s.st.GetDocument(r.Context(), scopeOf(r.Context()), r.PathValue("id"))
+	kb, err := s.knowledge()
+	if err != nil {
+		return err
+	}
+	d, err := kb.Document(r.Context(), scopeOf(r.Context()), r.PathValue("id"))
 	if err != nil {
 		return documentErr(err)
 	}
@@ -87,7 +97,11 @@ func (s *Server) getDocument(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) deleteDocument(w http.ResponseWriter, r *http.Request) error {
-	if err := s.st.DeleteDocument(r.Context(), scopeOf(r.Context()), r.PathValue("id")); err != nil {
+	kb, err := s.knowledge()
+	if err != nil {
+		return err
+	}
+	if err := kb.DeleteDocument(r.Context(), scopeOf(r.Context()), r.PathValue("id")); err != nil {
 		return documentErr(err)
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -127,23 +141,14 @@ func (s *Server) compact(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listArchive(w http.ResponseWriter, r *http.Request) error {
-	p, err := page(r)
-	if err != nil {
-		return err
+	if s.compactor == nil {
+		return apiErr(http.StatusNotFound, "compaction_disabled", "this server does not compact conversations")
 	}
-	ctx, sc := r.Context(), scopeOf(r.Context())
-	list, next, err := s.st.ListArchive(ctx, sc, r.PathValue("id"), p)
-	if err != nil {
+	list := func(ctx context.Context, sc chat.Scope, p store.Page) ([]chat.Message, string, error) {
+		return s.compactor.Archive(ctx, sc, r.PathValue("id"), p)
+	}
+	if err := writePage(w, r, "messages", list, native.MessageOf); err != nil {
 		return conversationErr(err)
 	}
-	out := make([]messageView, 0, len(list))
-	for _, m := range list {
-		out = append(out, viewMessage(m))
-	}
-	writeJSON(w, http.StatusOK, struct {
-		Messages   []messageView `json:"messages"`
-		NextCursor string        `json:"nextCursor,omitempty"`
-		HasMore    bool          `json:"hasMore"`
-	}{out, next, next != ""})
 	return nil
 }

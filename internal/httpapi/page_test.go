@@ -3,6 +3,8 @@ package httpapi
 import (
 	"net/http/httptest"
 	"testing"
+
+	"github.com/agentchat/agentchat/internal/dialect/native"
 )
 
 // TestPageBody pins a list page's bytes: the items under the list's name,
@@ -10,18 +12,18 @@ import (
 // other body (no HTML escaping).
 func TestPageBody(t *testing.T) {
 	t.Parallel()
-	items := []conversationView{{ID: "c1", Title: "<b>Q&A</b>", CreatedAt: "1", UpdatedAt: "2"}}
+	items := []native.Conversation{{ID: "c1", Title: "<b>Q&A</b>", CreatedAt: "1", UpdatedAt: "2"}}
 	for _, tc := range []struct {
-		items []conversationView
+		items []native.Conversation
 		next  string
 		want  string
 	}{
 		{items, "", `{"conversations":[{"id":"c1","title":"<b>Q&A</b>","createdAt":"1","updatedAt":"2"}],"hasMore":false}` + "\n"},
 		{items, "abc", `{"conversations":[{"id":"c1","title":"<b>Q&A</b>","createdAt":"1","updatedAt":"2"}],"nextCursor":"abc","hasMore":true}` + "\n"},
-		{[]conversationView{}, "", `{"conversations":[],"hasMore":false}` + "\n"},
+		{[]native.Conversation{}, "", `{"conversations":[],"hasMore":false}` + "\n"},
 	} {
 		w := httptest.NewRecorder()
-		writeJSON(w, 200, pageBody[conversationView]{name: "conversations", items: tc.items, next: tc.next})
+		writeJSON(w, 200, pageBody[native.Conversation]{name: "conversations", items: tc.items, next: tc.next})
 		if got := w.Body.String(); got != tc.want {
 			t.Errorf("page body\n got %s\nwant %s", got, tc.want)
 		}

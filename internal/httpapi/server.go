@@ -18,14 +18,12 @@ import (
 	"github.com/agentchat/agentchat/internal/cors"
 	"github.com/agentchat/agentchat/internal/retrieval"
 	"github.com/agentchat/agentchat/internal/run"
-	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/telemetry"
 	"github.com/agentchat/agentchat/internal/tool"
 )
 
 // Config configures the HTTP surface.
 type Config struct {
-	Store        store.Store
 	Runs         *run.Service
 	Auth         *auth.Authenticator
 	Tools        *tool.Registry
@@ -50,7 +48,8 @@ type Config struct {
 	Compactor *compaction.Compactor
 	// Telemetry receives HTTP metrics and spans and serves /metrics; nil records nothing.
 	Telemetry *telemetry.Telemetry
-	// Health answers /readyz. Default: the store alone.
+	// Health answers /readyz. Default: no dependency checked (serve
+	// always gives the store's and the bus's).
 	Health *telemetry.Health
 	// MetricsToken, when set, serves GET /metrics on this listener to
 	// requests bearing it (Authorization: Bearer <token>).
@@ -59,7 +58,6 @@ type Config struct {
 
 // Server holds the handlers. Create it with New.
 type Server struct {
-	st             store.Store
 	runs           *run.Service
 	auth           *auth.Authenticator
 	tools          *tool.Registry
@@ -86,7 +84,7 @@ type Server struct {
 // New builds the server and its routes.
 func New(cfg Config) *Server {
 	s := &Server{
-		st: cfg.Store, runs: cfg.Runs, auth: cfg.Auth, tools: cfg.Tools, log: cfg.Logger,
+		runs: cfg.Runs, auth: cfg.Auth, tools: cfg.Tools, log: cfg.Logger,
 		tenantHeader: cfg.TenantHeader, maxBody: cfg.MaxBodyBytes, bodyTimeout: cfg.BodyTimeout, ping: cfg.PingInterval, historyLoc: cfg.HistoryLocation,
 		chainHardLimit: cfg.ChainHardLimit, retrieval: cfg.Retrieval, compactor: cfg.Compactor,
 		tel: cfg.Telemetry, health: cfg.Health, metricsToken: cfg.MetricsToken,
@@ -115,7 +113,7 @@ func New(cfg Config) *Server {
 	}
 	s.cors = cors.New(cfg.CORSOrigins, s.tenantHeader)
 	if s.health == nil {
-		s.health = &telemetry.Health{Store: cfg.Store}
+		s.health = &telemetry.Health{}
 	}
 	s.routes()
 	return s

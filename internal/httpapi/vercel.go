@@ -44,7 +44,7 @@ func (s *Server) vercelChat(w http.ResponseWriter, r *http.Request) error {
 	exists := false
 	switch chatID, err := body.ChatID(); {
 	case body.ConversationID != "":
-		if _, err := s.st.GetConversation(ctx, sc, body.ConversationID); err != nil {
+		if _, err := s.runs.Conversation(ctx, sc, body.ConversationID); err != nil {
 			return conversationErr(err)
 		}
 		req.ConversationID, exists = body.ConversationID, true

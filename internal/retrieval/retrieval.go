@@ -124,6 +124,21 @@ func (s *Service) AddDocument(ctx context.Context, sc chat.Scope, in DocumentInp
 	return s.cfg.Store.CreateDocument(ctx, sc, store.Document{Source: in.Source, MediaType: in.MediaType, Metadata: in.Metadata, Bytes: len(in.Text)}, chunks)
 }
 
+// Documents lists the tenant's knowledge-base documents, one page at a time.
+func (s *Service) Documents(ctx context.Context, sc chat.Scope, p store.Page) ([]store.Document, string, error) {
+	return s.cfg.Store.ListDocuments(ctx, sc, p)
+}
+
+// Document returns one of the tenant's documents.
+func (s *Service) Document(ctx context.Context, sc chat.Scope, id string) (store.Document, error) {
+	return s.cfg.Store.GetDocument(ctx, sc, id)
+}
+
+// DeleteDocument deletes a document and its indexed chunks.
+func (s *Service) DeleteDocument(ctx context.Context, sc chat.Scope, id string) error {
+	return s.cfg.Store.DeleteDocument(ctx, sc, id)
+}
+
 // Enabled reports whether turns search anything.
 func (s *Service) Enabled() bool { return s.cfg.Knowledge || s.cfg.Memory }
 

@@ -155,3 +155,33 @@ func (s *Service) RunUpTo(ctx context.Context, sc chat.Scope, thread string, seq
 	}
 	return evs[:end]
 }
+
+// CreateConversation creates an empty conversation of the principal.
+func (s *Service) CreateConversation(ctx context.Context, sc chat.Scope, title string) (chat.Conversation, error) {
+	return s.st.CreateConversation(ctx, sc, chat.Conversation{Title: title})
+}
+
+// Conversations lists the principal's conversations, one page at a time.
+func (s *Service) Conversations(ctx context.Context, sc chat.Scope, p store.Page) ([]chat.Conversation, string, error) {
+	return s.st.ListConversations(ctx, sc, p)
+}
+
+// Conversation returns one of the principal's conversations.
+func (s *Service) Conversation(ctx context.Context, sc chat.Scope, id string) (chat.Conversation, error) {
+	return s.st.GetConversation(ctx, sc, id)
+}
+
+// RenameConversation sets a conversation's title.
+func (s *Service) RenameConversation(ctx context.Context, sc chat.Scope, id, title string) (chat.Conversation, error) {
+	return s.st.UpdateConversation(ctx, sc, id, &title, nil)
+}
+
+// Messages lists a conversation's stored messages, one page at a time, with
+// their large payloads (stored by reference) resolved.
+func (s *Service) Messages(ctx context.Context, sc chat.Scope, conversationID string, f store.MessageFilter, p store.Page) ([]chat.Message, string, error) {
+	msgs, next, err := s.st.ListMessages(ctx, sc, conversationID, f, p)
+	if err != nil {
+		return nil, "", err
+	}
+	return payload.Resolve(ctx, s.st, sc, msgs), next, nil
+}
