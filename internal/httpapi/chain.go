@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"cmp"
+	"maps"
 	"net/http"
 	"time"
 
@@ -31,7 +32,7 @@ func (s *Server) chainStream(w http.ResponseWriter, r *http.Request) error {
 			w.WriteHeader(http.StatusNoContent) // the client has the rejection: EventSource stops here
 			return nil
 		}
-		writeHeader(w, chain.Header())
+		maps.Copy(w.Header(), chain.Header())
 		w.WriteHeader(http.StatusOK)
 		// No run, so no run trace: the request's, else a fresh one.
 		_, _ = w.Write(chain.Rejection(nil, req.Steps(), s.chainHardLimit, cmp.Or(telemetry.TraceID(ctx), chat.NewTraceID()), time.Now()))
@@ -96,10 +97,4 @@ func (s *Server) chainRequest(r *http.Request) (chain.Request, error) {
 		return chain.Request{}, err
 	}
 	return chain.ParseBody(raw)
-}
-
-func writeHeader(w http.ResponseWriter, h http.Header) {
-	for k, v := range h {
-		w.Header()[k] = v
-	}
 }

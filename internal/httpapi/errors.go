@@ -16,6 +16,7 @@ import (
 	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/run"
 	"github.com/agentchat/agentchat/internal/store"
+	"github.com/agentchat/agentchat/internal/telemetry"
 )
 
 // Error is an error with a public face: a status, a stable snake_case code and
@@ -94,7 +95,7 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, e *Err
 	for k, v := range e.Extra {
 		body[k] = v
 	}
-	if id := requestID(r.Context()); id != "" {
+	if id := telemetry.RequestID(r.Context()); id != "" {
 		body["requestId"] = id
 	}
 	if e.Status == http.StatusUnauthorized {

@@ -2,9 +2,7 @@ package httpapi
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/subtle"
-	"encoding/hex"
 	"log/slog"
 	"net/http"
 	"regexp"
@@ -223,12 +221,8 @@ func pathIDs(pattern string) []pathID {
 // recovery, body limit, then the route (or a JSON 404/405).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	id := r.Header.Get("X-Request-ID")
-	if !validRequestID(id) {
-		id = newRequestID()
-	}
+	ctx, id := telemetry.WithRequestID(r.Context(), r.Header.Get("X-Request-ID"))
 	info := &logInfo{}
-	ctx := context.WithValue(r.Context(), requestIDKey{}, id)
 	ctx = context.WithValue(ctx, logInfoKey{}, info)
 	_, pattern := s.mux.Handler(r)
 	r = r.WithContext(ctx)
@@ -252,7 +246,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		info.mu.Unlock()
 		s.log.LogAttrs(ctx, slog.LevelInfo, "request",
 			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", rec.code()),
-			slog.Duration("duration", time.Since(start)), slog.String("request_id", id), slog.String("tenant", tenant))
+			slog.Duration("duration", time.Since(start)), slog.String("tenant", tenant)) // request_id: telemetry.LogHandler
 	}()
 	if r.Body != nil && r.Body != http.NoBody {
 		r.Body = http.MaxBytesReader(rec, r.Body, s.maxBody)
@@ -329,35 +323,8 @@ func (s *Server) metricsAuth(h http.Handler) http.Handler {
 	})
 }
 
-type requestIDKey struct{}
-
 // bodyDeadlineKey holds the controller whose read deadline bounds the body.
 type bodyDeadlineKey struct{}
-
-func requestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
-}
-
-func newRequestID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-// validRequestID accepts a caller's id only when it is short and plain, so it
-// cannot forge log lines or headers.
-func validRequestID(id string) bool {
-	if id == "" || len(id) > 64 {
-		return false
-	}
-	for _, c := range id {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
-			return false
-		}
-	}
-	return true
-}
 
 // logInfo collects what the access log learns during the request.
 type logInfo struct {

@@ -26,9 +26,6 @@ var idPattern = regexp.MustCompile(`^[A-Za-z0-9._:~-]{1,128}$`)
 // possibleID reports whether id could name a stored object.
 func possibleID(id string) bool { return idPattern.MatchString(id) }
 
-// textError is the answer for a string outside store.ValidText.
-func textError(where string) error { return dialect.TextError(where) }
-
 // checkQueryText refuses a request whose query holds a name or value that
 // is not text.
 func checkQueryText(r *http.Request) error {
@@ -37,11 +34,11 @@ func checkQueryText(r *http.Request) error {
 	}
 	for k, vs := range r.URL.Query() {
 		if !store.ValidText(k) {
-			return textError("a query parameter name")
+			return dialect.TextError("a query parameter name")
 		}
 		for _, v := range vs {
 			if !store.ValidText(v) {
-				return textError("query parameter " + strconv.Quote(k))
+				return dialect.TextError("query parameter " + strconv.Quote(k))
 			}
 		}
 	}
