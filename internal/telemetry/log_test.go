@@ -17,7 +17,7 @@ func TestLogLinesCarryTheRequestID(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ given, want string }{
 		{"abc-123", "abc-123"},
-		{"", ""},               // a new one
+		{"", ""},              // a new one
 		{"a b\nforged=1", ""}, // refused: a new one
 	} {
 		var buf bytes.Buffer
