@@ -32,11 +32,7 @@ type AssistantMeta struct {
 }
 
 // ParseAssistantMeta reads an assistant message's metadata.
-func ParseAssistantMeta(raw json.RawMessage) AssistantMeta {
-	var m AssistantMeta
-	_ = json.Unmarshal(raw, &m)
-	return m
-}
+func ParseAssistantMeta(raw json.RawMessage) AssistantMeta { return parse[AssistantMeta](raw) }
 
 // Marshal returns the metadata as stored.
 func (m AssistantMeta) Marshal() json.RawMessage { return marshal(m) }
@@ -61,11 +57,7 @@ type ToolResultMeta struct {
 }
 
 // ParseToolResultMeta reads a tool message's metadata.
-func ParseToolResultMeta(raw json.RawMessage) ToolResultMeta {
-	var m ToolResultMeta
-	_ = json.Unmarshal(raw, &m)
-	return m
-}
+func ParseToolResultMeta(raw json.RawMessage) ToolResultMeta { return parse[ToolResultMeta](raw) }
 
 // Marshal returns the metadata as stored.
 func (m ToolResultMeta) Marshal() json.RawMessage { return marshal(m) }
@@ -78,14 +70,17 @@ type UserMeta struct {
 }
 
 // ParseUserMeta reads a user message's metadata.
-func ParseUserMeta(raw json.RawMessage) UserMeta {
-	var m UserMeta
-	_ = json.Unmarshal(raw, &m)
-	return m
-}
+func ParseUserMeta(raw json.RawMessage) UserMeta { return parse[UserMeta](raw) }
 
 // Marshal returns the metadata as stored.
 func (m UserMeta) Marshal() json.RawMessage { return marshal(m) }
+
+// parse reads a metadata record leniently: what is not one reads as the zero record.
+func parse[T any](raw json.RawMessage) T {
+	var m T
+	_ = json.Unmarshal(raw, &m)
+	return m
+}
 
 func marshal(v any) json.RawMessage {
 	// Only a RawMessage holding invalid JSON fails; the message is then
