@@ -111,6 +111,9 @@ func (s *Server) vercelContinue(w http.ResponseWriter, r *http.Request, convID s
 	if err != nil {
 		return err
 	}
+	if len(decisions) == 0 {
+		return apiErr(http.StatusUnprocessableEntity, "invalid_field", "an approval-responded tool part needs approval.id and approval.approved")
+	}
 	replies := make([]run.Reply, len(decisions))
 	for i, d := range decisions {
 		// An expired confirmation: the run learns of the expiry and ends; the stream shows how.

@@ -265,6 +265,11 @@ func TestVercelApproval(t *testing.T) {
 	// Nobody else can decide it.
 	e.apiError(req{method: "POST", path: uiPath, token: bob, body: transportBody("approve-chat", "submit-message", "", user, approvalMessage(first, true, ""))},
 		422, "invalid_input")
+	// An answered part that carries no approval answers nothing.
+	bare := map[string]any{"id": "a-bare", "role": "assistant", "parts": []any{
+		map[string]any{"type": "tool-feishu_send", "toolCallId": "c-bare", "state": "approval-responded"}}}
+	e.apiError(req{method: "POST", path: uiPath, token: alice, body: transportBody("approve-chat", "submit-message", "", user, bare)},
+		422, "invalid_field")
 
 	_, denied := approvalRoundTrip(t, e, "deny-chat", false)
 	if !strings.Contains(denied.text(), "did not send") || len(hook.texts()) != 1 {
