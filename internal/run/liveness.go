@@ -120,6 +120,7 @@ type liveness struct {
 	mu    sync.Mutex
 	cur   *term
 	ready chan struct{} // closed when the first term began
+	next  chan struct{} // closed when a term after cur begins
 	// recovered is closed when the runs a previous process left were
 	// ended (sole), or with ready (otherwise).
 	recovered chan struct{}
@@ -141,27 +142,41 @@ func (s *Service) Ready(ctx context.Context) error {
 // notReadyWait bounds how long a request waits for the first term.
 const notReadyWait = 2 * time.Second
 
-// term returns the current term, waiting for the first one. A fenced term
-// whose successor is not registered yet (the store is away) is unavailable.
+// term returns the current term, waiting for the first one, and, while the
+// current one is fenced (a heartbeat came too late, the store was away),
+// for its successor: a request in that gap, right after the store came
+// back, waits a moment rather than fail. With no term in notReadyWait the
+// store is taken to be away.
 func (s *Service) term(ctx context.Context) (*term, error) {
 	wait := time.NewTimer(notReadyWait)
 	defer wait.Stop()
+	unavailable := fmt.Errorf("%w: this replica holds no term with the store yet", store.ErrUnavailable)
 	select {
 	case <-s.live.ready:
 	case <-wait.C:
-		return nil, fmt.Errorf("%w: this replica could not register with the store yet", store.ErrUnavailable)
+		return nil, unavailable
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-s.ctx.Done():
 		return nil, ErrShuttingDown
 	}
-	s.live.mu.Lock()
-	t := s.live.cur
-	s.live.mu.Unlock()
-	if t.fenced() {
-		return nil, store.ErrUnavailable
+	for {
+		s.live.mu.Lock()
+		t, next := s.live.cur, s.live.next
+		s.live.mu.Unlock()
+		if !t.fenced() {
+			return t, nil
+		}
+		select {
+		case <-next:
+		case <-wait.C:
+			return nil, unavailable
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-s.ctx.Done():
+			return nil, ErrShuttingDown
+		}
 	}
-	return t, nil
 }
 
 // register begins a new term, retrying while the store is away.
@@ -187,6 +202,8 @@ func (s *Service) register() bool {
 			s.live.mu.Lock()
 			first := s.live.cur == nil
 			s.live.cur = t
+			close(s.live.next)
+			s.live.next = make(chan struct{})
 			s.live.mu.Unlock()
 			if first {
 				close(s.live.ready)

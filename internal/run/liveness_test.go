@@ -346,3 +346,63 @@ func TestTakeoverEndsTheCallsItFindsRunning(t *testing.T) {
 		t.Fatalf("timeline ends %s, %s", timeline[n-2].Type, timeline[n-1].Type)
 	}
 }
+
+// lapsing is a store that is away for heartbeats until told otherwise,
+// and holds the registration of a new term until released.
+type lapsing struct {
+	store.Store
+	away        atomic.Bool
+	registering chan struct{} // closed when a new term is being registered
+	release     chan struct{}
+	once        sync.Once
+}
+
+func (s *lapsing) RenewReplica(ctx context.Context, id string, epoch int64, now, until time.Time) error {
+	if s.away.Load() {
+		return errDown
+	}
+	return s.Store.RenewReplica(ctx, id, epoch, now, until)
+}
+
+func (s *lapsing) RegisterReplica(ctx context.Context, id string, until time.Time, sole bool) (int64, error) {
+	if s.away.Load() {
+		s.once.Do(func() { close(s.registering) })
+		select {
+		case <-s.release:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	return s.Store.RegisterReplica(ctx, id, until, sole)
+}
+
+// A start in the gap between a term fenced by a store outage and its
+// successor waits for the successor rather than answer unavailable: right
+// after the store is back, requests succeed.
+func TestStartWaitsForTheNextTerm(t *testing.T) {
+	t.Parallel()
+	st := &lapsing{Store: openStore(t), registering: make(chan struct{}), release: make(chan struct{})}
+	b := membus.New(0)
+	t.Cleanup(func() { b.Close() })
+	s := replica(t, "a", st, b, streaming(1))
+	if err := s.Ready(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	st.away.Store(true)
+	<-st.registering // the term was fenced; its successor waits for the store
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Start(context.Background(), alice, run.StartRequest{Input: "go"}, false)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("a start in the gap did not wait for the next term: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	st.away.Store(false)
+	close(st.release)
+	if err := <-done; err != nil {
+		t.Fatalf("start once the store is back: %v", err)
+	}
+}

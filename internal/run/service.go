@@ -127,7 +127,7 @@ func New(cfg Config) *Service {
 	s := &Service{
 		cfg: cfg, st: cfg.Store, bus: cfg.Bus, eng: cfg.Engine, log: cfg.Logger,
 		evlog: newEventLog(cfg.Store, cfg.Logger), ctx: ctx, cancel: cancel,
-		executing: map[string]*execution{}, live: liveness{ready: make(chan struct{}), recovered: make(chan struct{})},
+		executing: map[string]*execution{}, live: liveness{ready: make(chan struct{}), next: make(chan struct{}), recovered: make(chan struct{})},
 	}
 	s.pub = &publisher{bus: cfg.Bus, s: s}
 	s.wg.Add(3)
