@@ -107,6 +107,9 @@ type Confirmation struct {
 	AppliedAt *time.Time
 }
 
+// MaxReasonLength bounds the reason a person gives with a decision, in bytes.
+const MaxReasonLength = 2000
+
 // Decision is a person's answer to a confirmation.
 type Decision struct {
 	Status string // ConfirmApproved or ConfirmRejected (ConfirmExpired by the system)

@@ -76,7 +76,7 @@ func (s *Server) aguiRun(w http.ResponseWriter, r *http.Request) error {
 	switch {
 	case errors.Is(err, run.ErrNoPendingToolCall):
 		return apiErr(http.StatusUnprocessableEntity, "no_pending_tool_call", "the input ends with tool messages, but none answers a tool call the thread is waiting for")
-	case errors.Is(err, store.ErrConflict) && !isBusy(err):
+	case errors.Is(err, store.ErrConflict) && !store.IsBusy(err):
 		return apiErr(http.StatusConflict, "conflict", "the thread changed while the run was starting; try again")
 	case err != nil:
 		return toAPIError(err, "thread_not_found", "thread")

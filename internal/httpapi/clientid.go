@@ -2,12 +2,10 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"regexp"
 
 	"github.com/agentchat/agentchat/internal/chat"
-	"github.com/agentchat/agentchat/internal/store"
 )
 
 // clientThread is the existing conversation a client-chosen name (an AG-UI
@@ -37,10 +35,4 @@ func (s *Server) checkEngine(field, name string) error {
 		return apiErr(http.StatusBadRequest, "invalid_field", "field %q must name an engine this server runs, like local", field)
 	}
 	return nil
-}
-
-// isBusy reports whether err is a conversation's active run refusing another.
-func isBusy(err error) bool {
-	var busy *store.BusyError
-	return errors.As(err, &busy)
 }

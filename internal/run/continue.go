@@ -52,6 +52,9 @@ type Continuation struct {
 // confirmation is looked up before any is decided, so a reply naming
 // another thread's confirmation decides nothing.
 func (s *Service) Continue(ctx context.Context, sc chat.Scope, thread string, replies []Reply, clientRunID string) (Continuation, error) {
+	if len(replies) == 0 {
+		return Continuation{}, fmt.Errorf("%w: no decision to continue with", ErrInvalidInput)
+	}
 	var out Continuation
 	for i, r := range replies {
 		c, err := s.st.GetConfirmation(ctx, sc, r.ConfirmationID)
@@ -66,9 +69,6 @@ func (s *Service) Continue(ctx context.Context, sc chat.Scope, thread string, re
 		}
 		out.RunID = c.RunID
 		out.Decided = append(out.Decided, c)
-	}
-	if len(replies) == 0 {
-		return Continuation{}, fmt.Errorf("%w: no decision to continue with", ErrInvalidInput)
 	}
 	for i, r := range replies {
 		c, err := s.DecideFor(ctx, sc, r.ConfirmationID, r.Decision, clientRunID)

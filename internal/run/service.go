@@ -190,7 +190,7 @@ type Started struct {
 // without reading the log. The run does not depend on ctx.
 func (s *Service) Start(ctx context.Context, sc chat.Scope, req StartRequest, follow bool) (Started, error) {
 	started, err := s.start(ctx, sc, req, follow)
-	if req.CreateWithID != "" && errors.Is(err, store.ErrConflict) && !isBusy(err) {
+	if req.CreateWithID != "" && errors.Is(err, store.ErrConflict) && !store.IsBusy(err) {
 		// Another request created the conversation first: the run goes into it.
 		req.ConversationID, req.CreateWithID = req.CreateWithID, ""
 		started, err = s.start(ctx, sc, req, follow)
@@ -230,11 +230,6 @@ func (s *Service) finishing(ctx context.Context, sc chat.Scope, runID string) bo
 	}
 	evs, err := s.st.ListEvents(ctx, sc, r.ConversationID, "", last-1, last, 1)
 	return err == nil && len(evs) == 1 && evs[0].Run == runID && evs[0].Terminal()
-}
-
-func isBusy(err error) bool {
-	var busy *store.BusyError
-	return errors.As(err, &busy)
 }
 
 func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, follow bool) (Started, error) {

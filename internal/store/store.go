@@ -27,6 +27,12 @@ type BusyError struct{ ActiveRunID string }
 func (e *BusyError) Error() string { return "conversation has an active run " + e.ActiveRunID }
 func (e *BusyError) Unwrap() error { return ErrConflict }
 
+// IsBusy reports whether err is a conversation's active run refusing another.
+func IsBusy(err error) bool {
+	var busy *BusyError
+	return errors.As(err, &busy)
+}
+
 // Page asks for one page of a list. Cursor is opaque and comes from a
 // previous page's Next; Limit is already clamped by the caller.
 type Page struct {

@@ -98,8 +98,6 @@ func ValidID(id string) bool {
 const (
 	MaxFrontendTools = 64
 	MaxContextItems  = 64
-	// MaxReasonLength bounds the reason a person gives with a decision.
-	MaxReasonLength = 2000
 )
 
 // Turn is what an input without resume entries asks of the thread: the
@@ -237,8 +235,8 @@ func decision(i int, e ResumeEntry) (chat.Decision, error) {
 		}
 		d.Args = a
 	}
-	if len(d.Reason) > MaxReasonLength {
-		return chat.Decision{}, bad("payload.reason is longer than %d characters", MaxReasonLength)
+	if len(d.Reason) > chat.MaxReasonLength {
+		return chat.Decision{}, bad("payload.reason is longer than %d characters", chat.MaxReasonLength)
 	}
 	return d, nil
 }

@@ -35,9 +35,6 @@ func DecodeChatRequest(body []byte) (ChatRequest, error) {
 	return r, nil
 }
 
-// MaxReasonLength bounds the reason a person gives with a decision.
-const MaxReasonLength = 2000
-
 // DecodeDecision decodes the body of POST /v1/agent/confirmations/{id}:
 // {"decision": "approve"|"reject", "args"?: {…}, "reason"?: "…"}.
 func DecodeDecision(body []byte) (chat.Decision, error) {
@@ -65,8 +62,8 @@ func DecodeDecision(body []byte) (chat.Decision, error) {
 		}
 		d.Args = b.Args
 	}
-	if len(b.Reason) > MaxReasonLength {
-		return chat.Decision{}, dialect.Unusable("invalid_field", "field \"reason\" is longer than %d characters", MaxReasonLength)
+	if len(b.Reason) > chat.MaxReasonLength {
+		return chat.Decision{}, dialect.Unusable("invalid_field", "field \"reason\" is longer than %d characters", chat.MaxReasonLength)
 	}
 	return d, nil
 }

@@ -86,9 +86,6 @@ const (
 	TriggerRegenerate = "regenerate-message"
 )
 
-// MaxReasonLength bounds the reason a person gives with a decision.
-const MaxReasonLength = 2000
-
 var chatIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:~-]{1,128}$`)
 
 // ValidChatID reports whether id can name a chat: 1 to 128 letters, digits or ._:~-.
@@ -153,8 +150,8 @@ func (m RequestMessage) Decisions() ([]Decision, error) {
 		if p.Approval.Approved == nil || p.Approval.ID == "" {
 			return nil, dialect.Unusable("invalid_field", "an approval-responded tool part needs approval.id and approval.approved")
 		}
-		if len(p.Approval.Reason) > MaxReasonLength {
-			return nil, dialect.Unusable("invalid_field", "an approval reason is longer than %d characters", MaxReasonLength)
+		if len(p.Approval.Reason) > chat.MaxReasonLength {
+			return nil, dialect.Unusable("invalid_field", "an approval reason is longer than %d characters", chat.MaxReasonLength)
 		}
 		status := chat.ConfirmRejected
 		if *p.Approval.Approved {
