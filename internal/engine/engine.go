@@ -81,6 +81,10 @@ func (a *AllowedTools) Allows(name string) bool {
 	return a == nil || slices.Contains(a.Names, name)
 }
 
+// DefaultMaxIterations bounds the model (or gateway) calls of one run when
+// an engine's configuration names no bound.
+const DefaultMaxIterations = 8
+
 // Run statuses an engine reports.
 const (
 	StatusSucceeded = event.StatusSucceeded

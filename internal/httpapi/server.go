@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"log/slog"
@@ -14,28 +15,37 @@ import (
 	"github.com/agentchat/agentchat/internal/auth"
 	"github.com/agentchat/agentchat/internal/compaction"
 	"github.com/agentchat/agentchat/internal/cors"
+	enginechain "github.com/agentchat/agentchat/internal/engine/chain"
 	"github.com/agentchat/agentchat/internal/retrieval"
 	"github.com/agentchat/agentchat/internal/run"
 	"github.com/agentchat/agentchat/internal/telemetry"
 	"github.com/agentchat/agentchat/internal/tool"
 )
 
-// Config configures the HTTP surface.
+// Defaults of Config.
+const (
+	DefaultTenantHeader = "X-Tenant-ID"
+	DefaultMaxBodyBytes = 1 << 20
+	DefaultBodyTimeout  = 30 * time.Second
+	DefaultPingInterval = 15 * time.Second
+)
+
+// Config configures the HTTP surface. Zero values mean the defaults.
 type Config struct {
 	Runs         *run.Service
 	Auth         *auth.Authenticator
 	Tools        *tool.Registry
 	Logger       *slog.Logger
-	TenantHeader string // default X-Tenant-ID
-	MaxBodyBytes int64  // default 1 MiB
+	TenantHeader string // default DefaultTenantHeader
+	MaxBodyBytes int64  // default DefaultMaxBodyBytes
 	// BodyTimeout bounds the time a request body takes to arrive after its
-	// headers; default 30s. A client trickling a body would otherwise hold
+	// headers; default DefaultBodyTimeout. A client trickling a body would otherwise hold
 	// a connection and a goroutine for as long as it likes.
 	BodyTimeout  time.Duration
-	PingInterval time.Duration // default 15s
+	PingInterval time.Duration // default DefaultPingInterval
 	// HistoryLocation is the time zone that cuts the history's days. Default UTC.
 	HistoryLocation *time.Location
-	// ChainHardLimit caps a chain's max_steps (CHAIN_HARD_LIMIT). Default 20.
+	// ChainHardLimit caps a chain's max_steps (CHAIN_HARD_LIMIT). Default chain.DefaultHardLimit.
 	ChainHardLimit int
 	// CORSOrigins are the browser origins allowed to call the API (exact, or
 	// "*" for any); none by default. See cors.go.
@@ -91,23 +101,15 @@ func New(cfg Config) *Server {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	if s.tenantHeader == "" {
-		s.tenantHeader = "X-Tenant-ID"
-	}
-	if s.maxBody == 0 {
-		s.maxBody = 1 << 20
-	}
-	if s.bodyTimeout == 0 {
-		s.bodyTimeout = 30 * time.Second
-	}
-	if s.ping == 0 {
-		s.ping = 15 * time.Second
-	}
+	s.tenantHeader = cmp.Or(s.tenantHeader, DefaultTenantHeader)
+	s.maxBody = cmp.Or(s.maxBody, DefaultMaxBodyBytes)
+	s.bodyTimeout = cmp.Or(s.bodyTimeout, DefaultBodyTimeout)
+	s.ping = cmp.Or(s.ping, DefaultPingInterval)
 	if s.historyLoc == nil {
 		s.historyLoc = time.UTC
 	}
 	if s.chainHardLimit <= 0 {
-		s.chainHardLimit = 20
+		s.chainHardLimit = enginechain.DefaultHardLimit
 	}
 	s.cors = cors.New(cfg.CORSOrigins, s.tenantHeader)
 	if s.health == nil {

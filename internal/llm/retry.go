@@ -9,9 +9,17 @@ import (
 	"time"
 )
 
+// Defaults of the adapters' Config and of RetryPolicy.
+const (
+	// DefaultTimeout bounds the wait for a provider to start answering.
+	DefaultTimeout = 60 * time.Second
+	// DefaultMaxRetries is how often a refused call is retried before any chunk.
+	DefaultMaxRetries = 2
+)
+
 // RetryPolicy says how WithRetry retries a refused call. The zero value is the default policy.
 type RetryPolicy struct {
-	// MaxRetries is the number of tries after the first. Default 2; negative disables retries.
+	// MaxRetries is the number of tries after the first. Default DefaultMaxRetries; negative disables retries.
 	MaxRetries int
 	// BaseDelay is the wait before the first retry; it doubles for each later one. Default 500ms.
 	BaseDelay time.Duration
@@ -22,7 +30,7 @@ type RetryPolicy struct {
 }
 
 func (p RetryPolicy) withDefaults() RetryPolicy {
-	p.MaxRetries = cmp.Or(p.MaxRetries, 2)
+	p.MaxRetries = cmp.Or(p.MaxRetries, DefaultMaxRetries)
 	p.BaseDelay = cmp.Or(p.BaseDelay, 500*time.Millisecond)
 	p.MaxDelay = cmp.Or(p.MaxDelay, 20*time.Second)
 	return p

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,7 +34,15 @@ var (
 	ErrNoPendingToolCall = errors.New("no pending tool call")
 )
 
-// Config configures the service.
+// Defaults of Config.
+const (
+	DefaultConfirmTTL    = 15 * time.Minute
+	DefaultRunRetention  = 30 * 24 * time.Hour
+	DefaultMaxInputChars = 32000
+	DefaultLeaseTTL      = 15 * time.Second
+)
+
+// Config configures the service. Zero values mean the defaults.
 type Config struct {
 	Store  store.Store
 	Bus    bus.Bus
@@ -45,17 +54,17 @@ type Config struct {
 	// SQLite file): it writes no heartbeat and is never fenced, and at start
 	// it ends the runs a previous process left executing.
 	Sole bool
-	// ConfirmTTL is how long a confirmation waits. Default 15m.
+	// ConfirmTTL is how long a confirmation waits. Default DefaultConfirmTTL.
 	ConfirmTTL time.Duration
-	// RunRetention is how long finished runs are kept. Default 720h.
+	// RunRetention is how long finished runs are kept. Default DefaultRunRetention.
 	RunRetention time.Duration
-	// MaxInputChars bounds one input. Default 32000.
+	// MaxInputChars bounds one input. Default DefaultMaxInputChars.
 	MaxInputChars int
 	// MaxRunsPerTenant bounds a tenant's executing (queued or running) runs,
 	// counted across every replica sharing the store. 0: no bound.
 	MaxRunsPerTenant int
 	// LeaseTTL is how long a replica's heartbeat may go unrenewed before
-	// other replicas end its runs. Default 15s.
+	// other replicas end its runs. Default DefaultLeaseTTL.
 	LeaseTTL time.Duration
 	// SweepInterval is the period of the housekeeping loop (expired
 	// confirmations, orphaned runs, unapplied decisions, retention).
@@ -105,18 +114,10 @@ func New(cfg Config) *Service {
 	if cfg.ReplicaID == "" {
 		cfg.ReplicaID = chat.NewID()
 	}
-	if cfg.ConfirmTTL == 0 {
-		cfg.ConfirmTTL = 15 * time.Minute
-	}
-	if cfg.RunRetention == 0 {
-		cfg.RunRetention = 720 * time.Hour
-	}
-	if cfg.MaxInputChars == 0 {
-		cfg.MaxInputChars = 32000
-	}
-	if cfg.LeaseTTL == 0 {
-		cfg.LeaseTTL = 15 * time.Second
-	}
+	cfg.ConfirmTTL = cmp.Or(cfg.ConfirmTTL, DefaultConfirmTTL)
+	cfg.RunRetention = cmp.Or(cfg.RunRetention, DefaultRunRetention)
+	cfg.MaxInputChars = cmp.Or(cfg.MaxInputChars, DefaultMaxInputChars)
+	cfg.LeaseTTL = cmp.Or(cfg.LeaseTTL, DefaultLeaseTTL)
 	if cfg.SweepInterval == 0 {
 		cfg.SweepInterval = min(time.Second, cfg.LeaseTTL/4)
 	}

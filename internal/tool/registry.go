@@ -35,6 +35,11 @@ const minOutputBytes = 128
 // whole request later.
 var namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
+// ValidName reports whether name is a name Register accepts (and a model
+// can call), so settings that name tools can be checked before any tool
+// registers.
+func ValidName(name string) bool { return namePattern.MatchString(name) }
+
 // RegistryConfig configures a Registry. Zero values mean the defaults.
 type RegistryConfig struct {
 	// DefaultTimeout bounds a call whose Spec.Timeout is zero. Default 30s.

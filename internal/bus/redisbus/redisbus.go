@@ -17,10 +17,13 @@ import (
 	"github.com/agentchat/agentchat/internal/bus"
 )
 
+// DefaultPrefix is Options.Prefix's default.
+const DefaultPrefix = "agentchat"
+
 // Options configures a Bus. Zero values mean the defaults.
 type Options struct {
 	// Prefix starts every key and channel; replicas of one deployment share
-	// it. Default "agentchat".
+	// it. Default DefaultPrefix.
 	Prefix string
 	// MaxLen caps each thread's stream, approximately (XADD MAXLEN ~), in
 	// entries. Default 10000.
@@ -71,7 +74,7 @@ func Open(ctx context.Context, url string, opts Options) (*Bus, error) {
 		// The parse error may quote the URL, password included.
 		return nil, errors.New("redisbus: invalid redis url")
 	}
-	opts.Prefix = cmp.Or(opts.Prefix, "agentchat")
+	opts.Prefix = cmp.Or(opts.Prefix, DefaultPrefix)
 	opts.MaxLen = cmp.Or(opts.MaxLen, 10000)
 	opts.TTL = cmp.Or(opts.TTL, 24*time.Hour)
 	opts.QueueLimit = cmp.Or(opts.QueueLimit, bus.DefaultQueueLimit)

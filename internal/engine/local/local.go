@@ -23,7 +23,7 @@ import (
 type Config struct {
 	Model llm.Model
 	Tools *tool.Registry
-	// MaxIterations bounds model calls per run. Default 8.
+	// MaxIterations bounds model calls per run. Default engine.DefaultMaxIterations.
 	MaxIterations int
 	SystemPrompt  string
 	Logger        *slog.Logger
@@ -56,7 +56,7 @@ var _ engine.Engine = (*Agent)(nil)
 // New returns the local agent loop.
 func New(cfg Config) *Agent {
 	return &Agent{
-		model: cfg.Model, tools: cfg.Tools, maxIter: cmp.Or(max(cfg.MaxIterations, 0), 8), system: cfg.SystemPrompt,
+		model: cfg.Model, tools: cfg.Tools, maxIter: cmp.Or(max(cfg.MaxIterations, 0), engine.DefaultMaxIterations), system: cfg.SystemPrompt,
 		log:       cmpLogger(cfg.Logger),
 		retriever: cfg.Retriever, prompt: cfg.Prompt, blobs: cfg.Blobs, inlineBytes: cfg.InlineBytes,
 	}

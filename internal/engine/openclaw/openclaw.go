@@ -87,7 +87,7 @@ type Config struct {
 	Default string
 	// Tools are the tools offered to the gateway and run here.
 	Tools *tool.Registry
-	// MaxIterations bounds gateway calls per run. Default 8.
+	// MaxIterations bounds gateway calls per run. Default engine.DefaultMaxIterations.
 	MaxIterations int
 	// Fallback executes a new run whose gateway fails before its first token,
 	// or whose tenant has no gateway. Nil: such runs fail.
@@ -128,7 +128,7 @@ var _ engine.Engine = (*Engine)(nil)
 func New(cfg Config) (*Engine, error) {
 	e := &Engine{
 		gateways: map[string]*gateway{}, tenants: cfg.Tenants, def: cfg.Default, tools: cfg.Tools,
-		maxIter: cmp.Or(cfg.MaxIterations, 8), fallback: cfg.Fallback, log: cfg.Logger,
+		maxIter: cmp.Or(cfg.MaxIterations, engine.DefaultMaxIterations), fallback: cfg.Fallback, log: cfg.Logger,
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)

@@ -75,10 +75,10 @@ type Config struct {
 	MaxTokens int
 	// Timeout bounds the wait for the provider to start answering (its
 	// response headers); the stream that follows is bounded by the caller's
-	// ctx only. Default 60s; negative: no bound.
+	// ctx only. Default llm.DefaultTimeout; negative: no bound.
 	Timeout time.Duration
 	// MaxRetries is how often a refused call (429, 5xx, 529, unreachable) is
-	// retried, before any chunk. Default 2; negative: no retries.
+	// retried, before any chunk. Default llm.DefaultMaxRetries; negative: no retries.
 	MaxRetries int
 	// HTTPClient makes the requests. Default http.DefaultClient. Its Timeout,
 	// if set, bounds whole streams, so leave it zero and use Timeout.
@@ -104,7 +104,7 @@ func New(cfg Config) (llm.Model, error) {
 func newModel(cfg Config) (*Model, error) {
 	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	cfg.MaxTokens = cmp.Or(cfg.MaxTokens, 4096)
-	cfg.Timeout = cmp.Or(cfg.Timeout, 60*time.Second)
+	cfg.Timeout = cmp.Or(cfg.Timeout, llm.DefaultTimeout)
 	cfg.HTTPClient = cmp.Or(cfg.HTTPClient, http.DefaultClient)
 	if cfg.Model == "" {
 		return nil, errors.New("anthropic: Config.Model is required")

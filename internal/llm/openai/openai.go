@@ -73,10 +73,11 @@ type Config struct {
 	Model string
 	// Timeout bounds the wait for the provider to start answering (its
 	// response headers). The stream that follows is bounded by the caller's
-	// ctx only: a long answer is not a hung provider. Default 60s; negative: no bound.
+	// ctx only: a long answer is not a hung provider. Default llm.DefaultTimeout;
+	// negative: no bound.
 	Timeout time.Duration
 	// MaxRetries is how often a refused call (429, 5xx, unreachable) is
-	// retried, before any chunk. Default 2; negative: no retries.
+	// retried, before any chunk. Default llm.DefaultMaxRetries; negative: no retries.
 	MaxRetries int
 	// HTTPClient makes the requests. Default http.DefaultClient. Its Timeout,
 	// if set, bounds whole streams, so leave it zero and use Timeout.
@@ -106,7 +107,7 @@ func New(cfg Config) (llm.Model, error) {
 
 func newModel(cfg Config) (*Model, error) {
 	cfg.BaseURL = strings.TrimRight(cmp.Or(cfg.BaseURL, DefaultBaseURL), "/")
-	cfg.Timeout = cmp.Or(cfg.Timeout, 60*time.Second)
+	cfg.Timeout = cmp.Or(cfg.Timeout, llm.DefaultTimeout)
 	cfg.HTTPClient = cmp.Or(cfg.HTTPClient, http.DefaultClient)
 	if cfg.Model == "" {
 		return nil, errors.New("openai: Config.Model is required")

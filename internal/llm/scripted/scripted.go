@@ -100,6 +100,9 @@ type Config struct {
 	Hint string
 }
 
+// DefaultTokenDelay is the default Config.TokenDelay.
+const DefaultTokenDelay = 15 * time.Millisecond
+
 // DefaultHint is the default Config.Hint.
 const DefaultHint = "Set OPENAI_API_KEY (or ANTHROPIC_API_KEY) to use a real model."
 
@@ -111,7 +114,7 @@ type Model struct {
 
 // New returns the offline demo model.
 func New(cfg Config) *Model {
-	delay := cmp.Or(cfg.TokenDelay, 15*time.Millisecond)
+	delay := cmp.Or(cfg.TokenDelay, DefaultTokenDelay)
 	if delay < 0 {
 		delay = 0
 	}

@@ -31,28 +31,48 @@ type guard struct {
 func newGuard(allow []string) (*guard, error) {
 	g := &guard{hosts: make(map[string]bool)}
 	for _, entry := range allow {
-		e := strings.TrimSpace(entry)
+		host, prefix, err := parseAllow(entry)
 		switch {
-		case e == "":
-			continue
-		case strings.Contains(e, "/"):
-			p, err := netip.ParsePrefix(e)
-			if err != nil {
-				return nil, fmt.Errorf("builtin tools: HTTPGet.Allow entry %q: %w", entry, err)
-			}
-			g.nets = append(g.nets, p.Masked())
-		default:
-			if a, err := netip.ParseAddr(strings.Trim(e, "[]")); err == nil {
-				g.nets = append(g.nets, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
-				continue
-			}
-			if strings.ContainsAny(e, ":@ ") {
-				return nil, fmt.Errorf("builtin tools: HTTPGet.Allow entry %q is not a host, IP or CIDR", entry)
-			}
-			g.hosts[strings.ToLower(strings.TrimSuffix(e, "."))] = true
+		case err != nil:
+			return nil, fmt.Errorf("builtin tools: HTTPGet.Allow %w", err)
+		case host != "":
+			g.hosts[host] = true
+		case prefix.IsValid():
+			g.nets = append(g.nets, prefix)
 		}
 	}
 	return g, nil
+}
+
+// CheckAllow reports whether entry is an HTTPGetConfig.Allow entry the
+// guard accepts, with an error that quotes it when not, so the setting can
+// be checked where it is read.
+func CheckAllow(entry string) error {
+	_, _, err := parseAllow(entry)
+	return err
+}
+
+// parseAllow reads one allow-list entry: an exempt hostname (lower case, no
+// trailing dot) or an exempt address range. A blank entry is neither.
+func parseAllow(entry string) (host string, prefix netip.Prefix, err error) {
+	e := strings.TrimSpace(entry)
+	switch {
+	case e == "":
+		return "", netip.Prefix{}, nil
+	case strings.Contains(e, "/"):
+		p, err := netip.ParsePrefix(e)
+		if err != nil {
+			return "", netip.Prefix{}, fmt.Errorf("entry %q: %w", entry, err)
+		}
+		return "", p.Masked(), nil
+	}
+	if a, err := netip.ParseAddr(strings.Trim(e, "[]")); err == nil {
+		return "", netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()), nil
+	}
+	if strings.ContainsAny(e, ":@ ") {
+		return "", netip.Prefix{}, fmt.Errorf("entry %q is not a host, IP or CIDR", entry)
+	}
+	return strings.ToLower(strings.TrimSuffix(e, ".")), netip.Prefix{}, nil
 }
 
 // blockedError is the refusal, recognisable through the net and url error
