@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -8,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/agentchat/agentchat/internal/config"
 )
 
 // healthcheck asks a running server's /healthz and fails unless it answers
@@ -15,10 +18,7 @@ import (
 func healthcheck(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := getenv("AGENTCHAT_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:8080"
-	}
+	addr := cmp.Or(getenv("AGENTCHAT_ADDR"), config.DefaultAddr)
 	url := fs.String("url", "", "URL to check (default http://<AGENTCHAT_ADDR>/healthz, a wildcard host asked on 127.0.0.1)")
 	timeout := fs.Duration("timeout", 3*time.Second, "how long to wait for the answer")
 	if err := fs.Parse(args); err != nil {

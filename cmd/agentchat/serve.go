@@ -38,12 +38,15 @@ import (
 	"github.com/agentchat/agentchat/internal/tool/mcptool"
 )
 
-var errUsage = errors.New("usage")
+// errHelp: the command printed its help as asked (exit status 0).
+var errHelp = errors.New("help")
 
-func loadConfig(name string, args []string, getenv func(string) string, stderr io.Writer) (config.Config, error) {
-	cfg, err := config.Load(name, args, getenv, stderr)
+// loadConfig reads the settings of serve and migrate. --help prints them
+// to stdout and ends the command with success.
+func loadConfig(name string, args []string, getenv func(string) string, stdout io.Writer) (config.Config, error) {
+	cfg, err := config.Load(name, args, getenv, stdout)
 	if errors.Is(err, flag.ErrHelp) {
-		return cfg, errUsage
+		return cfg, errHelp
 	}
 	return cfg, err
 }
@@ -90,45 +93,24 @@ func newModel(cfg config.Config) (llm.Model, error) {
 		IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second, ForceAttemptHTTP2: true,
 	}}
 	switch cfg.LLM {
-	case "openai":
-		return openai.New(openai.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey, Model: orDefault(cfg.Model, "gpt-4o-mini"),
+	case config.LLMOpenAI:
+		return openai.New(openai.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey, Model: cfg.Model,
 			Timeout: cfg.LLMTimeout, MaxRetries: retries, HTTPClient: httpClient})
-	case "anthropic":
-		return anthropic.New(anthropic.Config{BaseURL: cfg.AnthropicBaseURL, APIKey: cfg.AnthropicAPIKey, Model: orDefault(cfg.Model, "claude-sonnet-4-5"),
+	case config.LLMAnthropic:
+		return anthropic.New(anthropic.Config{BaseURL: cfg.AnthropicBaseURL, APIKey: cfg.AnthropicAPIKey, Model: cfg.Model,
 			Timeout: cfg.LLMTimeout, MaxRetries: retries, HTTPClient: httpClient})
 	}
 	return scripted.New(scripted.Config{TokenDelay: cfg.ScriptedTokenDelay,
 		Hint: "Set OPENAI_API_KEY (and OPENAI_BASE_URL for other OpenAI-compatible servers) or ANTHROPIC_API_KEY to use a real model."}), nil
 }
 
-func orDefault(v, d string) string {
-	if v == "" {
-		return d
-	}
-	return v
-}
-
 func newTools(ctx context.Context, cfg config.Config, log *slog.Logger, obs tool.CallObserver) (*tool.Registry, func(), error) {
-	overrides := map[string]tool.Confirm{}
-	for _, item := range strings.Split(cfg.ToolConfirm, ",") {
-		name, policy, ok := strings.Cut(strings.TrimSpace(item), "=")
-		if !ok {
-			continue
-		}
-		overrides[strings.TrimSpace(name)] = tool.Confirm(strings.TrimSpace(policy))
-	}
-	reg, err := tool.NewRegistry(tool.RegistryConfig{DefaultTimeout: cfg.ToolTimeout, Overrides: overrides, Logger: log, Observer: obs})
+	reg, err := tool.NewRegistry(tool.RegistryConfig{DefaultTimeout: cfg.ToolTimeout, Overrides: cfg.ToolOverrides(), Logger: log, Observer: obs})
 	if err != nil {
 		return nil, nil, fmt.Errorf("tool-confirm: %w", err)
 	}
-	var allow []string
-	for _, a := range strings.Split(cfg.HTTPGetAllow, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			allow = append(allow, a)
-		}
-	}
 	err = builtin.Register(reg, builtin.Config{
-		HTTPGet: builtin.HTTPGetConfig{Allow: allow},
+		HTTPGet: builtin.HTTPGetConfig{Allow: cfg.HTTPGetAllow},
 		Feishu:  builtin.FeishuConfig{WebhookURL: cfg.FeishuWebhookURL, Secret: cfg.FeishuSecret},
 		Webhook: builtin.WebhookConfig{URL: cfg.WebhookURL},
 	})
@@ -169,14 +151,14 @@ func devToken(dataDir string) (string, error) {
 }
 
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	cfg, err := loadConfig("serve", args, getenv, stderr)
+	cfg, err := loadConfig("serve", args, getenv, stdout)
 	if err != nil {
 		return err
 	}
 	log := newLogger(cfg, stderr)
 	slog.SetDefault(log)
 
-	tokens, _ := config.ParseTokens(cfg.Tokens)
+	tokens := cfg.Tokens
 	if len(tokens) == 0 && cfg.JWTSecret == "" {
 		tok, err := devToken(cfg.DataDir)
 		if err != nil {
@@ -246,11 +228,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		cancel()
 		return err
 	}
-	corsOrigins, _ := cfg.CORSOriginList() // validated by Load
 	api := httpapi.New(httpapi.Config{
 		Runs: runs, Tools: tools, Logger: log, Auth: auth.New(tokens, cfg.JWTSecret),
 		TenantHeader: cfg.TenantHeader, MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval,
-		HistoryLocation: cfg.HistoryLocation(), ChainHardLimit: cfg.ChainHardLimit, CORSOrigins: corsOrigins,
+		HistoryLocation: cfg.HistoryLocation(), ChainHardLimit: cfg.ChainHardLimit, CORSOrigins: cfg.CORSOrigins,
 		Retrieval: parts.retrieval, Compactor: parts.compactor,
 		Telemetry: tel, Health: health, MetricsToken: cfg.MetricsToken,
 	})
@@ -329,8 +310,8 @@ func mustKind(cfg config.Config) string {
 	return k
 }
 
-func migrate(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
-	cfg, err := loadConfig("migrate", args, getenv, stderr)
+func migrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, err := loadConfig("migrate", args, getenv, stdout)
 	if err != nil {
 		return err
 	}
@@ -344,13 +325,10 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 
 // modelName is the model the configuration selects, for metrics and spans.
 func modelName(cfg config.Config) string {
-	switch cfg.LLM {
-	case "openai":
-		return orDefault(cfg.Model, "gpt-4o-mini")
-	case "anthropic":
-		return orDefault(cfg.Model, "claude-sonnet-4-5")
+	if cfg.LLM == config.LLMScripted {
+		return config.LLMScripted
 	}
-	return "scripted"
+	return cfg.Model // Load gave it the provider's default
 }
 
 // version is the module version the binary was built from ("devel" from a work tree).

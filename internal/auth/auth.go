@@ -19,7 +19,6 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/agentchat/agentchat/internal/chat"
-	"github.com/agentchat/agentchat/internal/config"
 	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/store"
 )
@@ -38,8 +37,13 @@ type staticToken struct {
 	scope  chat.Scope
 }
 
+// Token is one static bearer token and the principal it names.
+type Token struct {
+	Token, Tenant, User string
+}
+
 // New builds an authenticator from static tokens and an HS256 secret.
-func New(tokens []config.Token, jwtSecret string) *Authenticator {
+func New(tokens []Token, jwtSecret string) *Authenticator {
 	a := &Authenticator{jwtSecret: []byte(jwtSecret), now: time.Now}
 	for _, t := range tokens {
 		a.static = append(a.static, staticToken{sha256.Sum256([]byte(t.Token)), chat.Scope{Tenant: t.Tenant, User: t.User}})

@@ -1,0 +1,291 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/agentchat/agentchat/internal/bus/redisbus"
+	"github.com/agentchat/agentchat/internal/compaction"
+	"github.com/agentchat/agentchat/internal/engine"
+	"github.com/agentchat/agentchat/internal/engine/chain"
+	"github.com/agentchat/agentchat/internal/engine/openclaw"
+	"github.com/agentchat/agentchat/internal/httpapi"
+	"github.com/agentchat/agentchat/internal/llm"
+	"github.com/agentchat/agentchat/internal/llm/scripted"
+	"github.com/agentchat/agentchat/internal/retrieval"
+	"github.com/agentchat/agentchat/internal/run"
+	"github.com/agentchat/agentchat/internal/tool"
+	"github.com/agentchat/agentchat/internal/tool/builtin"
+)
+
+// Defaults that belong to no other package: the binary's own choices.
+const (
+	// DefaultAddr is where serve listens, and where healthcheck asks.
+	DefaultAddr = "127.0.0.1:8080"
+	// DefaultOpenAIModel is the model of --llm openai when --model names none.
+	DefaultOpenAIModel = "gpt-4o-mini"
+	// DefaultAnthropicModel is the model of --llm anthropic when --model names none.
+	DefaultAnthropicModel = "claude-sonnet-4-5"
+	// DefaultInlinePayloadBytes is the largest tool output kept inline.
+	DefaultInlinePayloadBytes = 16 << 10
+)
+
+// Group gathers related settings under one heading of --help and the README.
+type Group string
+
+// The groups, in the order --help and the README show them.
+const (
+	GroupServer        Group = "Server"
+	GroupAuth          Group = "Auth"
+	GroupModel         Group = "Model"
+	GroupEngines       Group = "Engines"
+	GroupTools         Group = "Tools"
+	GroupContext       Group = "Context"
+	GroupStorage       Group = "Storage"
+	GroupLimits        Group = "Limits"
+	GroupObservability Group = "Observability"
+)
+
+var groups = []Group{GroupServer, GroupAuth, GroupModel, GroupEngines, GroupTools, GroupContext, GroupStorage, GroupLimits, GroupObservability}
+
+// option is one row of the settings table.
+type option struct {
+	name   string // the flag, without dashes
+	env    string // the environment variable
+	group  Group
+	secret bool   // also read from the file named by env+"_FILE"
+	help   string // one line, lower case, no default (value.def says it)
+	value
+}
+
+// options is the settings table: every setting of serve and migrate, once.
+// Its default column (the second argument of each value) is what Load
+// applies, what --help prints and what the README's table says; a
+// setting whose default lives in the package that uses it names that
+// package's Default… constant here. Add a setting by adding its Config
+// field and one row; then `go test ./internal/config -run TestREADME -update`
+// rewrites the README's table.
+var options = []option{
+	// Server
+	{name: "addr", env: "AGENTCHAT_ADDR", group: GroupServer, help: "listen address",
+		value: text(func(c *Config) *string { return &c.Addr }, DefaultAddr)},
+	{name: "cors-origins", env: "AGENTCHAT_CORS_ORIGINS", group: GroupServer, help: "browser origins allowed to call the API, exact and comma-separated, e.g. http://localhost:3000, or * for any",
+		value: list(func(c *Config) *[]string { return &c.CORSOrigins }, parseOrigin, checkOrigins).shows("none: same-origin pages only")},
+	{name: "ping-interval", env: "AGENTCHAT_PING_INTERVAL", group: GroupServer, help: "keep-alive period of streams",
+		value: duration(func(c *Config) *time.Duration { return &c.PingInterval }, httpapi.DefaultPingInterval, atLeast(10*time.Millisecond))},
+	{name: "shutdown-timeout", env: "AGENTCHAT_SHUTDOWN_TIMEOUT", group: GroupServer, help: "graceful shutdown limit",
+		value: duration(func(c *Config) *time.Duration { return &c.ShutdownTimeout }, 20*time.Second, atLeast(time.Duration(0)))},
+	{name: "drain-delay", env: "AGENTCHAT_DRAIN_DELAY", group: GroupServer, help: "at shutdown, how long /readyz reports draining before the listener closes",
+		value: duration(func(c *Config) *time.Duration { return &c.DrainDelay }, 0, atLeast(time.Duration(0))).shows("0s")},
+	{name: "history-time-zone", env: "AGENTCHAT_HISTORY_TIME_ZONE", group: GroupServer, help: "IANA time zone that cuts the AG-UI history into days, e.g. Asia/Shanghai",
+		value: text(func(c *Config) *string { return &c.HistoryTimeZone }, "UTC", checkTimeZone)},
+
+	// Auth
+	{name: "tokens", env: "AGENTCHAT_TOKENS", group: GroupAuth, secret: true, help: "static bearer tokens, comma-separated token:tenant:user",
+		value: list(func(c *Config) *[]Token { return &c.Tokens }, parseToken, nil).shows("none: a development token")},
+	{name: "jwt-secret", env: "AGENTCHAT_JWT_SECRET", group: GroupAuth, secret: true, help: "HS256 secret (16 bytes or more) for JWTs carrying sub, tenant, exp",
+		value: text(func(c *Config) *string { return &c.JWTSecret }, "", minLength(16))},
+	{name: "tenant-header", env: "TENANT_ID_HEADER", group: GroupAuth, help: "header that may name the tenant",
+		value: text(func(c *Config) *string { return &c.TenantHeader }, httpapi.DefaultTenantHeader)},
+
+	// Model
+	{name: "llm", env: "AGENTCHAT_LLM", group: GroupModel, help: "model provider",
+		value: choice(func(c *Config) *string { return &c.LLM }, "", LLMScripted, LLMOpenAI, LLMAnthropic).shows("openai with an OpenAI key or base URL, else anthropic with an Anthropic key, else scripted")},
+	{name: "model", env: "AGENTCHAT_MODEL", group: GroupModel, help: "model name",
+		value: text(func(c *Config) *string { return &c.Model }, "").shows(DefaultOpenAIModel + " for openai, " + DefaultAnthropicModel + " for anthropic")},
+	{name: "openai-base-url", env: "OPENAI_BASE_URL", group: GroupModel, help: "OpenAI-compatible API root, e.g. http://127.0.0.1:11434/v1",
+		value: text(func(c *Config) *string { return &c.OpenAIBaseURL }, "").shows("the official one")},
+	{name: "openai-api-key", env: "OPENAI_API_KEY", group: GroupModel, secret: true, help: "API key of the OpenAI-compatible provider",
+		value: text(func(c *Config) *string { return &c.OpenAIAPIKey }, "")},
+	{name: "anthropic-api-key", env: "ANTHROPIC_API_KEY", group: GroupModel, secret: true, help: "Anthropic API key",
+		value: text(func(c *Config) *string { return &c.AnthropicAPIKey }, "")},
+	{name: "anthropic-base-url", env: "ANTHROPIC_BASE_URL", group: GroupModel, help: "Anthropic API root",
+		value: text(func(c *Config) *string { return &c.AnthropicBaseURL }, "").shows("the official one")},
+	{name: "llm-timeout", env: "AGENTCHAT_LLM_TIMEOUT", group: GroupModel, help: "wait for a provider to start answering",
+		value: duration(func(c *Config) *time.Duration { return &c.LLMTimeout }, llm.DefaultTimeout)},
+	{name: "llm-retries", env: "AGENTCHAT_LLM_RETRIES", group: GroupModel, help: "retries of a 429/5xx before the first token; -1 for none",
+		value: number(func(c *Config) *int { return &c.LLMRetries }, llm.DefaultMaxRetries, atLeast(-1))},
+	{name: "scripted-token-delay", env: "AGENTCHAT_SCRIPTED_TOKEN_DELAY", group: GroupModel, help: "pace of the offline model's tokens",
+		value: duration(func(c *Config) *time.Duration { return &c.ScriptedTokenDelay }, scripted.DefaultTokenDelay)},
+	{name: "system-prompt", env: "AGENTCHAT_SYSTEM_PROMPT", group: GroupModel, help: "system prompt sent first to the model",
+		value: text(func(c *Config) *string { return &c.SystemPrompt }, "")},
+	{name: "prompt-dir", env: "AGENTCHAT_PROMPT_DIR", group: GroupModel, help: "directory of system prompt component files",
+		value: text(func(c *Config) *string { return &c.PromptDir }, "").shows("none: AGENTCHAT_SYSTEM_PROMPT")},
+
+	// Engines
+	{name: "engine", env: "AGENTCHAT_ENGINE", group: GroupEngines, help: "default engine",
+		value: choice(func(c *Config) *string { return &c.Engine }, EngineLocal, EngineLocal, EngineOpenClaw, EngineChain)},
+	{name: "engine-fallback", env: "AGENTCHAT_ENGINE_FALLBACK", group: GroupEngines, help: "engine that takes a run whose OpenClaw gateway fails before its first token",
+		value: choice(func(c *Config) *string { return &c.EngineFallback }, "", EngineLocal).shows("none")},
+	{name: "engine-config", env: "AGENTCHAT_ENGINE_CONFIG", group: GroupEngines, help: "JSON file of per-tenant OpenClaw gateways and engine rules",
+		value: text(func(c *Config) *string { return &c.EngineConfig }, "")},
+	{name: "openclaw-gateway-url", env: "OPENCLAW_GATEWAY_URL", group: GroupEngines, help: "OpenClaw Gateway root, e.g. http://127.0.0.1:18789 (its /v1/chat/completions is called)",
+		value: text(func(c *Config) *string { return &c.OpenClawGatewayURL }, "")},
+	{name: "openclaw-gateway-token", env: "OPENCLAW_GATEWAY_TOKEN", group: GroupEngines, secret: true, help: "OpenClaw Gateway bearer token",
+		value: text(func(c *Config) *string { return &c.OpenClawGatewayToken }, "")},
+	{name: "openclaw-agent-id", env: "OPENCLAW_AGENT_ID", group: GroupEngines, help: "OpenClaw agent that answers",
+		value: text(func(c *Config) *string { return &c.OpenClawAgentID }, "").shows(openclaw.DefaultAgentID)},
+
+	// Tools
+	{name: "tool-confirm", env: "AGENTCHAT_TOOL_CONFIRM", group: GroupTools, help: "confirmation overrides, comma-separated tool=always or tool=never, e.g. http_get=always,send_webhook=never",
+		value: list(func(c *Config) *[]ToolConfirm { return &c.ToolConfirm }, parseToolConfirm, checkToolConfirm).shows("none: each tool's own")},
+	{name: "confirm-ttl", env: "AGENTCHAT_CONFIRM_TTL", group: GroupTools, help: "how long a tool confirmation waits for a person",
+		value: duration(func(c *Config) *time.Duration { return &c.ConfirmTTL }, run.DefaultConfirmTTL, atLeast(time.Duration(0)))},
+	{name: "tool-timeout", env: "AGENTCHAT_TOOL_TIMEOUT", group: GroupTools, help: "limit on one tool call",
+		value: duration(func(c *Config) *time.Duration { return &c.ToolTimeout }, tool.DefaultTimeout, atLeast(time.Duration(0)))},
+	{name: "http-get-allow", env: "AGENTCHAT_HTTP_GET_ALLOW", group: GroupTools, help: "hosts, IPs or CIDRs http_get may reach despite the SSRF guard, comma-separated",
+		value: list(func(c *Config) *[]string { return &c.HTTPGetAllow }, parseAllow, nil).shows("none: public addresses only")},
+	{name: "feishu-webhook-url", env: "AGENTCHAT_FEISHU_WEBHOOK_URL", group: GroupTools, secret: true, help: "Feishu (Lark) custom-bot webhook for send_feishu_message",
+		value: text(func(c *Config) *string { return &c.FeishuWebhookURL }, "")},
+	{name: "feishu-secret", env: "AGENTCHAT_FEISHU_SECRET", group: GroupTools, secret: true, help: "Feishu webhook signing secret",
+		value: text(func(c *Config) *string { return &c.FeishuSecret }, "")},
+	{name: "webhook-url", env: "AGENTCHAT_WEBHOOK_URL", group: GroupTools, secret: true, help: "target of the send_webhook tool",
+		value: text(func(c *Config) *string { return &c.WebhookURL }, "")},
+	{name: "mcp-config", env: "AGENTCHAT_MCP_CONFIG", group: GroupTools, help: "JSON file listing MCP servers ({\"mcpServers\":{…}})",
+		value: text(func(c *Config) *string { return &c.MCPConfig }, "")},
+
+	// Context
+	{name: "retrieval", env: "AGENTCHAT_RETRIEVAL", group: GroupContext, help: "turns search the tenant's knowledge base",
+		value: choice(func(c *Config) *string { return &c.Retrieval }, "on", "on", "off")},
+	{name: "memory", env: "AGENTCHAT_MEMORY", group: GroupContext, help: "turns also search the user's own earlier conversations",
+		value: choice(func(c *Config) *string { return &c.Memory }, "off", "on", "off")},
+	{name: "retrieval-top-k", env: "AGENTCHAT_RETRIEVAL_TOP_K", group: GroupContext, help: "most retrieval hits per turn and source",
+		value: number(func(c *Config) *int { return &c.RetrievalTopK }, retrieval.DefaultTopK, between(1, 50))},
+	{name: "embeddings-model", env: "AGENTCHAT_EMBEDDINGS_MODEL", group: GroupContext, help: "embedding model of an OpenAI-compatible /v1/embeddings endpoint; set, retrieval ranks hybrid",
+		value: text(func(c *Config) *string { return &c.EmbeddingsModel }, "").shows("none: text rank")},
+	{name: "embeddings-base-url", env: "AGENTCHAT_EMBEDDINGS_BASE_URL", group: GroupContext, help: "embeddings API root",
+		value: text(func(c *Config) *string { return &c.EmbeddingsBaseURL }, "").shows("OPENAI_BASE_URL, else the official one")},
+	{name: "embeddings-api-key", env: "AGENTCHAT_EMBEDDINGS_API_KEY", group: GroupContext, secret: true, help: "embeddings API key",
+		value: text(func(c *Config) *string { return &c.EmbeddingsAPIKey }, "").shows("OPENAI_API_KEY")},
+	{name: "compact-min-messages", env: "AGENTCHAT_COMPACT_MIN_MESSAGES", group: GroupContext, help: "fewest messages since the last compaction for a conversation to be compacted",
+		value: number(func(c *Config) *int { return &c.CompactMinMessages }, compaction.DefaultMinMessages, atLeast(2))},
+	{name: "compact-keep-messages", env: "AGENTCHAT_COMPACT_KEEP_MESSAGES", group: GroupContext, help: "recent messages compaction keeps verbatim, from the start of their turn",
+		value: number(func(c *Config) *int { return &c.CompactKeepMessages }, compaction.DefaultKeep, atLeast(1))},
+	{name: "auto-compact-tokens", env: "AGENTCHAT_AUTO_COMPACT_TOKENS", group: GroupContext, help: "compact before a turn whose context would exceed this many tokens; 0 for never",
+		value: number(func(c *Config) *int { return &c.AutoCompactTokens }, 0, atLeast(0)).shows("0")},
+	{name: "inline-payload-bytes", env: "AGENTCHAT_INLINE_PAYLOAD_BYTES", group: GroupContext, help: "largest tool output kept inline in its message; larger ones are stored by reference; -1 for never",
+		value: number(func(c *Config) *int { return &c.InlinePayloadBytes }, DefaultInlinePayloadBytes, atLeast(-1))},
+
+	// Storage
+	{name: "data-dir", env: "AGENTCHAT_DATA_DIR", group: GroupStorage, help: "data directory for the SQLite file and the development token",
+		value: text(func(c *Config) *string { return &c.DataDir }, "./data")},
+	{name: "store", env: "AGENTCHAT_STORE", group: GroupStorage, secret: true, help: "store: sqlite:<path> for SQLite, postgres://… for PostgreSQL",
+		value: text(func(c *Config) *string { return &c.Store }, "", checkStore).shows("SQLite in the data directory")},
+	{name: "bus", env: "AGENTCHAT_BUS", group: GroupStorage, secret: true, help: "bus: memory for in-process, redis://… for Redis Streams",
+		value: text(func(c *Config) *string { return &c.Bus }, "", checkBus).shows("memory")},
+	{name: "bus-prefix", env: "AGENTCHAT_BUS_PREFIX", group: GroupStorage, help: "prefix of the Redis bus's keys, shared by the replicas of one deployment",
+		value: text(func(c *Config) *string { return &c.BusPrefix }, redisbus.DefaultPrefix, checkBusPrefix)},
+	{name: "lease-ttl", env: "AGENTCHAT_LEASE_TTL", group: GroupStorage, help: "how long a replica's heartbeat may go unrenewed before other replicas end its runs (unused on SQLite)",
+		value: duration(func(c *Config) *time.Duration { return &c.LeaseTTL }, run.DefaultLeaseTTL, atLeast(500*time.Millisecond))},
+	{name: "run-retention", env: "AGENTCHAT_RUN_RETENTION", group: GroupStorage, help: "how long finished runs and timelines are kept",
+		value: duration(func(c *Config) *time.Duration { return &c.RunRetention }, run.DefaultRunRetention, atLeast(time.Duration(0)))},
+
+	// Limits
+	{name: "max-body-bytes", env: "AGENTCHAT_MAX_BODY_BYTES", group: GroupLimits, help: "request body limit in bytes",
+		value: number(func(c *Config) *int64 { return &c.MaxBodyBytes }, httpapi.DefaultMaxBodyBytes, atLeast[int64](1024))},
+	{name: "max-input-chars", env: "AGENTCHAT_MAX_INPUT_CHARS", group: GroupLimits, help: "limit on one user input in characters",
+		value: number(func(c *Config) *int { return &c.MaxInputChars }, run.DefaultMaxInputChars, atLeast(1))},
+	{name: "max-runs-per-tenant", env: "AGENTCHAT_MAX_RUNS_PER_TENANT", group: GroupLimits, help: "executing runs per tenant, counted across all replicas; above it a start is 429 too_many_runs; 0 for no limit",
+		value: number(func(c *Config) *int { return &c.MaxRunsPerTenant }, 0, atLeast(0)).shows("0")},
+	{name: "max-iterations", env: "AGENTCHAT_MAX_ITERATIONS", group: GroupLimits, help: "model calls per run",
+		value: number(func(c *Config) *int { return &c.MaxIterations }, engine.DefaultMaxIterations, atLeast(1))},
+	{name: "chain-hard-limit", env: "CHAIN_HARD_LIMIT", group: GroupLimits, help: "most steps a chain may take; a larger max_steps runs nothing",
+		value: number(func(c *Config) *int { return &c.ChainHardLimit }, chain.DefaultHardLimit, atLeast(1))},
+	{name: "knowledge-max-bytes", env: "AGENTCHAT_KNOWLEDGE_MAX_BYTES", group: GroupLimits, help: "largest knowledge-base document in bytes; larger uploads get 413",
+		value: number(func(c *Config) *int { return &c.KnowledgeMaxBytes }, retrieval.DefaultMaxDocBytes, atLeast(1))},
+
+	// Observability
+	{name: "log-level", env: "AGENTCHAT_LOG_LEVEL", group: GroupObservability, help: "least severe level logged: debug, info, warn or error",
+		value: text(func(c *Config) *string { return &c.LogLevel }, "info", checkLogLevel)},
+	{name: "log-format", env: "AGENTCHAT_LOG_FORMAT", group: GroupObservability, help: "log line format",
+		value: choice(func(c *Config) *string { return &c.LogFormat }, "text", "text", "json")},
+	{name: "debug-addr", env: "AGENTCHAT_DEBUG_ADDR", group: GroupObservability, help: "address for pprof profiles, e.g. 127.0.0.1:6060 (keep it private)",
+		value: text(func(c *Config) *string { return &c.DebugAddr }, "").shows("off")},
+	{name: "metrics-addr", env: "AGENTCHAT_METRICS_ADDR", group: GroupObservability, help: "address of a separate listener for GET /metrics (Prometheus), e.g. 127.0.0.1:9090",
+		value: text(func(c *Config) *string { return &c.MetricsAddr }, "").shows("off")},
+	{name: "metrics-token", env: "AGENTCHAT_METRICS_TOKEN", group: GroupObservability, secret: true, help: "bearer token (16 bytes or more) that may read GET /metrics on the main listener",
+		value: text(func(c *Config) *string { return &c.MetricsToken }, "", minLength(16)).shows("none: not served there")},
+	{name: "metrics-tenant-labels", env: "AGENTCHAT_METRICS_TENANT_LABELS", group: GroupObservability, help: "add a tenant label to run and token series (unbounded cardinality)",
+		value: boolean(func(c *Config) *bool { return &c.MetricsTenantLabels }, false).shows("false")},
+}
+
+// derive fills the defaults that depend on other settings; Load calls it
+// after the table's defaults are in.
+func (c *Config) derive() {
+	if c.LLM == "" {
+		switch {
+		case c.OpenAIAPIKey != "" || c.OpenAIBaseURL != "":
+			c.LLM = LLMOpenAI
+		case c.AnthropicAPIKey != "":
+			c.LLM = LLMAnthropic
+		default:
+			c.LLM = LLMScripted
+		}
+	}
+	if c.Model == "" {
+		switch c.LLM {
+		case LLMOpenAI:
+			c.Model = DefaultOpenAIModel
+		case LLMAnthropic:
+			c.Model = DefaultAnthropicModel
+		}
+	}
+	if c.EmbeddingsBaseURL == "" {
+		c.EmbeddingsBaseURL = c.OpenAIBaseURL
+	}
+	if c.EmbeddingsAPIKey == "" {
+		c.EmbeddingsAPIKey = c.OpenAIAPIKey
+	}
+}
+
+// The model providers --llm names.
+const (
+	LLMScripted  = "scripted"
+	LLMOpenAI    = "openai"
+	LLMAnthropic = "anthropic"
+)
+
+func checkTimeZone(s string) error {
+	if _, err := time.LoadLocation(s); err != nil {
+		return fmt.Errorf("not a known IANA time zone: %q", s)
+	}
+	return nil
+}
+
+func checkLogLevel(s string) error {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return fmt.Errorf("must be debug, info, warn or error, not %q", s)
+	}
+	return nil
+}
+
+func checkStore(s string) error {
+	_, err := storeKind(s)
+	return err
+}
+
+func checkBus(s string) error {
+	if s != "" && s != "memory" && !strings.HasPrefix(s, "redis://") && !strings.HasPrefix(s, "rediss://") {
+		return errors.New("must be memory or a redis:// URL")
+	}
+	return nil
+}
+
+func checkBusPrefix(s string) error {
+	if strings.ContainsAny(s, " \t\r\n{}") {
+		return errors.New("must not contain spaces or braces")
+	}
+	return nil
+}
+
+// parseAllow reads one entry of http-get-allow, by the guard's own rule.
+func parseAllow(s string, _ int) (string, error) {
+	if err := builtin.CheckAllow(s); err != nil {
+		return "", err
+	}
+	return s, nil
+}
