@@ -288,7 +288,7 @@ func (x *execution) finish(o engine.Outcome) {
 	}
 	s.pub.publishEnd(end)
 	x.mu.Unlock()
-	x.log.Info("run ended", "conversation_id", x.run.ConversationID, "status", o.Status,
+	logEnd(x.log, o, "conversation_id", x.run.ConversationID,
 		"input_tokens", o.Usage.InputTokens, "output_tokens", o.Usage.OutputTokens)
 }
 

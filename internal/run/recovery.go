@@ -184,7 +184,7 @@ func (s *Service) writeOrphanEnd(ctx context.Context, r chat.Run) error {
 		s.pub.publish(ctx, ev)
 	}
 	s.pub.publishEnd(evs[len(evs)-1])
-	s.runLog(r).Info("run ended", "conversation_id", r.ConversationID, "status", o.Status, "by", "takeover")
+	logEnd(s.runLog(r), o, "conversation_id", r.ConversationID, "by", "takeover")
 	return nil
 }
 
