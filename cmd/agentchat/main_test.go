@@ -7,6 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentchat/agentchat/internal/auth"
+	"github.com/agentchat/agentchat/internal/chat"
+	"github.com/agentchat/agentchat/internal/config"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -71,5 +75,35 @@ func TestServeRefusesMalformedListEntry(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("serve created %s before refusing its settings (%v)", dir, err)
+	}
+}
+
+// The development token names an admin of tenant "default" (the one person
+// on a development server manages its agents); configured tokens keep the
+// roles their entries give.
+func TestDevTokenIsAnAdmin(t *testing.T) {
+	t.Parallel()
+	var stdout bytes.Buffer
+	tokens, err := authTokens(config.Config{DataDir: t.TempDir()}, &stdout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tokens) != 1 {
+		t.Fatalf("tokens %v", tokens)
+	}
+	sc, err := auth.New(tokens, "").Authenticate(tokens[0].Token)
+	if err != nil || sc.Tenant != "default" || sc.User != "dev" || !sc.IsAdmin() {
+		t.Errorf("development token names %+v (%v), want the admin dev of default", sc, err)
+	}
+	if !strings.Contains(stdout.String(), "an admin") {
+		t.Errorf("announcement %q does not say the token is an admin's", stdout.String())
+	}
+	configured, err := config.ParseTokens("t1:acme:alice,t2:acme:root:admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := authTokens(config.Config{Tokens: configured, DataDir: t.TempDir()}, &stdout)
+	if err != nil || len(got) != 2 || got[0].Role != "" || got[1].Role != chat.Admin {
+		t.Errorf("configured tokens %+v (%v)", got, err)
 	}
 }

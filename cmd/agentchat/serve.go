@@ -23,6 +23,7 @@ import (
 	"github.com/agentchat/agentchat/internal/auth"
 	"github.com/agentchat/agentchat/internal/bus"
 	"github.com/agentchat/agentchat/internal/bus/membus"
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/config"
 	"github.com/agentchat/agentchat/internal/httpapi"
 	"github.com/agentchat/agentchat/internal/llm"
@@ -150,6 +151,22 @@ func devToken(dataDir string) (string, error) {
 	return tok, os.WriteFile(path, []byte(tok+"\n"), 0o600)
 }
 
+// authTokens is the configured static tokens or, with neither tokens nor a
+// JWT secret, the development token, which it announces on stdout.
+func authTokens(cfg config.Config, stdout io.Writer) ([]config.Token, error) {
+	if len(cfg.Tokens) > 0 || cfg.JWTSecret != "" {
+		return cfg.Tokens, nil
+	}
+	tok, err := devToken(cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("development token: %w", err)
+	}
+	fmt.Fprintf(stdout, "No AGENTCHAT_TOKENS or AGENTCHAT_JWT_SECRET set: using a development token for tenant \"default\", user \"dev\" (an admin).\n"+
+		"It is kept in %s:\n\n  export TOKEN=%s\n\n", filepath.Join(cfg.DataDir, "dev-token"), tok)
+	// The one person on a development server manages its agents too.
+	return []config.Token{{Token: tok, Tenant: "default", User: "dev", Role: chat.Admin}}, nil
+}
+
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cfg, err := loadConfig("serve", args, getenv, stdout)
 	if err != nil {
@@ -158,15 +175,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	log := newLogger(cfg, stderr)
 	slog.SetDefault(log)
 
-	tokens := cfg.Tokens
-	if len(tokens) == 0 && cfg.JWTSecret == "" {
-		tok, err := devToken(cfg.DataDir)
-		if err != nil {
-			return fmt.Errorf("development token: %w", err)
-		}
-		tokens = []config.Token{{Token: tok, Tenant: "default", User: "dev"}}
-		fmt.Fprintf(stdout, "No AGENTCHAT_TOKENS or AGENTCHAT_JWT_SECRET set: using a development token for tenant \"default\", user \"dev\".\n"+
-			"It is kept in %s:\n\n  export TOKEN=%s\n\n", filepath.Join(cfg.DataDir, "dev-token"), tok)
+	tokens, err := authTokens(cfg, stdout)
+	if err != nil {
+		return err
 	}
 
 	st, err := openStore(ctx, cfg)

@@ -1,5 +1,11 @@
 // Package auth says who a bearer token names: a static token from the
-// configuration or an HS256 JWT whose claims name a tenant and a user.
+// configuration or an HS256 JWT whose claims name a tenant and a user, and
+// the principal's role there (chat.Admin or chat.Member).
+//
+// Roles: a static token is a member's unless its entry names it admin; a
+// JWT is an admin's when its "role" claim is "admin", a member's when the
+// claim is "member" or absent, and refused with any other value, so an
+// issuer's typo never silently grants or drops a right.
 //
 // Security invariants: static tokens are compared as SHA-256 digests in
 // constant time, every one of them on every call, so neither timing nor
@@ -40,13 +46,16 @@ type staticToken struct {
 // Token is one static bearer token and the principal it names.
 type Token struct {
 	Token, Tenant, User string
+	// Role is the principal's role; empty is a member.
+	Role chat.Role
 }
 
 // New builds an authenticator from static tokens and an HS256 secret.
 func New(tokens []Token, jwtSecret string) *Authenticator {
 	a := &Authenticator{jwtSecret: []byte(jwtSecret), now: time.Now}
 	for _, t := range tokens {
-		a.static = append(a.static, staticToken{sha256.Sum256([]byte(t.Token)), chat.Scope{Tenant: t.Tenant, User: t.User}})
+		role, _ := chat.ParseRole(string(t.Role))
+		a.static = append(a.static, staticToken{sha256.Sum256([]byte(t.Token)), chat.Scope{Tenant: t.Tenant, User: t.User, Role: role}})
 	}
 	return a
 }
@@ -77,6 +86,7 @@ func (a *Authenticator) Authenticate(token string) (chat.Scope, error) {
 	}
 	var claims struct {
 		Tenant string `json:"tenant"`
+		Role   string `json:"role"`
 		jwt.RegisteredClaims
 	}
 	_, err := jwt.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return a.jwtSecret, nil },
@@ -84,7 +94,11 @@ func (a *Authenticator) Authenticate(token string) (chat.Scope, error) {
 	if err != nil || claims.Subject == "" || claims.Tenant == "" || !validClaims(token, claims.Tenant, claims.Subject) {
 		return chat.Scope{}, ErrBadToken
 	}
-	return chat.Scope{Tenant: claims.Tenant, User: claims.Subject}, nil
+	role, ok := chat.ParseRole(claims.Role)
+	if !ok {
+		return chat.Scope{}, ErrBadToken
+	}
+	return chat.Scope{Tenant: claims.Tenant, User: claims.Subject, Role: role}, nil
 }
 
 // validClaims checks the principal a verified JWT names: text a store holds

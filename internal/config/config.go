@@ -32,9 +32,9 @@ type Config struct {
 	// on the embedded SQLite store, which one process owns.
 	LeaseTTL time.Duration
 
-	// Tokens are the static bearer tokens.
+	// Tokens are the static bearer tokens, each naming its principal's role.
 	Tokens []Token
-	// JWTSecret verifies HS256 JWTs carrying sub, tenant and exp.
+	// JWTSecret verifies HS256 JWTs carrying sub, tenant and exp (and role).
 	JWTSecret string
 	// TenantHeader names the header that may name the tenant.
 	TenantHeader string

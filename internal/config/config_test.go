@@ -3,9 +3,12 @@ package config
 import (
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentchat/agentchat/internal/chat"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -111,5 +114,19 @@ func TestCORSOrigins(t *testing.T) {
 		if strings.Join(got, "|") != strings.Join(tt.want, "|") {
 			t.Errorf("%q: origins %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+// A token entry's fourth field names the role; three fields mean member.
+func TestTokenRoles(t *testing.T) {
+	t.Parallel()
+	c, err := Load("serve", nil, env(map[string]string{"AGENTCHAT_TOKENS": "t1:acme:alice, t2:acme:root:admin ,t3:acme:bob:member"}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Token{{Token: "t1", Tenant: "acme", User: "alice"}, {Token: "t2", Tenant: "acme", User: "root", Role: chat.Admin},
+		{Token: "t3", Tenant: "acme", User: "bob", Role: chat.Member}}
+	if !slices.Equal(c.Tokens, want) {
+		t.Errorf("tokens %+v, want %+v", c.Tokens, want)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentchat/agentchat/internal/auth"
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/tool"
 )
 
@@ -17,17 +18,28 @@ import (
 // Token is one static bearer token (AGENTCHAT_TOKENS).
 type Token = auth.Token
 
-// ParseTokens reads comma-separated "token:tenant:user" entries.
+// ParseTokens reads comma-separated "token:tenant:user" entries, each
+// optionally with a fourth field naming the role ("admin" or "member";
+// three fields mean member).
 func ParseTokens(s string) ([]Token, error) {
 	return parseList(s, parseToken, nil)
 }
 
 func parseToken(s string, n int) (Token, error) {
 	parts := strings.Split(s, ":")
-	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
-		return Token{}, fmt.Errorf("entry %d is not token:tenant:user", n)
+	if (len(parts) != 3 && len(parts) != 4) || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+		return Token{}, fmt.Errorf("entry %d is not token:tenant:user or token:tenant:user:role", n)
 	}
-	return Token{Token: parts[0], Tenant: parts[1], User: parts[2]}, nil
+	t := Token{Token: parts[0], Tenant: parts[1], User: parts[2]} // no role: a member
+	if len(parts) == 4 {
+		role, ok := chat.ParseRole(parts[3])
+		if !ok || parts[3] == "" {
+			// The role is not secret: naming it helps, and the token stays unsaid.
+			return Token{}, fmt.Errorf("entry %d: role %q is not admin or member", n, parts[3])
+		}
+		t.Role = role
+	}
+	return t, nil
 }
 
 // parseOrigin reads one CORS origin and normalises it (lower-case scheme

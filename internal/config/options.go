@@ -84,9 +84,9 @@ var options = []option{
 		value: text(func(c *Config) *string { return &c.HistoryTimeZone }, "UTC", checkTimeZone)},
 
 	// Auth
-	{name: "tokens", env: "AGENTCHAT_TOKENS", group: GroupAuth, secret: true, help: "static bearer tokens, comma-separated token:tenant:user",
+	{name: "tokens", env: "AGENTCHAT_TOKENS", group: GroupAuth, secret: true, help: "static bearer tokens, comma-separated token:tenant:user, or token:tenant:user:admin for a tenant admin",
 		value: list(func(c *Config) *[]Token { return &c.Tokens }, parseToken, nil).shows("none: a development token")},
-	{name: "jwt-secret", env: "AGENTCHAT_JWT_SECRET", group: GroupAuth, secret: true, help: "HS256 secret (16 bytes or more) for JWTs carrying sub, tenant, exp",
+	{name: "jwt-secret", env: "AGENTCHAT_JWT_SECRET", group: GroupAuth, secret: true, help: "HS256 secret (16 bytes or more) for JWTs carrying sub, tenant, exp and optionally role (admin or member)",
 		value: text(func(c *Config) *string { return &c.JWTSecret }, "", minLength(16))},
 	{name: "tenant-header", env: "TENANT_ID_HEADER", group: GroupAuth, help: "header that may name the tenant",
 		value: text(func(c *Config) *string { return &c.TenantHeader }, httpapi.DefaultTenantHeader)},

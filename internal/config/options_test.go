@@ -192,6 +192,9 @@ func TestListEntriesAreChecked(t *testing.T) {
 		{args: []string{"--http-get-allow", "a b"}, want: []string{"http-get-allow", `"a b"`}},
 		{vars: map[string]string{"AGENTCHAT_CORS_ORIGINS": "http://a.example,localhost:3000"}, want: []string{"AGENTCHAT_CORS_ORIGINS", `"localhost:3000"`}},
 		{vars: map[string]string{"AGENTCHAT_TOKENS": "tok:acme:alice,secret-only"}, want: []string{"AGENTCHAT_TOKENS", "entry 2"}, never: "secret-only"},
+		{vars: map[string]string{"AGENTCHAT_TOKENS": "tok:acme:alice,hunter2:acme:root:owner"}, want: []string{"AGENTCHAT_TOKENS", "entry 2", `role "owner"`}, never: "hunter2"},
+		{vars: map[string]string{"AGENTCHAT_TOKENS": "hunter2:acme:root:"}, want: []string{"AGENTCHAT_TOKENS", "entry 1"}, never: "hunter2"},
+		{vars: map[string]string{"AGENTCHAT_TOKENS": "hunter2:acme:root:admin:x"}, want: []string{"AGENTCHAT_TOKENS", "entry 1"}, never: "hunter2"},
 	}
 	for _, tt := range tests {
 		_, err := Load("serve", tt.args, env(tt.vars), io.Discard)

@@ -18,9 +18,10 @@ func (s *Server) consoleRoutes() {
 	s.mux.Handle("GET /v1/me", s.authenticate(s.wrap("GET /v1/me", s.me), false))
 }
 
-// me answers the principal of the request's token.
+// me answers the principal of the request's token: its tenant, user and
+// role (admin or member), so a client can offer what the role may do.
 func (s *Server) me(w http.ResponseWriter, r *http.Request) error {
 	sc := scopeOf(r.Context())
-	writeJSON(w, http.StatusOK, map[string]string{"tenant": sc.Tenant, "user": sc.User})
+	writeJSON(w, http.StatusOK, map[string]string{"tenant": sc.Tenant, "user": sc.User, "role": sc.RoleName()})
 	return nil
 }

@@ -40,8 +40,10 @@ import (
 
 const (
 	alice     = "alice-token"
-	bob       = "bob-token" // same tenant as alice, another user
-	eve       = "eve-token" // another tenant
+	bob       = "bob-token"     // same tenant as alice, another user
+	root      = "root-token"    // an admin of alice's tenant
+	eve       = "eve-token"     // another tenant
+	mallory   = "mallory-token" // an admin of eve's tenant
 	jwtSecret = "test-secret-0123456789abcdef"
 )
 
@@ -148,7 +150,7 @@ func setup(t *testing.T, o options) *env {
 		Store: tel.Store(st), Bus: tel.Bus(b), ConfirmTTL: o.confirmTTL, SweepInterval: 20 * time.Millisecond, Engine: router, Compactor: parts.compactor,
 		Telemetry: tel, Sole: true, // one process over its store, as serve runs SQLite
 	})
-	tokens, _ := config.ParseTokens("alice-token:acme:alice,bob-token:acme:bob,eve-token:evil:eve")
+	tokens, _ := config.ParseTokens("alice-token:acme:alice,bob-token:acme:bob,root-token:acme:root:admin,eve-token:evil:eve,mallory-token:evil:mallory:admin")
 	api := httpapi.New(httpapi.Config{Runs: runs, Tools: reg, Auth: auth.New(tokens, jwtSecret), PingInterval: o.ping, MaxBodyBytes: 64 << 10,
 		CORSOrigins: o.corsOrigins, BodyTimeout: o.bodyTimeout, Retrieval: parts.retrieval, Compactor: parts.compactor,
 		Telemetry: tel, Health: health, MetricsToken: metricsToken})
