@@ -114,7 +114,7 @@ func validClaims(token, tenant, subject string) bool {
 		return false
 	}
 	for _, s := range []string{tenant, subject} {
-		if !store.ValidText(s) || len(s) > store.MaxKeyBytes {
+		if !chat.ValidText(s) || len(s) > store.MaxKeyBytes {
 			return false
 		}
 	}

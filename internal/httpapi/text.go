@@ -1,7 +1,7 @@
 package httpapi
 
 // What text agentchat accepts is decided where requests enter:
-// store.ValidText (UTF-8 without NUL) for every string of a JSON body (the
+// chat.ValidText (UTF-8 without NUL) for every string of a JSON body (the
 // dialects' decoders, dialect.DecodeJSON: keys included, escapes decoded,
 // \u0000 and unpaired surrogates refused rather than mended into U+FFFD),
 // every query parameter and the principal of a token; anything else is a
@@ -14,8 +14,8 @@ import (
 	"regexp"
 	"strconv"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/dialect"
-	"github.com/agentchat/agentchat/internal/store"
 )
 
 // idPattern is the shape of every id a client can name an object by: the
@@ -33,11 +33,11 @@ func checkQueryText(r *http.Request) error {
 		return nil
 	}
 	for k, vs := range r.URL.Query() {
-		if !store.ValidText(k) {
+		if !chat.ValidText(k) {
 			return dialect.TextError("a query parameter name")
 		}
 		for _, v := range vs {
-			if !store.ValidText(v) {
+			if !chat.ValidText(v) {
 				return dialect.TextError("query parameter " + strconv.Quote(k))
 			}
 		}

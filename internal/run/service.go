@@ -245,7 +245,7 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 	if input == "" && len(req.Parts) == 0 && len(toolResults) == 0 {
 		return Started{}, fmt.Errorf("%w: input is empty", ErrInvalidInput)
 	}
-	if !utf8.ValidString(req.Input) || strings.ContainsRune(req.Input, 0) {
+	if !chat.ValidText(req.Input) {
 		return Started{}, fmt.Errorf("%w: input must be UTF-8 text without NUL characters", ErrInvalidInput)
 	}
 	if n := utf8.RuneCountInString(req.Input); n > s.cfg.MaxInputChars {

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentchat/agentchat/internal/chat"
 )
 
 // Cursor is the position after which a page continues: a time and an id,
@@ -36,7 +38,7 @@ func DecodeCursor(s string) (Cursor, bool, error) {
 	n, err := strconv.ParseInt(ms, 10, 64)
 	// Every backend must be able to compare the cursor with its rows: the
 	// time is one a database holds (1970 to 9999) and the id is text.
-	if !ok || err != nil || id == "" || n < 0 || n > maxCursorMillis || !ValidText(id) {
+	if !ok || err != nil || id == "" || n < 0 || n > maxCursorMillis || !chat.ValidText(id) {
 		return Cursor{}, false, ErrBadCursor
 	}
 	return Cursor{At: time.UnixMilli(n).UTC(), ID: id}, true, nil

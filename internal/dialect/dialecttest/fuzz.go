@@ -10,8 +10,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/dialect"
-	"github.com/agentchat/agentchat/internal/store"
 )
 
 // FuzzDecoder fuzzes a request decoder for what dialect.DecodeJSON
@@ -39,7 +39,7 @@ func FuzzDecoder(f *testing.F, seeds []string, decode func(body []byte) (any, er
 		lower := bytes.ToLower(body)
 		mended := bytes.Contains(body, []byte("\uFFFD")) || bytes.Contains(lower, []byte(`\ufffd`))
 		walkStrings(t, reflect.ValueOf(v), "", func(path, s string) {
-			if !store.ValidText(s) {
+			if !chat.ValidText(s) {
 				t.Fatalf("%s decoded to %q, not text", path, s)
 			}
 			if strings.ContainsRune(s, utf8.RuneError) && !mended {

@@ -14,7 +14,7 @@ import (
 	"github.com/agentchat/agentchat/internal/store"
 )
 
-// texts are strings of every kind store.ValidText admits. Each backend must
+// texts are strings of every kind chat.ValidText admits. Each backend must
 // return every one of them unchanged, wherever a string is stored.
 func texts() map[string]string {
 	var bmp, planes strings.Builder
@@ -51,7 +51,7 @@ func texts() map[string]string {
 // confirmation's reason and args, and an event's payload.
 func testTextRoundTrip(t *testing.T, s store.Store) {
 	for name, text := range texts() {
-		if !store.ValidText(text) {
+		if !chat.ValidText(text) {
 			t.Fatalf("%s: the sample is not valid text", name)
 		}
 		check := func(field, got string) {
