@@ -11,8 +11,8 @@ import (
 )
 
 // TestImportsStayBelow holds the dialects, their tests and their test
-// helpers to the packages below them: the event model, the shared domain
-// and the SSE parser. A dialect that imports the store, the run service or
+// helpers to the packages below them: the event model, the shared domain,
+// the wire error codes and the SSE parser. A dialect that imports the store, the run service or
 // HTTP handling would let a wire format reach past the events it encodes.
 func TestImportsStayBelow(t *testing.T) {
 	t.Parallel()
@@ -21,6 +21,7 @@ func TestImportsStayBelow(t *testing.T) {
 		"internal/dialect", // the framing and every format beside each other
 		"internal/event",
 		"internal/chat",
+		"internal/errcode",
 		"internal/uischema",
 		"internal/ssetest",
 	}
@@ -44,7 +45,7 @@ func TestImportsStayBelow(t *testing.T) {
 				ok = ok || rel == a || strings.HasPrefix(rel, a+"/")
 			}
 			if !ok {
-				t.Errorf("%s imports %s: a dialect knows only events, the chat domain and SSE", filepath.Join("internal/dialect", path), rel)
+				t.Errorf("%s imports %s: a dialect knows only events, the chat domain, error codes and SSE", filepath.Join("internal/dialect", path), rel)
 			}
 		}
 		return nil

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/agentchat/agentchat/internal/errcode"
 )
 
 // RequestError is a request body a dialect refuses: the client's mistake,
@@ -56,12 +58,12 @@ func DecodeJSON(body []byte, v any, mode int, allowEmpty bool) error {
 		if allowEmpty {
 			return nil
 		}
-		return BadRequest("invalid_json", "the request body is empty; a JSON object is expected")
+		return BadRequest(errcode.InvalidJSON, "the request body is empty; a JSON object is expected")
 	}
 	if bytes.Equal(bytes.TrimSpace(body), []byte("null")) {
 		// json.Decode takes null into a struct as "nothing", but null is
 		// not the object the API documents.
-		return BadRequest("invalid_json", "the request body must be a JSON object")
+		return BadRequest(errcode.InvalidJSON, "the request body must be a JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if mode == Strict {
@@ -74,7 +76,7 @@ func DecodeJSON(body []byte, v any, mode int, allowEmpty bool) error {
 	// after the top-level value, anything but the end (a stray "]", say)
 	// is data the object does not account for.
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return BadRequest("invalid_json", "the request body has data after the JSON object")
+		return BadRequest(errcode.InvalidJSON, "the request body has data after the JSON object")
 	}
 	return CheckJSONText(body)
 }
@@ -84,16 +86,16 @@ func jsonError(err error) *RequestError {
 	var te *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &se), errors.Is(err, io.ErrUnexpectedEOF):
-		return BadRequest("invalid_json", "the request body is not valid JSON")
+		return BadRequest(errcode.InvalidJSON, "the request body is not valid JSON")
 	case errors.As(err, &te):
 		if te.Field == "" {
-			return BadRequest("invalid_json", "the request body must be a JSON object")
+			return BadRequest(errcode.InvalidJSON, "the request body must be a JSON object")
 		}
-		return BadRequest("invalid_field", "field %q must be %s, not %s", te.Field, jsonKind(te.Type.Kind().String()), te.Value)
+		return BadRequest(errcode.InvalidField, "field %q must be %s, not %s", te.Field, jsonKind(te.Type.Kind().String()), te.Value)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return BadRequest("unknown_field", "unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+		return BadRequest(errcode.UnknownField, "unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
 	}
-	return BadRequest("invalid_json", "the request body is not valid JSON")
+	return BadRequest(errcode.InvalidJSON, "the request body is not valid JSON")
 }
 
 func jsonKind(k string) string {
@@ -113,7 +115,7 @@ func jsonKind(k string) string {
 // TextError is the answer for a string that is not text; where names it
 // (`field "title"`, `query parameter "cursor"`).
 func TextError(where string) *RequestError {
-	return BadRequest("invalid_text", "%s must be UTF-8 text without NUL characters or unpaired surrogates", where)
+	return BadRequest(errcode.InvalidText, "%s must be UTF-8 text without NUL characters or unpaired surrogates", where)
 }
 
 // CheckJSONText walks a JSON document and refuses the first string (key or

@@ -14,6 +14,7 @@ import (
 	"slices"
 
 	"github.com/agentchat/agentchat/internal/chat"
+	"github.com/agentchat/agentchat/internal/errcode"
 	"github.com/agentchat/agentchat/internal/event"
 )
 
@@ -133,8 +134,8 @@ func Stopped(ctx context.Context) *Outcome {
 	case errors.Is(cause, ErrCancelled):
 		return &Outcome{Status: StatusCancelled}
 	case errors.Is(cause, ErrShutdown):
-		return &Outcome{Status: StatusFailed, Error: &event.ErrorInfo{Code: "server_shutdown", Message: "The server stopped while the run was in progress."}}
+		return &Outcome{Status: StatusFailed, Error: &event.ErrorInfo{Code: errcode.ServerShutdown, Message: "The server stopped while the run was in progress."}}
 	default:
-		return &Outcome{Status: StatusFailed, Error: &event.ErrorInfo{Code: "run_timeout", Message: "The run took too long and was stopped."}}
+		return &Outcome{Status: StatusFailed, Error: &event.ErrorInfo{Code: errcode.RunTimeout, Message: "The run took too long and was stopped."}}
 	}
 }

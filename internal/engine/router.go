@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/agentchat/agentchat/internal/errcode"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/telemetry"
 )
@@ -48,7 +49,7 @@ func (r *Router) Execute(ctx context.Context, t Task, h Host) Outcome {
 	name, err := r.Choose(t)
 	step(event.StepFinishedData{Name: "router"}, "router")
 	if err != nil {
-		return Outcome{Status: StatusFailed, Error: &event.ErrorInfo{Code: "engine_unavailable", Message: "No engine can run this request: " + err.Error()}}
+		return Outcome{Status: StatusFailed, Error: &event.ErrorInfo{Code: errcode.EngineUnavailable, Message: "No engine can run this request: " + err.Error()}}
 	}
 	telemetry.SetEngine(ctx, name)
 	step(event.StepStartedData{Name: "worker"}, "worker")

@@ -33,6 +33,7 @@ import (
 
 	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/dialect/agui"
+	"github.com/agentchat/agentchat/internal/errcode"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/run"
 	"github.com/agentchat/agentchat/internal/store"
@@ -75,11 +76,11 @@ func (s *Server) aguiRun(w http.ResponseWriter, r *http.Request) error {
 	started, err := s.runs.Start(ctx, sc, req, stream)
 	switch {
 	case errors.Is(err, run.ErrNoPendingToolCall):
-		return apiErr(http.StatusUnprocessableEntity, "no_pending_tool_call", "the input ends with tool messages, but none answers a tool call the thread is waiting for")
+		return apiErr(http.StatusUnprocessableEntity, errcode.NoPendingToolCall, "the input ends with tool messages, but none answers a tool call the thread is waiting for")
 	case errors.Is(err, store.ErrConflict) && !store.IsBusy(err):
-		return apiErr(http.StatusConflict, "conflict", "the thread changed while the run was starting; try again")
+		return apiErr(http.StatusConflict, errcode.Conflict, "the thread changed while the run was starting; try again")
 	case err != nil:
-		return toAPIError(err, "thread_not_found", "thread")
+		return toAPIError(err, errcode.ThreadNotFound, "thread")
 	}
 	if !stream {
 		writeJSON(w, http.StatusAccepted, accepted{TaskID: started.Run.ID, ThreadID: cmp.Or(in.ThreadID, started.Conversation.ID),
@@ -113,7 +114,7 @@ func (s *Server) serverTool(name string) bool {
 func (s *Server) aguiResume(w http.ResponseWriter, r *http.Request, in agui.RunAgentInput, stream bool) error {
 	ctx, sc := r.Context(), scopeOf(r.Context())
 	if in.ThreadID == "" {
-		return apiErr(http.StatusUnprocessableEntity, "invalid_input", "field \"threadId\" is required with \"resume\"")
+		return apiErr(http.StatusUnprocessableEntity, errcode.InvalidInput, "field \"threadId\" is required with \"resume\"")
 	}
 	thread, err := s.clientThread(ctx, sc, in.ThreadID)
 	if err != nil {
@@ -134,16 +135,16 @@ func (s *Server) aguiResume(w http.ResponseWriter, r *http.Request, in agui.RunA
 	var re *run.ReplyError
 	switch {
 	case errors.Is(err, run.ErrRunsMixed):
-		return apiErr(http.StatusUnprocessableEntity, "invalid_resume", "the interrupts one input answers must belong to one run")
+		return apiErr(http.StatusUnprocessableEntity, errcode.InvalidResume, "the interrupts one input answers must belong to one run")
 	case errors.Is(err, store.ErrRunEnded):
-		return apiErr(http.StatusConflict, "interrupt_run_ended", "the run this interrupt belongs to has ended; nothing will run")
+		return apiErr(http.StatusConflict, errcode.InterruptRunEnded, "the run this interrupt belongs to has ended; nothing will run")
 	case errors.As(err, &re) && errors.Is(err, store.ErrConflict):
-		return &Error{Status: http.StatusConflict, Code: "interrupt_already_resolved", Message: "this interrupt was already decided: " + re.Confirmation.Status,
+		return &Error{Status: http.StatusConflict, Code: errcode.InterruptAlreadyResolved, Message: "this interrupt was already decided: " + re.Confirmation.Status,
 			Extra: map[string]any{"interruptId": re.Confirmation.ID, "status": re.Confirmation.Status}}
 	case errors.Is(err, store.ErrExpired):
-		return apiErr(http.StatusGone, "interrupt_expired", "this interrupt expired before it was answered; cancel it to continue the thread")
+		return apiErr(http.StatusGone, errcode.InterruptExpired, "this interrupt expired before it was answered; cancel it to continue the thread")
 	case err != nil:
-		return toAPIError(err, "interrupt_not_found", "interrupt")
+		return toAPIError(err, errcode.InterruptNotFound, "interrupt")
 	}
 	if !stream {
 		writeJSON(w, http.StatusAccepted, accepted{TaskID: c.RunID, ThreadID: in.ThreadID, RunID: in.RunID})
@@ -178,12 +179,12 @@ func (s *Server) aguiEvents(w http.ResponseWriter, r *http.Request) error {
 	withSnapshot := r.URL.Query().Get("snapshot") == "messages" && after == 0
 	if withSnapshot {
 		if snapshot, after, err = s.runs.Snapshot(ctx, sc, thread); err != nil {
-			return toAPIError(err, "thread_not_found", "thread")
+			return toAPIError(err, errcode.ThreadNotFound, "thread")
 		}
 	}
 	st, err := s.runs.Follow(ctx, sc, thread, "", after)
 	if err != nil {
-		return toAPIError(err, "thread_not_found", "thread")
+		return toAPIError(err, errcode.ThreadNotFound, "thread")
 	}
 	var primer []event.Event
 	if after > 0 {
@@ -207,11 +208,11 @@ func (s *Server) aguiHistory(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	name, before := q.Get("threadId"), q.Get("before")
 	if name == "" {
-		return apiErr(http.StatusBadRequest, "missing_thread_id", "the threadId query parameter is required")
+		return apiErr(http.StatusBadRequest, errcode.MissingThreadID, "the threadId query parameter is required")
 	}
 	if before != "" {
 		if _, err := time.Parse(agui.DayLayout, before); err != nil {
-			return apiErr(http.StatusBadRequest, "invalid_before", "before must be a date like 2026-03-16")
+			return apiErr(http.StatusBadRequest, errcode.InvalidBefore, "before must be a date like 2026-03-16")
 		}
 	}
 	ctx, sc := r.Context(), scopeOf(r.Context())

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/agentchat/agentchat/internal/chat"
+	"github.com/agentchat/agentchat/internal/errcode"
 )
 
 // bearerToken reads an Authorization header of the Bearer scheme (its name
@@ -38,11 +39,11 @@ func (s *Server) authenticate(h http.Handler, queryToken bool) http.Handler {
 		}
 		sc, err := s.auth.Authenticate(strings.TrimSpace(token))
 		if err != nil {
-			writeError(w, r, s.log, apiErr(http.StatusUnauthorized, "unauthorized", "a valid bearer token is required"))
+			writeError(w, r, s.log, apiErr(http.StatusUnauthorized, errcode.Unauthorized, "a valid bearer token is required"))
 			return
 		}
 		if t := r.Header.Get(s.tenantHeader); t != "" && t != sc.Tenant {
-			writeError(w, r, s.log, apiErr(http.StatusForbidden, "tenant_forbidden", "this token may not act for tenant %q", t))
+			writeError(w, r, s.log, apiErr(http.StatusForbidden, errcode.TenantForbidden, "this token may not act for tenant %q", t))
 			return
 		}
 		setLogTenant(r.Context(), sc.Tenant)

@@ -6,6 +6,7 @@ import (
 	"regexp"
 
 	"github.com/agentchat/agentchat/internal/chat"
+	"github.com/agentchat/agentchat/internal/errcode"
 )
 
 // clientThread is the existing conversation a client-chosen name (an AG-UI
@@ -13,11 +14,11 @@ import (
 // (run.Service.ClientConversation), or 404.
 func (s *Server) clientThread(ctx context.Context, sc chat.Scope, name string) (string, error) {
 	if !possibleID(name) {
-		return "", notFound("thread_not_found", "thread")
+		return "", notFound(errcode.ThreadNotFound, "thread")
 	}
 	id, err := s.runs.ClientThread(ctx, sc, name)
 	if err != nil {
-		return "", toAPIError(err, "thread_not_found", "thread")
+		return "", toAPIError(err, errcode.ThreadNotFound, "thread")
 	}
 	return id, nil
 }
@@ -32,7 +33,7 @@ func (s *Server) checkEngine(field, name string) error {
 		return nil
 	}
 	if !enginePattern.MatchString(name) || !s.runs.KnowsEngine(name) {
-		return apiErr(http.StatusBadRequest, "invalid_field", "field %q must name an engine this server runs, like local", field)
+		return apiErr(http.StatusBadRequest, errcode.InvalidField, "field %q must name an engine this server runs, like local", field)
 	}
 	return nil
 }

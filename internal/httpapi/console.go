@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 
+	"github.com/agentchat/agentchat/internal/errcode"
 	"github.com/agentchat/agentchat/internal/web"
 )
 
@@ -11,7 +12,7 @@ import (
 // its token names.
 func (s *Server) consoleRoutes() {
 	console := web.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, s.log, notFound("not_found", "route"))
+		writeError(w, r, s.log, notFound(errcode.NotFound, "route"))
 	}))
 	s.mux.Handle("GET /{$}", console)
 	s.mux.Handle("GET "+web.Prefix, console)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/dialect/native"
+	"github.com/agentchat/agentchat/internal/errcode"
 	"github.com/agentchat/agentchat/internal/store"
 )
 
@@ -19,7 +20,7 @@ const maxTitleChars = 200
 func checkTitle(t string) (string, error) {
 	t = strings.TrimSpace(t)
 	if utf8.RuneCountInString(t) > maxTitleChars {
-		return "", apiErr(http.StatusUnprocessableEntity, "invalid_field", "field \"title\" is longer than %d characters", maxTitleChars)
+		return "", apiErr(http.StatusUnprocessableEntity, errcode.InvalidField, "field \"title\" is longer than %d characters", maxTitleChars)
 	}
 	return t, nil
 }
@@ -49,7 +50,7 @@ func page(r *http.Request) (store.Page, error) {
 	if v := r.URL.Query().Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			return p, apiErr(http.StatusBadRequest, "invalid_limit", "limit must be a whole number from 1 to 100")
+			return p, apiErr(http.StatusBadRequest, errcode.InvalidLimit, "limit must be a whole number from 1 to 100")
 		}
 		p.Limit = min(n, 100)
 	}
@@ -115,7 +116,7 @@ func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) error
 }
 
 func conversationErr(err error) error {
-	return toAPIError(err, "conversation_not_found", "conversation")
+	return toAPIError(err, errcode.ConversationNotFound, "conversation")
 }
 
 func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) error {
@@ -135,7 +136,7 @@ func (s *Server) updateConversation(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	if body.Title == nil {
-		return apiErr(http.StatusUnprocessableEntity, "invalid_field", "field \"title\" is required")
+		return apiErr(http.StatusUnprocessableEntity, errcode.InvalidField, "field \"title\" is required")
 	}
 	title, err := checkTitle(*body.Title)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/agentchat/agentchat/internal/cors"
+	"github.com/agentchat/agentchat/internal/errcode"
 )
 
 // handleCORS applies the CORS policy (package cors); true means it has
@@ -11,10 +12,10 @@ import (
 func (s *Server) handleCORS(w http.ResponseWriter, r *http.Request) bool {
 	return s.cors.Handle(w, r, s.methodsOf, func(why cors.Refusal) {
 		if why == cors.NoRoute {
-			writeError(w, r, s.log, notFound("not_found", "route"))
+			writeError(w, r, s.log, notFound(errcode.NotFound, "route"))
 			return
 		}
-		writeError(w, r, s.log, apiErr(http.StatusForbidden, "origin_not_allowed",
+		writeError(w, r, s.log, apiErr(http.StatusForbidden, errcode.OriginNotAllowed,
 			"pages on this origin may not call this server; list it in AGENTCHAT_CORS_ORIGINS"))
 	})
 }

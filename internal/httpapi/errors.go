@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentchat/agentchat/internal/bus"
 	"github.com/agentchat/agentchat/internal/dialect"
+	"github.com/agentchat/agentchat/internal/errcode"
 	"github.com/agentchat/agentchat/internal/run"
 	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/telemetry"
@@ -63,27 +64,27 @@ func toAPIError(err error, notFoundCode, what string) *Error {
 	case errors.As(err, &re):
 		return &Error{Status: re.Status, Code: re.Code, Message: re.Message}
 	case errors.As(err, &busy):
-		return &Error{Status: http.StatusConflict, Code: "conversation_busy",
+		return &Error{Status: http.StatusConflict, Code: errcode.ConversationBusy,
 			Message: "the conversation already has an active run; wait for it, or cancel it", Extra: map[string]any{"activeRunId": busy.ActiveRunID}}
 	case errors.As(err, &mbe):
-		return apiErr(http.StatusRequestEntityTooLarge, "body_too_large", "the request body is larger than %d bytes", mbe.Limit)
+		return apiErr(http.StatusRequestEntityTooLarge, errcode.BodyTooLarge, "the request body is larger than %d bytes", mbe.Limit)
 	case errors.Is(err, store.ErrNotFound):
 		return notFound(notFoundCode, what)
 	case errors.Is(err, store.ErrBadCursor):
-		return apiErr(http.StatusBadRequest, "invalid_cursor", "the cursor is not one this server issued")
+		return apiErr(http.StatusBadRequest, errcode.InvalidCursor, "the cursor is not one this server issued")
 	case errors.Is(err, run.ErrInvalidInput):
-		return apiErr(http.StatusUnprocessableEntity, "invalid_input", "%s", strings.TrimPrefix(err.Error(), run.ErrInvalidInput.Error()+": "))
+		return apiErr(http.StatusUnprocessableEntity, errcode.InvalidInput, "%s", strings.TrimPrefix(err.Error(), run.ErrInvalidInput.Error()+": "))
 	case errors.Is(err, run.ErrTooManyRuns):
-		return &Error{Status: http.StatusTooManyRequests, Code: "too_many_runs", RetryAfter: 2,
+		return &Error{Status: http.StatusTooManyRequests, Code: errcode.TooManyRuns, RetryAfter: 2,
 			Message: "this tenant already has as many runs in progress as it may (" + strings.TrimPrefix(err.Error(), run.ErrTooManyRuns.Error()+" ") + "); try again when one has finished"}
 	case errors.Is(err, run.ErrShuttingDown):
-		return apiErr(http.StatusServiceUnavailable, "shutting_down", "the server is shutting down; try again shortly")
+		return apiErr(http.StatusServiceUnavailable, errcode.ShuttingDown, "the server is shutting down; try again shortly")
 	case errors.Is(err, store.ErrUnavailable):
-		return &Error{Status: http.StatusServiceUnavailable, Code: "store_unavailable", Message: "the database is unavailable; try again shortly", Cause: err}
+		return &Error{Status: http.StatusServiceUnavailable, Code: errcode.StoreUnavailable, Message: "the database is unavailable; try again shortly", Cause: err}
 	case errors.Is(err, bus.ErrUnavailable):
-		return &Error{Status: http.StatusServiceUnavailable, Code: "bus_unavailable", Message: "the event bus is unavailable; try again shortly", Cause: err}
+		return &Error{Status: http.StatusServiceUnavailable, Code: errcode.BusUnavailable, Message: "the event bus is unavailable; try again shortly", Cause: err}
 	}
-	return &Error{Status: http.StatusInternalServerError, Code: "internal_error", Message: "something went wrong on our side", Cause: err}
+	return &Error{Status: http.StatusInternalServerError, Code: errcode.InternalError, Message: "something went wrong on our side", Cause: err}
 }
 
 // writeError answers with the JSON error body, logging server-side causes once.
@@ -125,14 +126,14 @@ func readBody(r *http.Request) ([]byte, error) {
 		_ = rc.SetReadDeadline(time.Time{})
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return nil, apiErr(http.StatusRequestTimeout, "body_timeout", "the request body did not arrive in time")
+		return nil, apiErr(http.StatusRequestTimeout, errcode.BodyTimeout, "the request body did not arrive in time")
 	}
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return nil, err
 		}
-		return nil, apiErr(http.StatusBadRequest, "invalid_body", "the request body could not be read")
+		return nil, apiErr(http.StatusBadRequest, errcode.InvalidBody, "the request body could not be read")
 	}
 	return body, nil
 }

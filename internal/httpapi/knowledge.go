@@ -10,6 +10,7 @@ import (
 	"github.com/agentchat/agentchat/internal/compaction"
 	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/dialect/native"
+	"github.com/agentchat/agentchat/internal/errcode"
 	"github.com/agentchat/agentchat/internal/retrieval"
 	"github.com/agentchat/agentchat/internal/store"
 )
@@ -42,11 +43,11 @@ func viewDocument(d store.Document) documentView {
 		CreatedBy: d.Owner, CreatedAt: dialect.Millis(d.CreatedAt)}
 }
 
-func documentErr(err error) error { return toAPIError(err, "document_not_found", "document") }
+func documentErr(err error) error { return toAPIError(err, errcode.DocumentNotFound, "document") }
 
 func (s *Server) knowledge() (*retrieval.Service, error) {
 	if s.retrieval == nil {
-		return nil, apiErr(http.StatusNotFound, "knowledge_disabled", "this server has no knowledge base")
+		return nil, apiErr(http.StatusNotFound, errcode.KnowledgeDisabled, "this server has no knowledge base")
 	}
 	return s.retrieval, nil
 }
@@ -67,7 +68,7 @@ func (s *Server) createDocument(w http.ResponseWriter, r *http.Request) error {
 	d, err := kb.AddDocument(r.Context(), scopeOf(r.Context()), retrieval.DocumentInput{Source: body.Source, MediaType: body.MediaType, Text: body.Text, Metadata: body.Metadata})
 	switch {
 	case errors.Is(err, retrieval.ErrEmpty):
-		return apiErr(http.StatusUnprocessableEntity, "invalid_field", "field \"text\" has no text to index")
+		return apiErr(http.StatusUnprocessableEntity, errcode.InvalidField, "field \"text\" has no text to index")
 	case err != nil:
 		return err
 	}
@@ -120,7 +121,7 @@ type compactionView struct {
 
 func (s *Server) compact(w http.ResponseWriter, r *http.Request) error {
 	if s.compactor == nil {
-		return apiErr(http.StatusNotFound, "compaction_disabled", "this server does not compact conversations")
+		return apiErr(http.StatusNotFound, errcode.CompactionDisabled, "this server does not compact conversations")
 	}
 	if err := decodeJSON(r, &struct{}{}, true); err != nil {
 		return err
@@ -130,7 +131,7 @@ func (s *Server) compact(w http.ResponseWriter, r *http.Request) error {
 	var nn *compaction.NotNeededError
 	switch {
 	case errors.As(err, &nn):
-		return &Error{Status: http.StatusConflict, Code: "compaction_not_needed", Message: nn.Reason,
+		return &Error{Status: http.StatusConflict, Code: errcode.CompactionNotNeeded, Message: nn.Reason,
 			Extra: map[string]any{"messages": nn.Messages, "minMessages": nn.Min}}
 	case err != nil:
 		return conversationErr(err)
@@ -142,7 +143,7 @@ func (s *Server) compact(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) listArchive(w http.ResponseWriter, r *http.Request) error {
 	if s.compactor == nil {
-		return apiErr(http.StatusNotFound, "compaction_disabled", "this server does not compact conversations")
+		return apiErr(http.StatusNotFound, errcode.CompactionDisabled, "this server does not compact conversations")
 	}
 	list := func(ctx context.Context, sc chat.Scope, p store.Page) ([]chat.Message, string, error) {
 		return s.compactor.Archive(ctx, sc, r.PathValue("id"), p)

@@ -9,11 +9,12 @@ import (
 	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/dialect/conversation"
 	"github.com/agentchat/agentchat/internal/dialect/native"
+	"github.com/agentchat/agentchat/internal/errcode"
 	"github.com/agentchat/agentchat/internal/run"
 	"github.com/agentchat/agentchat/internal/store"
 )
 
-func runErr(err error) error { return toAPIError(err, "run_not_found", "run") }
+func runErr(err error) error { return toAPIError(err, errcode.RunNotFound, "run") }
 
 // chat starts a run and streams it (seed 000 CHAT-030) in the format asked
 // for: native (default), vercel-ai (the AI SDK UI message stream, whose
@@ -29,7 +30,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 	case "conversation":
 		enc = conversation.NewEncoder()
 	default:
-		return apiErr(http.StatusBadRequest, "unsupported_format", "format %q is not supported; use native, vercel-ai or conversation", f)
+		return apiErr(http.StatusBadRequest, errcode.UnsupportedFormat, "format %q is not supported; use native, vercel-ai or conversation", f)
 	}
 	raw, err := readBody(r)
 	if err != nil {
@@ -105,7 +106,7 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) timeline(w http.ResponseWriter, r *http.Request) error {
 	run, evs, err := s.runs.Timeline(r.Context(), scopeOf(r.Context()), r.PathValue("runId"))
 	if errors.Is(err, store.ErrNotFound) {
-		return apiErr(http.StatusNotFound, "run_timeline_not_found", "no timeline for this run: it does not exist or has expired")
+		return apiErr(http.StatusNotFound, errcode.RunTimelineNotFound, "no timeline for this run: it does not exist or has expired")
 	}
 	if err != nil {
 		return err
@@ -136,14 +137,14 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) error {
 func confirmationErr(c chat.Confirmation, err error) error {
 	switch {
 	case errors.Is(err, store.ErrRunEnded):
-		return apiErr(http.StatusConflict, "confirmation_run_ended", "the run this confirmation belongs to has ended; nothing will run")
+		return apiErr(http.StatusConflict, errcode.ConfirmationRunEnded, "the run this confirmation belongs to has ended; nothing will run")
 	case errors.Is(err, store.ErrConflict):
-		return &Error{Status: http.StatusConflict, Code: "confirmation_already_decided", Message: "this confirmation was already decided: " + c.Status,
+		return &Error{Status: http.StatusConflict, Code: errcode.ConfirmationAlreadyDecided, Message: "this confirmation was already decided: " + c.Status,
 			Extra: map[string]any{"confirmation": native.ConfirmationOf(c)}}
 	case errors.Is(err, store.ErrExpired):
-		return apiErr(http.StatusGone, "confirmation_expired", "this confirmation expired before it was decided")
+		return apiErr(http.StatusGone, errcode.ConfirmationExpired, "this confirmation expired before it was decided")
 	}
-	return toAPIError(err, "confirmation_not_found", "confirmation")
+	return toAPIError(err, errcode.ConfirmationNotFound, "confirmation")
 }
 
 func (s *Server) listConfirmations(w http.ResponseWriter, r *http.Request) error {
@@ -151,7 +152,7 @@ func (s *Server) listConfirmations(w http.ResponseWriter, r *http.Request) error
 	switch status {
 	case "", chat.ConfirmPending, chat.ConfirmApproved, chat.ConfirmRejected, chat.ConfirmExpired, chat.ConfirmCancelled:
 	default:
-		return apiErr(http.StatusBadRequest, "invalid_status", "status must be pending, approved, rejected, expired or cancelled")
+		return apiErr(http.StatusBadRequest, errcode.InvalidStatus, "status must be pending, approved, rejected, expired or cancelled")
 	}
 	list, err := s.runs.Confirmations(r.Context(), scopeOf(r.Context()), status)
 	if err != nil {

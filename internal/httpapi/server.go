@@ -16,6 +16,7 @@ import (
 	"github.com/agentchat/agentchat/internal/compaction"
 	"github.com/agentchat/agentchat/internal/cors"
 	enginechain "github.com/agentchat/agentchat/internal/engine/chain"
+	"github.com/agentchat/agentchat/internal/errcode"
 	"github.com/agentchat/agentchat/internal/retrieval"
 	"github.com/agentchat/agentchat/internal/run"
 	"github.com/agentchat/agentchat/internal/telemetry"
@@ -182,7 +183,7 @@ func (s *Server) wrap(pattern string, h handlerFunc) http.Handler {
 			err = h(w, r)
 		}
 		if err != nil {
-			writeError(w, r, s.log, toAPIError(err, "not_found", "resource"))
+			writeError(w, r, s.log, toAPIError(err, errcode.NotFound, "resource"))
 		}
 	})
 }
@@ -204,13 +205,13 @@ func pathIDs(pattern string) []pathID {
 		var e *Error
 		switch name := m[1]; {
 		case name == "runId":
-			e = notFound("run_not_found", "run")
+			e = notFound(errcode.RunNotFound, "run")
 		case name == "threadId":
-			e = notFound("thread_not_found", "thread")
+			e = notFound(errcode.ThreadNotFound, "thread")
 		case name == "id" && strings.Contains(pattern, "/confirmations/"):
-			e = notFound("confirmation_not_found", "confirmation")
+			e = notFound(errcode.ConfirmationNotFound, "confirmation")
 		case name == "id":
-			e = notFound("conversation_not_found", "conversation")
+			e = notFound(errcode.ConversationNotFound, "conversation")
 		default:
 			continue
 		}
@@ -239,7 +240,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			s.log.ErrorContext(ctx, "panic", "panic", p, "stack", string(debug.Stack()))
 			if rec.status == 0 {
-				writeError(rec, r, s.log, &Error{Status: http.StatusInternalServerError, Code: "internal_error", Message: "something went wrong on our side"})
+				writeError(rec, r, s.log, &Error{Status: http.StatusInternalServerError, Code: errcode.InternalError, Message: "something went wrong on our side"})
 			}
 		}
 		observed(rec.code())
@@ -276,10 +277,10 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 		for _, m := range allowed {
 			w.Header().Add("Allow", m)
 		}
-		writeError(w, r, s.log, apiErr(http.StatusMethodNotAllowed, "method_not_allowed", "%s is not allowed here", r.Method))
+		writeError(w, r, s.log, apiErr(http.StatusMethodNotAllowed, errcode.MethodNotAllowed, "%s is not allowed here", r.Method))
 		return
 	}
-	writeError(w, r, s.log, notFound("not_found", "route"))
+	writeError(w, r, s.log, notFound(errcode.NotFound, "route"))
 }
 
 // Close ends open streams: each sends its dialect's closing frame and returns.
@@ -318,7 +319,7 @@ func (s *Server) metricsAuth(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
-			writeError(w, r, s.log, apiErr(http.StatusUnauthorized, "unauthorized", "a valid metrics token is required"))
+			writeError(w, r, s.log, apiErr(http.StatusUnauthorized, errcode.Unauthorized, "a valid metrics token is required"))
 			return
 		}
 		h.ServeHTTP(w, r)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentchat/agentchat/internal/bus"
 	"github.com/agentchat/agentchat/internal/dialect"
+	"github.com/agentchat/agentchat/internal/errcode"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/run"
 )
@@ -77,7 +78,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *run.Str
 			case <-ctx.Done():
 				return
 			case <-s.closing:
-				out = enc.Abort(out, event.ErrorInfo{Code: "server_shutdown", Message: "the server is restarting; reconnect with Last-Event-ID to continue"})
+				out = enc.Abort(out, event.ErrorInfo{Code: errcode.ServerShutdown, Message: "the server is restarting; reconnect with Last-Event-ID to continue"})
 				write()
 				return
 			case now := <-ping.C:
@@ -133,9 +134,9 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *run.Str
 			if ctx.Err() != nil {
 				return
 			}
-			info := event.ErrorInfo{Code: "stream_interrupted", Message: "the stream was interrupted; reconnect with Last-Event-ID to continue"}
+			info := event.ErrorInfo{Code: errcode.StreamInterrupted, Message: "the stream was interrupted; reconnect with Last-Event-ID to continue"}
 			if errors.Is(err, bus.ErrSlowConsumer) {
-				info = event.ErrorInfo{Code: "slow_consumer", Message: "the client fell too far behind; reconnect with Last-Event-ID to continue"}
+				info = event.ErrorInfo{Code: errcode.SlowConsumer, Message: "the client fell too far behind; reconnect with Last-Event-ID to continue"}
 			} else {
 				s.log.WarnContext(ctx, "stream ended", "err", err)
 			}
@@ -157,7 +158,7 @@ func lastEventID(r *http.Request) (int64, error) {
 	}
 	seq, ok := dialect.ParseSeqID(v)
 	if !ok {
-		return 0, apiErr(http.StatusBadRequest, "invalid_last_event_id", "Last-Event-ID must be an event id this server sent")
+		return 0, apiErr(http.StatusBadRequest, errcode.InvalidLastEventID, "Last-Event-ID must be an event id this server sent")
 	}
 	return seq, nil
 }

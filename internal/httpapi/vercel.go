@@ -19,6 +19,7 @@ import (
 	"net/http"
 
 	"github.com/agentchat/agentchat/internal/dialect/vercel"
+	"github.com/agentchat/agentchat/internal/errcode"
 	"github.com/agentchat/agentchat/internal/run"
 	"github.com/agentchat/agentchat/internal/store"
 )
@@ -69,9 +70,9 @@ func (s *Server) vercelChat(w http.ResponseWriter, r *http.Request) error {
 			started, err := s.runs.Regenerate(ctx, sc, req.ConversationID, body.MessageID, body.Engine, true)
 			switch {
 			case errors.Is(err, run.ErrNoSuchAnswer):
-				return notFound("message_not_found", "message")
+				return notFound(errcode.MessageNotFound, "message")
 			case errors.Is(err, run.ErrNothingToRegenerate):
-				return apiErr(http.StatusUnprocessableEntity, "nothing_to_regenerate", "this chat has no answer to regenerate")
+				return apiErr(http.StatusUnprocessableEntity, errcode.NothingToRegenerate, "this chat has no answer to regenerate")
 			case err != nil:
 				return conversationErr(err)
 			}
@@ -112,7 +113,7 @@ func (s *Server) vercelContinue(w http.ResponseWriter, r *http.Request, convID s
 		return err
 	}
 	if len(decisions) == 0 {
-		return apiErr(http.StatusUnprocessableEntity, "invalid_field", "an approval-responded tool part needs approval.id and approval.approved")
+		return apiErr(http.StatusUnprocessableEntity, errcode.InvalidField, "an approval-responded tool part needs approval.id and approval.approved")
 	}
 	replies := make([]run.Reply, len(decisions))
 	for i, d := range decisions {
@@ -123,11 +124,11 @@ func (s *Server) vercelContinue(w http.ResponseWriter, r *http.Request, convID s
 	var re *run.ReplyError
 	switch {
 	case errors.Is(err, run.ErrRunsMixed):
-		return apiErr(http.StatusUnprocessableEntity, "invalid_field", "the approvals in one message must belong to one run")
+		return apiErr(http.StatusUnprocessableEntity, errcode.InvalidField, "the approvals in one message must belong to one run")
 	case errors.As(err, &re):
 		return confirmationErr(re.Confirmation, err)
 	case err != nil:
-		return toAPIError(err, "confirmation_not_found", "confirmation")
+		return toAPIError(err, errcode.ConfirmationNotFound, "confirmation")
 	}
 	// The continuation starts after the wait was announced: the calls decided
 	// now will have outcomes, the ones still awaiting keep the run paused.
@@ -155,12 +156,12 @@ func (s *Server) vercelResume(w http.ResponseWriter, r *http.Request) error {
 	switch f := r.URL.Query().Get("format"); f {
 	case "", "vercel-ai":
 	default:
-		return apiErr(http.StatusBadRequest, "unsupported_format", "format %q is not supported here; use vercel-ai", f)
+		return apiErr(http.StatusBadRequest, errcode.UnsupportedFormat, "format %q is not supported here; use vercel-ai", f)
 	}
 	ctx, sc := r.Context(), scopeOf(r.Context())
 	chatID := r.PathValue("chatId")
 	if !vercel.ValidChatID(chatID) {
-		return apiErr(http.StatusBadRequest, "invalid_chat_id", "the chat id must be 1 to 128 letters, digits or ._:~-")
+		return apiErr(http.StatusBadRequest, errcode.InvalidChatID, "the chat id must be 1 to 128 letters, digits or ._:~-")
 	}
 	convID, exists, err := s.runs.ClientConversation(ctx, sc, chatID)
 	if err != nil {

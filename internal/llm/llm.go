@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/agentchat/agentchat/internal/errcode"
 )
 
 // Role is the author of a message in a model request.
@@ -125,16 +127,16 @@ type Model interface {
 	Stream(ctx context.Context, req Request) (Stream, error)
 }
 
-// Error codes reported by adapters.
+// Error codes reported by adapters: wire codes, defined in package errcode.
 const (
-	CodeUnauthorized = "llm_unauthorized" // 401/403 from the provider
-	CodeRateLimited  = "llm_rate_limited" // 429
-	CodeUnavailable  = "llm_unavailable"  // connection refused, 5xx
-	CodeTimeout      = "llm_timeout"      // request deadline exceeded
-	CodeBadRequest   = "llm_bad_request"  // 400/404/422: our request was refused
-	CodeStreamCut    = "llm_stream_cut"   // the stream ended without its end marker
-	CodeBadStream    = "llm_malformed"    // the stream could not be parsed
-	CodeUnknown      = "llm_error"
+	CodeUnauthorized = errcode.LLMUnauthorized // 401/403 from the provider
+	CodeRateLimited  = errcode.LLMRateLimited  // 429
+	CodeUnavailable  = errcode.LLMUnavailable  // connection refused, 5xx
+	CodeTimeout      = errcode.LLMTimeout      // request deadline exceeded
+	CodeBadRequest   = errcode.LLMBadRequest   // 400/404/422: our request was refused
+	CodeStreamCut    = errcode.LLMStreamCut    // the stream ended without its end marker
+	CodeBadStream    = errcode.LLMMalformed    // the stream could not be parsed
+	CodeUnknown      = errcode.LLMError
 )
 
 // Error is a provider failure with a stable code and a message safe to show a user.

@@ -14,10 +14,11 @@ import (
 	"encoding/json"
 
 	"github.com/agentchat/agentchat/internal/chat"
+	"github.com/agentchat/agentchat/internal/errcode"
 )
 
 // Unavailable is the _error of a reference that could not be resolved.
-const Unavailable = "payload_unavailable"
+const Unavailable = errcode.PayloadUnavailable
 
 // Getter reads blobs (store.Store is one).
 type Getter interface {

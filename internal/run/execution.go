@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/engine"
+	"github.com/agentchat/agentchat/internal/errcode"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/telemetry"
@@ -242,7 +243,7 @@ func (x *execution) finish(o engine.Outcome) {
 		return
 	}
 	if o.Status == engine.StatusFailed && o.Error == nil {
-		o.Error = &event.ErrorInfo{Code: "run_failed", Message: "The run failed."}
+		o.Error = &event.ErrorInfo{Code: errcode.RunFailed, Message: "The run failed."}
 	}
 	if o.Status != engine.StatusSucceeded {
 		x.mu.Lock()

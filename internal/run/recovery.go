@@ -9,6 +9,7 @@ import (
 	"github.com/agentchat/agentchat/internal/bus"
 	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/engine"
+	"github.com/agentchat/agentchat/internal/errcode"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/telemetry"
@@ -143,7 +144,7 @@ func (s *Service) writeOrphanEnd(ctx context.Context, r chat.Run) error {
 		last = reserved - 1
 	}
 	o := engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{
-		Code: "executor_lost", Message: "The server running this request stopped before it finished. Please try again.",
+		Code: errcode.ExecutorLost, Message: "The server running this request stopped before it finished. Please try again.",
 	}}
 	reason := "The server running this tool call stopped before it finished."
 	if r.CancelRequested {

@@ -17,6 +17,7 @@ import (
 	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/compaction"
 	"github.com/agentchat/agentchat/internal/engine"
+	"github.com/agentchat/agentchat/internal/errcode"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/telemetry"
@@ -335,7 +336,7 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 		var err error
 		if !out.Created || len(extra) > 0 || userMsg.ID == "" {
 			if history, err = s.history(ctx, sc, conv.ID); err != nil {
-				return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: "store_failed", Message: "The conversation history could not be read."}}
+				return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: errcode.StoreFailed, Message: "The conversation history could not be read."}}
 			}
 		}
 		history = s.withCompaction(ctx, sc, conv.ID, r.ID, x, history, true) // context.go
@@ -381,7 +382,7 @@ func (s *Service) abandon(r chat.Run, cause error) {
 	log.Error("run could not start", "err", cause)
 	now := time.Now()
 	_, err := s.st.UpdateRun(context.WithoutCancel(s.ctx), r.Tenant, r.ID, store.RunUpdate{
-		Status: chat.RunFailed, EndedAt: &now, Error: &event.ErrorInfo{Code: "start_failed", Message: "The run could not start."},
+		Status: chat.RunFailed, EndedAt: &now, Error: &event.ErrorInfo{Code: errcode.StartFailed, Message: "The run could not start."},
 	})
 	if err != nil {
 		log.Error("mark run failed", "err", err)
@@ -577,11 +578,11 @@ func (s *Service) continueRun(r chat.Run, c chat.Confirmation, clientRunID strin
 		telemetry.Waited(ctx, c)
 		conv, err := s.st.GetConversation(ctx, sc, r.ConversationID)
 		if err != nil {
-			return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: "store_failed", Message: "The conversation could not be read."}}
+			return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: errcode.StoreFailed, Message: "The conversation could not be read."}}
 		}
 		history, err := s.history(ctx, sc, conv.ID)
 		if err != nil {
-			return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: "store_failed", Message: "The conversation history could not be read."}}
+			return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: errcode.StoreFailed, Message: "The conversation history could not be read."}}
 		}
 		history = s.withCompaction(ctx, sc, conv.ID, x.run.ID, x, history, false) // context.go
 		return s.eng.Execute(ctx, engine.Task{Scope: sc, Run: x.run, Conversation: conv, History: history, Resume: &engine.Resume{Confirmation: c, ClientRunID: clientRunID}}, x)

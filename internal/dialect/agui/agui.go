@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentchat/agentchat/internal/dialect"
+	"github.com/agentchat/agentchat/internal/errcode"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/uischema"
 )
@@ -320,7 +321,7 @@ func (e *Encoder) abandon(dst []byte, ev event.Event) []byte {
 	if !e.live || ev.Run == e.run {
 		return dst
 	}
-	return e.runError(dst, ev, "The run ended without a final event.", "run_incomplete")
+	return e.runError(dst, ev, "The run ended without a final event.", errcode.RunIncomplete)
 }
 
 // resume opens the continuation run after an interrupt and releases the held
@@ -654,7 +655,7 @@ func (e *Encoder) frame(dst []byte, typ string, v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
 		typ = RunError
-		b, _ = json.Marshal(runError{Type: RunError, Message: "an event could not be encoded", Code: "encode_failed"})
+		b, _ = json.Marshal(runError{Type: RunError, Message: "an event could not be encoded", Code: errcode.EncodeFailed})
 	}
 	if typ == RunFinished || typ == RunError {
 		e.ends++

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/dialect"
+	"github.com/agentchat/agentchat/internal/errcode"
 )
 
 // RunAgentInput is AG-UI's RunAgentInput, the body of a run request. Unknown fields are ignored, as
@@ -71,11 +72,11 @@ func DecodeRunAgentInput(body []byte) (RunAgentInput, error) {
 		return RunAgentInput{}, err
 	}
 	if len(in.Resume) > MaxResume {
-		return RunAgentInput{}, dialect.Unusable("invalid_resume", "one input answers at most %d interrupts", MaxResume)
+		return RunAgentInput{}, dialect.Unusable(errcode.InvalidResume, "one input answers at most %d interrupts", MaxResume)
 	}
 	for _, f := range []struct{ name, id string }{{"threadId", in.ThreadID}, {"runId", in.RunID}} {
 		if f.id != "" && !ValidID(f.id) {
-			return RunAgentInput{}, dialect.BadRequest("invalid_field", "field %q must be at most %d letters, digits, '-', '_', '.' or ':'", f.name, MaxIDLength)
+			return RunAgentInput{}, dialect.BadRequest(errcode.InvalidField, "field %q must be at most %d letters, digits, '-', '_', '.' or ':'", f.name, MaxIDLength)
 		}
 	}
 	return in, nil
@@ -123,13 +124,13 @@ type Turn struct {
 func (in RunAgentInput) Turn(serverTool func(name string) bool) (Turn, error) {
 	var t Turn
 	if len(in.Tools) > MaxFrontendTools {
-		return t, dialect.Unusable("invalid_field", "at most %d tools may be given", MaxFrontendTools)
+		return t, dialect.Unusable(errcode.InvalidField, "at most %d tools may be given", MaxFrontendTools)
 	}
 	for i, tool := range in.Tools {
 		if tool.Name == "" || len(tool.Name) > 64 || strings.ContainsFunc(tool.Name, func(r rune) bool {
 			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-')
 		}) {
-			return t, dialect.Unusable("invalid_field", "tools[%d].name must be 1 to 64 letters, digits, _ or -", i)
+			return t, dialect.Unusable(errcode.InvalidField, "tools[%d].name must be 1 to 64 letters, digits, _ or -", i)
 		}
 		if serverTool(tool.Name) {
 			continue
@@ -141,7 +142,7 @@ func (in RunAgentInput) Turn(serverTool func(name string) bool) (Turn, error) {
 		t.FrontendTools = append(t.FrontendTools, chat.FrontendTool{Name: tool.Name, Description: tool.Description, Parameters: params})
 	}
 	if len(in.Context) > MaxContextItems {
-		return t, dialect.Unusable("invalid_field", "at most %d context items may be given", MaxContextItems)
+		return t, dialect.Unusable(errcode.InvalidField, "at most %d context items may be given", MaxContextItems)
 	}
 	for _, c := range in.Context {
 		t.Context = append(t.Context, chat.ContextItem{Description: c.Description, Value: c.Value})
@@ -152,7 +153,7 @@ func (in RunAgentInput) Turn(serverTool func(name string) bool) (Turn, error) {
 
 	msgs := in.Messages
 	if len(msgs) == 0 {
-		return t, dialect.Unusable("invalid_input", "field \"messages\" must end with a user message or tool results")
+		return t, dialect.Unusable(errcode.InvalidInput, "field \"messages\" must end with a user message or tool results")
 	}
 	switch last := msgs[len(msgs)-1]; last.Role {
 	case "user":
@@ -175,7 +176,7 @@ func (in RunAgentInput) Turn(serverTool func(name string) bool) (Turn, error) {
 			t.ToolAnswers = append(t.ToolAnswers, chat.ToolAnswer{ToolCallID: m.ToolCallID, Content: text, Error: m.Error})
 		}
 	default:
-		return t, dialect.Unusable("invalid_input", "the last message is a %q message; it must be a user message or tool results", last.Role)
+		return t, dialect.Unusable(errcode.InvalidInput, "the last message is a %q message; it must be a user message or tool results", last.Role)
 	}
 	return t, nil
 }
@@ -205,7 +206,7 @@ func (in RunAgentInput) Replies() ([]Reply, error) {
 // decision reads one resume entry.
 func decision(i int, e ResumeEntry) (chat.Decision, error) {
 	bad := func(format string, a ...any) error {
-		return dialect.Unusable("invalid_resume", "resume[%d]: "+format, append([]any{i}, a...)...)
+		return dialect.Unusable(errcode.InvalidResume, "resume[%d]: "+format, append([]any{i}, a...)...)
 	}
 	if e.InterruptID == "" {
 		return chat.Decision{}, bad("interruptId is required")
@@ -250,7 +251,7 @@ func contentParts(raw json.RawMessage) ([]chat.Part, error) {
 	}
 	var parts []map[string]any
 	if json.Unmarshal(raw, &parts) != nil {
-		return nil, dialect.BadRequest("invalid_field", "a user message's content must be a string or an array of parts")
+		return nil, dialect.BadRequest(errcode.InvalidField, "a user message's content must be a string or an array of parts")
 	}
 	out := make([]chat.Part, 0, len(parts))
 	for _, p := range parts {
@@ -266,7 +267,7 @@ func contentParts(raw json.RawMessage) ([]chat.Part, error) {
 				continue
 			}
 		}
-		return nil, dialect.Unusable("unsupported_content", "content parts of type %q are not supported; send text and images", typ)
+		return nil, dialect.Unusable(errcode.UnsupportedContent, "content parts of type %q are not supported; send text and images", typ)
 	}
 	return out, nil
 }

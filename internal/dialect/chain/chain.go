@@ -64,6 +64,7 @@ import (
 	"time"
 
 	"github.com/agentchat/agentchat/internal/dialect"
+	"github.com/agentchat/agentchat/internal/errcode"
 	"github.com/agentchat/agentchat/internal/event"
 )
 
@@ -248,7 +249,7 @@ func (e *Encoder) frame(dst []byte, ev event.Event, evt string, payload any) []b
 	if err != nil { // only plain data and checked RawMessages reach here
 		evt = Error
 		b, _ = json.Marshal(envelope{Evt: Error, Seq: e.seq, TS: dialect.Millis(ev.Time), TraceID: e.trace, Schema: SchemaVersion,
-			Payload: errorPayload{"encode_failed", "an event could not be encoded"}})
+			Payload: errorPayload{errcode.EncodeFailed, "an event could not be encoded"}})
 	}
 	return dialect.AppendFrame(dst, dialect.Frame{ID: strconv.FormatInt(e.seq, 10), Event: evt, Data: b})
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentchat/agentchat/internal/dialect"
+	"github.com/agentchat/agentchat/internal/errcode"
 	"github.com/agentchat/agentchat/internal/event"
 )
 
@@ -57,12 +58,12 @@ func (e *RequestError) As(target any) bool {
 	if !ok {
 		return false
 	}
-	code := "invalid_field"
+	code := errcode.InvalidField
 	switch e.Field {
 	case "user_input":
-		code = "missing_field"
+		code = errcode.MissingField
 	case "body":
-		code = "invalid_json"
+		code = errcode.InvalidJSON
 	}
 	*t = dialect.BadRequest(code, "%s", e.Message)
 	return true

@@ -43,6 +43,7 @@ import (
 	"time"
 
 	"github.com/agentchat/agentchat/internal/dialect"
+	"github.com/agentchat/agentchat/internal/errcode"
 	"github.com/agentchat/agentchat/internal/event"
 )
 
@@ -217,7 +218,7 @@ func (h head) name() string { return h.Type }
 func frame(dst []byte, id string, v named) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
-		b, _ = json.Marshal(errorData{head{Type: Error}, "encode_failed", "an event could not be encoded"})
+		b, _ = json.Marshal(errorData{head{Type: Error}, errcode.EncodeFailed, "an event could not be encoded"})
 		return dialect.AppendFrame(dst, dialect.Frame{ID: id, Event: Error, Data: b})
 	}
 	return dialect.AppendFrame(dst, dialect.Frame{ID: id, Event: v.name(), Data: b})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentchat/agentchat/internal/dialect"
+	"github.com/agentchat/agentchat/internal/errcode"
 	"github.com/agentchat/agentchat/internal/event"
 )
 
@@ -182,7 +183,7 @@ func (Encoder) Encode(dst []byte, ev event.Event) []byte {
 func appendNamed(dst []byte, id string, n Named) []byte {
 	b, err := json.Marshal(envelope{Event: n.Name, ID: id, Data: n.Data})
 	if err != nil { // only plain data and valid RawMessages reach here
-		b, _ = json.Marshal(envelope{Event: Error, Data: errorData{Code: "encode_failed", Message: "an event could not be encoded"}})
+		b, _ = json.Marshal(envelope{Event: Error, Data: errorData{Code: errcode.EncodeFailed, Message: "an event could not be encoded"}})
 	}
 	return dialect.AppendFrame(dst, dialect.Frame{ID: id, Event: n.Name, Data: b})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/dialect"
+	"github.com/agentchat/agentchat/internal/errcode"
 )
 
 // ChatRequest is the body of POST /v1/agent/chat in the native and the
@@ -30,7 +31,7 @@ func DecodeChatRequest(body []byte) (ChatRequest, error) {
 		return ChatRequest{}, err
 	}
 	if strings.TrimSpace(r.Input) == "" {
-		return ChatRequest{}, dialect.Unusable("invalid_input", "field \"input\" is required")
+		return ChatRequest{}, dialect.Unusable(errcode.InvalidInput, "field \"input\" is required")
 	}
 	return r, nil
 }
@@ -53,17 +54,17 @@ func DecodeDecision(body []byte) (chat.Decision, error) {
 	case "reject":
 		d.Status = chat.ConfirmRejected
 	default:
-		return chat.Decision{}, dialect.Unusable("invalid_field", "field \"decision\" must be \"approve\" or \"reject\"")
+		return chat.Decision{}, dialect.Unusable(errcode.InvalidField, "field \"decision\" must be \"approve\" or \"reject\"")
 	}
 	if len(b.Args) > 0 && string(b.Args) != "null" {
 		var obj map[string]any
 		if json.Unmarshal(b.Args, &obj) != nil {
-			return chat.Decision{}, dialect.BadRequest("invalid_field", "field \"args\" must be an object")
+			return chat.Decision{}, dialect.BadRequest(errcode.InvalidField, "field \"args\" must be an object")
 		}
 		d.Args = b.Args
 	}
 	if len(b.Reason) > chat.MaxReasonLength {
-		return chat.Decision{}, dialect.Unusable("invalid_field", "field \"reason\" is longer than %d characters", chat.MaxReasonLength)
+		return chat.Decision{}, dialect.Unusable(errcode.InvalidField, "field \"reason\" is longer than %d characters", chat.MaxReasonLength)
 	}
 	return d, nil
 }
@@ -90,14 +91,14 @@ func DecodeDocument(body []byte, maxBytes int) (Document, error) {
 	d.Source = strings.TrimSpace(d.Source)
 	switch {
 	case d.Source == "" || utf8.RuneCountInString(d.Source) > MaxSourceChars:
-		return Document{}, dialect.Unusable("invalid_field", "field \"source\" must name the document in 1 to %d characters", MaxSourceChars)
+		return Document{}, dialect.Unusable(errcode.InvalidField, "field \"source\" must name the document in 1 to %d characters", MaxSourceChars)
 	case strings.TrimSpace(d.Text) == "":
-		return Document{}, dialect.Unusable("invalid_field", "field \"text\" must hold the document's text")
+		return Document{}, dialect.Unusable(errcode.InvalidField, "field \"text\" must hold the document's text")
 	case len(d.Text) > maxBytes:
-		return Document{}, &dialect.RequestError{Status: http.StatusRequestEntityTooLarge, Code: "document_too_large",
+		return Document{}, &dialect.RequestError{Status: http.StatusRequestEntityTooLarge, Code: errcode.DocumentTooLarge,
 			Message: fmt.Sprintf("the document is larger than %d bytes; split it into several", maxBytes)}
 	case !utf8.ValidString(d.Text):
-		return Document{}, dialect.Unusable("invalid_field", "field \"text\" must be UTF-8 text")
+		return Document{}, dialect.Unusable(errcode.InvalidField, "field \"text\" must be UTF-8 text")
 	}
 	switch d.MediaType {
 	case "":
@@ -107,13 +108,13 @@ func DecodeDocument(body []byte, maxBytes int) (Document, error) {
 		}
 	case "text/plain", "text/markdown":
 	default:
-		return Document{}, dialect.Unusable("invalid_field", "field \"mediaType\" must be text/plain or text/markdown")
+		return Document{}, dialect.Unusable(errcode.InvalidField, "field \"mediaType\" must be text/plain or text/markdown")
 	}
 	switch m := strings.TrimSpace(string(d.Metadata)); {
 	case m == "null":
 		d.Metadata = nil
 	case m != "" && !strings.HasPrefix(m, "{"):
-		return Document{}, dialect.Unusable("invalid_field", "field \"metadata\" must be an object")
+		return Document{}, dialect.Unusable(errcode.InvalidField, "field \"metadata\" must be an object")
 	}
 	return d, nil
 }

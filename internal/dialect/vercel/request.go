@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/dialect"
+	"github.com/agentchat/agentchat/internal/errcode"
 )
 
 // Request is the body DefaultChatTransport sends (plus the fields an app
@@ -64,7 +65,7 @@ func DecodeRequest(body []byte) (Request, error) {
 	switch r.Trigger {
 	case "", TriggerSubmit, TriggerRegenerate:
 	default:
-		return Request{}, dialect.Unusable("invalid_field", "field \"trigger\" must be submit-message or regenerate-message")
+		return Request{}, dialect.Unusable(errcode.InvalidField, "field \"trigger\" must be submit-message or regenerate-message")
 	}
 	for _, m := range r.Messages {
 		n := 0
@@ -74,7 +75,7 @@ func DecodeRequest(body []byte) (Request, error) {
 			}
 		}
 		if n > MaxApprovals {
-			return Request{}, dialect.Unusable("invalid_field", "a message answers at most %d approvals", MaxApprovals)
+			return Request{}, dialect.Unusable(errcode.InvalidField, "a message answers at most %d approvals", MaxApprovals)
 		}
 	}
 	return r, nil
@@ -97,7 +98,7 @@ func (r Request) ChatID() (string, error) {
 		return "", nil
 	}
 	if !ValidChatID(*r.ID) {
-		return "", dialect.BadRequest("invalid_field", "field \"id\" (the chat id) must be 1 to 128 letters, digits or ._:~-")
+		return "", dialect.BadRequest(errcode.InvalidField, "field \"id\" (the chat id) must be 1 to 128 letters, digits or ._:~-")
 	}
 	return *r.ID, nil
 }
@@ -148,10 +149,10 @@ func (m RequestMessage) Decisions() ([]Decision, error) {
 			continue
 		}
 		if p.Approval.Approved == nil || p.Approval.ID == "" {
-			return nil, dialect.Unusable("invalid_field", "an approval-responded tool part needs approval.id and approval.approved")
+			return nil, dialect.Unusable(errcode.InvalidField, "an approval-responded tool part needs approval.id and approval.approved")
 		}
 		if len(p.Approval.Reason) > chat.MaxReasonLength {
-			return nil, dialect.Unusable("invalid_field", "an approval reason is longer than %d characters", chat.MaxReasonLength)
+			return nil, dialect.Unusable(errcode.InvalidField, "an approval reason is longer than %d characters", chat.MaxReasonLength)
 		}
 		status := chat.ConfirmRejected
 		if *p.Approval.Approved {
@@ -198,11 +199,11 @@ func (r Request) NewInput() (string, json.RawMessage, error) {
 		return r.Input, nil, nil
 	}
 	if len(r.Messages) == 0 {
-		return "", nil, dialect.Unusable("invalid_input", "field \"messages\" must end with the user's new message")
+		return "", nil, dialect.Unusable(errcode.InvalidInput, "field \"messages\" must end with the user's new message")
 	}
 	last := r.Messages[len(r.Messages)-1]
 	if last.Role != "user" {
-		return "", nil, dialect.Unusable("invalid_input", "the last message must be the user's (or an assistant message with tool approvals)")
+		return "", nil, dialect.Unusable(errcode.InvalidInput, "the last message must be the user's (or an assistant message with tool approvals)")
 	}
 	var parts []chat.Part
 	for _, p := range last.Parts {
@@ -212,12 +213,12 @@ func (r Request) NewInput() (string, json.RawMessage, error) {
 		case p.Type == "file" && strings.HasPrefix(p.MediaType, "image/") && p.URL != "":
 			parts = append(parts, chat.Part{Type: chat.PartImage, ImageURL: p.URL})
 		case p.Type == "file":
-			return "", nil, dialect.Unusable("unsupported_part", "only image files can be attached, not %q", p.MediaType)
+			return "", nil, dialect.Unusable(errcode.UnsupportedPart, "only image files can be attached, not %q", p.MediaType)
 		}
 	}
 	input, raw := chat.Content(parts)
 	if strings.TrimSpace(input) == "" {
-		return "", nil, dialect.Unusable("invalid_input", "the last user message has no text")
+		return "", nil, dialect.Unusable(errcode.InvalidInput, "the last user message has no text")
 	}
 	return input, raw, nil
 }

@@ -43,6 +43,7 @@ import (
 	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/engine"
 	"github.com/agentchat/agentchat/internal/engine/local"
+	"github.com/agentchat/agentchat/internal/errcode"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/llm"
 	"github.com/agentchat/agentchat/internal/telemetry"
@@ -172,7 +173,7 @@ func (e *Engine) Execute(ctx context.Context, t engine.Task, h engine.Host) engi
 	resuming := t.Resume != nil
 	if resuming {
 		if err := json.Unmarshal(t.Run.State, &r.st); err != nil || r.st.Plan == nil {
-			return failed("resume_failed", "The paused chain's state could not be read.", event.Usage{})
+			return failed(errcode.ResumeFailed, "The paused chain's state could not be read.", event.Usage{})
 		}
 	} else {
 		r.st.MaxSteps = min(cmp.Or(max(t.Options.MaxSteps, 0), DefaultMaxSteps), e.hard)
@@ -296,7 +297,7 @@ func (r *runner) execute(ctx context.Context, resuming bool) (string, *engine.Ou
 		b, err := json.Marshal(r.st)
 		r.mu.Unlock()
 		if err != nil {
-			return "", r.fail(ctx, StepExecutor, "pause_failed", "The chain could not be paused.")
+			return "", r.fail(ctx, StepExecutor, errcode.PauseFailed, "The chain could not be paused.")
 		}
 		o.State, o.Usage = b, r.st.Usage.Add(o.Usage)
 		return "", &o
@@ -443,13 +444,13 @@ func (r *runner) plan(ctx context.Context) (*WorkflowPlan, *engine.Outcome) {
 	if input == "" {
 		input = lastUserText(r.t.History)
 	}
-	raw, o := r.structured(ctx, StepPlanner, SchemaPlan, schema, system, input, "invalid_plan", "The planner did not produce a valid plan")
+	raw, o := r.structured(ctx, StepPlanner, SchemaPlan, schema, system, input, errcode.InvalidPlan, "The planner did not produce a valid plan")
 	if o != nil {
 		return nil, o
 	}
 	var plan WorkflowPlan
 	if err := json.Unmarshal(raw, &plan); err != nil {
-		return nil, r.fail(ctx, StepPlanner, "invalid_plan", "The planner's plan could not be read.")
+		return nil, r.fail(ctx, StepPlanner, errcode.InvalidPlan, "The planner's plan could not be read.")
 	}
 	raw, _ = json.Marshal(plan) // the seed's field order
 	r.h.Emit(ctx, event.Event{Step: StepPlanner, Payload: event.PlanData{Plan: raw}})
@@ -460,13 +461,13 @@ func (r *runner) plan(ctx context.Context) (*WorkflowPlan, *engine.Outcome) {
 func (r *runner) check(ctx context.Context) (CheckOutput, *engine.Outcome) {
 	in := r.checkInput()
 	system := fmt.Sprintf(checkPrompt, SchemaCheck, checkSchema)
-	raw, o := r.structured(ctx, StepCheck, SchemaCheck, checkSchema, system, in, "invalid_check", "The checker did not produce a valid verdict")
+	raw, o := r.structured(ctx, StepCheck, SchemaCheck, checkSchema, system, in, errcode.InvalidCheck, "The checker did not produce a valid verdict")
 	if o != nil {
 		return CheckOutput{}, o
 	}
 	var v CheckOutput
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return CheckOutput{}, r.fail(ctx, StepCheck, "invalid_check", "The checker's verdict could not be read.")
+		return CheckOutput{}, r.fail(ctx, StepCheck, errcode.InvalidCheck, "The checker's verdict could not be read.")
 	}
 	if v.ToolAssessments == nil {
 		v.ToolAssessments = []ToolAssessment{} // the seed's shape has the list even when empty
@@ -498,7 +499,7 @@ func (r *runner) checkInput() string {
 func (r *runner) structured(ctx context.Context, step, name string, schema json.RawMessage, system, user, code, what string) (json.RawMessage, *engine.Outcome) {
 	v, err := tool.NewValidator(schema)
 	if err != nil {
-		return nil, r.fail(ctx, step, "schema_failed", "The "+step+" schema could not be compiled.")
+		return nil, r.fail(ctx, step, errcode.SchemaFailed, "The "+step+" schema could not be compiled.")
 	}
 	if r.e.system != "" {
 		system = r.e.system + "\n\n" + system

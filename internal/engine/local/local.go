@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/engine"
+	"github.com/agentchat/agentchat/internal/errcode"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/llm"
 	"github.com/agentchat/agentchat/internal/telemetry"
@@ -97,7 +98,7 @@ func (a *Agent) Execute(ctx context.Context, t engine.Task, h engine.Host) engin
 	if t.Resume != nil {
 		var st paused
 		if err := json.Unmarshal(t.Run.State, &st); err != nil {
-			return failed("resume_failed", "The paused run's state could not be read.", r.usage)
+			return failed(errcode.ResumeFailed, "The paused run's state could not be read.", r.usage)
 		}
 		iteration, r.usage = st.Iteration, st.Usage
 		if st.Options != nil {
@@ -239,7 +240,7 @@ func (r *runner) iterate(ctx context.Context, it int, msgs []llm.Message) (turnO
 			assistant := llm.Message{Role: llm.RoleAssistant, Content: text, ToolCalls: calls}
 			meta := chat.AssistantMeta{ToolCalls: storedCalls(calls)}.Marshal()
 			if _, err := r.h.AppendMessage(ctx, chat.Message{ID: msgID, Role: chat.RoleAssistant, Content: text, Metadata: meta, RunID: r.t.Run.ID}); err != nil {
-				o := failed("store_failed", "The answer could not be saved.", r.usage)
+				o := failed(errcode.StoreFailed, "The answer could not be saved.", r.usage)
 				return turnOut{}, &o
 			}
 			return turnOut{assistant: assistant, calls: calls}, nil
@@ -482,7 +483,7 @@ func (r *runner) decided(ctx context.Context, it int, c chat.Confirmation) (chat
 func (r *runner) finishExpired(ctx context.Context, it int, c chat.Confirmation) engine.Outcome {
 	text := fmt.Sprintf("Nobody approved %s in time, so I did not run it. Ask again when you are ready.", c.ToolName)
 	r.completeMessage(ctx, it, chat.NewID(), text, false)
-	return failed("confirmation_expired", "The confirmation expired before anyone decided.", r.usage)
+	return failed(errcode.ConfirmationExpired, "The confirmation expired before anyone decided.", r.usage)
 }
 
 // BuildContext rebuilds the model's view of a conversation from stored

@@ -45,6 +45,7 @@ import (
 	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/engine"
 	"github.com/agentchat/agentchat/internal/engine/local"
+	"github.com/agentchat/agentchat/internal/errcode"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/llm"
 	"github.com/agentchat/agentchat/internal/llm/openai"
@@ -192,7 +193,7 @@ func (e *Engine) Execute(ctx context.Context, t engine.Task, h engine.Host) engi
 			return e.fallback.Execute(ctx, t, h)
 		}
 		return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{
-			Code: "engine_unavailable", Message: "No OpenClaw gateway is configured for this workspace.",
+			Code: errcode.EngineUnavailable, Message: "No OpenClaw gateway is configured for this workspace.",
 		}}
 	}
 	task := t
