@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/agentchat/agentchat/internal/bus"
@@ -58,6 +57,8 @@ func toAPIError(err error, notFoundCode, what string) *Error {
 	var re *dialect.RequestError
 	var busy *store.BusyError
 	var mbe *http.MaxBytesError
+	var input *run.InputError
+	var tooMany *run.TooManyRunsError
 	switch {
 	case errors.As(err, &ae):
 		return ae
@@ -72,11 +73,16 @@ func toAPIError(err error, notFoundCode, what string) *Error {
 		return notFound(notFoundCode, what)
 	case errors.Is(err, store.ErrBadCursor):
 		return apiErr(http.StatusBadRequest, errcode.InvalidCursor, "the cursor is not one this server issued")
+	case errors.As(err, &input):
+		return apiErr(http.StatusUnprocessableEntity, errcode.InvalidInput, "%s", input.Reason)
 	case errors.Is(err, run.ErrInvalidInput):
-		return apiErr(http.StatusUnprocessableEntity, errcode.InvalidInput, "%s", strings.TrimPrefix(err.Error(), run.ErrInvalidInput.Error()+": "))
+		return apiErr(http.StatusUnprocessableEntity, errcode.InvalidInput, "the input cannot start a run")
+	case errors.As(err, &tooMany):
+		return &Error{Status: http.StatusTooManyRequests, Code: errcode.TooManyRuns, RetryAfter: 2,
+			Message: fmt.Sprintf("this tenant already has as many runs in progress as it may (limit %d); try again when one has finished", tooMany.Limit)}
 	case errors.Is(err, run.ErrTooManyRuns):
 		return &Error{Status: http.StatusTooManyRequests, Code: errcode.TooManyRuns, RetryAfter: 2,
-			Message: "this tenant already has as many runs in progress as it may (" + strings.TrimPrefix(err.Error(), run.ErrTooManyRuns.Error()+" ") + "); try again when one has finished"}
+			Message: "this tenant already has as many runs in progress as it may; try again when one has finished"}
 	case errors.Is(err, run.ErrShuttingDown):
 		return apiErr(http.StatusServiceUnavailable, errcode.ShuttingDown, "the server is shutting down; try again shortly")
 	case errors.Is(err, store.ErrUnavailable):

@@ -78,6 +78,8 @@ type options struct {
 	inlineBytes int
 	// tracer, when set, receives the spans (an in-memory exporter's provider).
 	tracer trace.TracerProvider
+	// maxRunsPerTenant is run.Config.MaxRunsPerTenant (0: no limit).
+	maxRunsPerTenant int
 }
 
 type env struct {
@@ -149,6 +151,7 @@ func setup(t *testing.T, o options) *env {
 	runs := run.New(run.Config{
 		Store: tel.Store(st), Bus: tel.Bus(b), ConfirmTTL: o.confirmTTL, SweepInterval: 20 * time.Millisecond, Engine: router, Compactor: parts.compactor,
 		Telemetry: tel, Sole: true, // one process over its store, as serve runs SQLite
+		MaxRunsPerTenant: o.maxRunsPerTenant,
 	})
 	tokens, _ := config.ParseTokens("alice-token:acme:alice,bob-token:acme:bob,root-token:acme:root:admin,eve-token:evil:eve,mallory-token:evil:mallory:admin")
 	api := httpapi.New(httpapi.Config{Runs: runs, Tools: reg, Auth: auth.New(tokens, jwtSecret), PingInterval: o.ping, MaxBodyBytes: 64 << 10,

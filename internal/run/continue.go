@@ -53,7 +53,7 @@ type Continuation struct {
 // another thread's confirmation decides nothing.
 func (s *Service) Continue(ctx context.Context, sc chat.Scope, thread string, replies []Reply, clientRunID string) (Continuation, error) {
 	if len(replies) == 0 {
-		return Continuation{}, fmt.Errorf("%w: no decision to continue with", ErrInvalidInput)
+		return Continuation{}, invalidInput("no decision to continue with")
 	}
 	var out Continuation
 	for i, r := range replies {

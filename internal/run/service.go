@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -26,8 +25,10 @@ import (
 // Errors the service returns besides the store's sentinels.
 var (
 	// ErrInvalidInput: the request is well-formed but cannot start a run.
+	// The service returns it as an *InputError, which carries the reason.
 	ErrInvalidInput = errors.New("invalid input")
-	// ErrTooManyRuns: the tenant has as many runs executing as it may.
+	// ErrTooManyRuns: the tenant has as many runs executing as it may. The
+	// service returns it as a *TooManyRunsError, which carries the limit.
 	ErrTooManyRuns = errors.New("too many executing runs for this tenant")
 	// ErrShuttingDown: the server no longer starts runs.
 	ErrShuttingDown = errors.New("server is shutting down")
@@ -244,13 +245,13 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 		}
 	}
 	if input == "" && len(req.Parts) == 0 && len(toolResults) == 0 {
-		return Started{}, fmt.Errorf("%w: input is empty", ErrInvalidInput)
+		return Started{}, invalidInput("input is empty")
 	}
 	if !chat.ValidText(req.Input) {
-		return Started{}, fmt.Errorf("%w: input must be UTF-8 text without NUL characters", ErrInvalidInput)
+		return Started{}, invalidInput("input must be UTF-8 text without NUL characters")
 	}
 	if n := utf8.RuneCountInString(req.Input); n > s.cfg.MaxInputChars {
-		return Started{}, fmt.Errorf("%w: input has %d characters, the limit is %d", ErrInvalidInput, n, s.cfg.MaxInputChars)
+		return Started{}, invalidInput("input has %d characters, the limit is %d", n, s.cfg.MaxInputChars)
 	}
 	if !s.admit() {
 		return Started{}, ErrShuttingDown
@@ -294,7 +295,7 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 	started, err := s.st.StartRun(ctx, sc, in)
 	if errors.Is(err, store.ErrTooManyRuns) {
 		tel.Abort(err)
-		return Started{}, fmt.Errorf("%w (limit %d)", ErrTooManyRuns, s.cfg.MaxRunsPerTenant)
+		return Started{}, &TooManyRunsError{Limit: s.cfg.MaxRunsPerTenant}
 	}
 	if err != nil {
 		tel.Abort(err)
