@@ -20,9 +20,12 @@
 // A stream ends cleanly only with message_stop; a body that stops before it
 // is llm.ErrStreamCut. The SDK's own retries are off: llm.WithRetry does the
 // retrying. The SDK builds, authenticates and sends the request and maps a
-// refused call to its error; the event stream itself is decoded here, into
-// only the fields above and without reflection (see the openai adapter). Errors are *llm.Error, except a cancelled ctx, which is reported
-// as the context's error. Their texts never contain the API key.
+// refused call to its error. The stream is read by the loop the adapters
+// share (internal/llm/internal/stream: transport, queueing, cancellation,
+// errors); this package supplies only its decode step, which reads the
+// events into only the fields above and without reflection (see the openai
+// adapter). Errors are *llm.Error, except a cancelled ctx, which is
+// reported as the context's error. Their texts never contain the API key.
 //
 // A Model is safe for concurrent use. A stream belongs to its caller, who
 // must Close it (or read it to its end); cancelling ctx or closing the
@@ -42,7 +45,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -53,8 +55,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 
 	"github.com/agentchat/agentchat/internal/llm"
-	"github.com/agentchat/agentchat/internal/llm/internal/jsonscan"
-	"github.com/agentchat/agentchat/internal/llm/internal/sse"
+	"github.com/agentchat/agentchat/internal/llm/internal/stream"
 	"github.com/agentchat/agentchat/internal/llm/internal/upstream"
 )
 
@@ -145,45 +146,18 @@ func (m *Model) Name() string {
 func (m *Model) Stream(ctx context.Context, req llm.Request) (llm.Stream, error) {
 	params, err := m.params(req)
 	if err != nil {
-		return nil, &llm.Error{Code: llm.CodeBadRequest, Message: "invalid model request: " + err.Error(), Err: err}
+		return nil, stream.InvalidRequest(err)
 	}
-	if err := m.provider.ContextError(ctx, nil); err != nil {
-		return nil, err
-	}
-	reqCtx, stop, cancel := upstream.FirstAnswer(ctx, m.cfg.Timeout)
-	// The SDK builds, authenticates and sends the request and maps a refusal
-	// to its error; WithResponseBodyInto hands us the response with its body
-	// unread (the SDK's stream is left without a decoder), so the events are
-	// decoded here, without the SDK's reflective decoder on the path of
+	// WithResponseBodyInto hands the loop the response with its body
+	// unread (the SDK's stream is left without a decoder), so the events
+	// are decoded here, without the SDK's reflective decoder on the path of
 	// every token.
-	var resp *http.Response
-	err = m.messages.NewStreaming(reqCtx, params, option.WithResponseBodyInto(&resp)).Err()
-	timedOut := stop()
-	if err != nil || timedOut {
-		if err == nil && resp != nil {
-			resp.Body.Close()
-		}
-		cancel()
-		return nil, m.startError(ctx, err, resp, timedOut)
+	send := func(ctx context.Context) (resp *http.Response, err error) {
+		err = m.messages.NewStreaming(ctx, params, option.WithResponseBodyInto(&resp)).Err()
+		return resp, err
 	}
-	return &stream{
-		ctx: ctx, cancel: cancel, provider: m.provider,
-		resp: resp, events: sse.NewReader(resp.Body),
-	}, nil
-}
-
-func (m *Model) startError(ctx context.Context, err error, resp *http.Response, timedOut bool) error {
-	if resp != nil && resp.StatusCode >= 400 && ctx.Err() == nil {
-		var body []byte
-		if resp.Body != nil {
-			body, _ = io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		}
-		return m.provider.StatusError(resp.StatusCode, resp.Header, upstream.ErrorBodyMessage(body), err)
-	}
-	if err == nil {
-		err = context.DeadlineExceeded
-	}
-	return m.provider.StartError(ctx, err, timedOut, m.cfg.Timeout)
+	return stream.Open(ctx, stream.Upstream{Provider: m.provider, Timeout: m.cfg.Timeout}, send,
+		func(d *decoder, resp *http.Response) { d.provider, d.resp = m.provider, resp })
 }
 
 // turn is one side's consecutive content blocks.
@@ -322,146 +296,154 @@ func inputSchema(raw json.RawMessage) (sdk.ToolInputSchemaParam, error) {
 	return s, nil
 }
 
-// stream decodes a Messages event stream into llm chunks.
-type stream struct {
-	ctx      context.Context // the caller's: tells cancellation from failure
-	cancel   func()
+// decoder is the adapter's decode step (see package stream): it turns
+// Messages stream events into llm chunks.
+type decoder struct {
 	provider upstream.Provider
-	resp     *http.Response
-	events   *sse.Reader
+	resp     *http.Response // for the errors the stream reports
 	dec      eventDecoder
-	ev       event // the last decoded
-
-	queue   []llm.Chunk // converted from the current event; reused
-	queued  int         // how many of queue were delivered
-	cur     llm.Chunk
-	tools   map[int64]int // content block index → tool call index
-	usage   llm.Usage
-	hasUse  bool
-	stopped bool // message_stop arrived
-	ended   bool
-	err     error
-	closed  bool
+	ev       event         // the last decoded
+	tools    map[int64]int // content block index → tool call index
+	usage    llm.Usage
+	hasUse   bool
+	stopped  bool // message_stop arrived
 }
 
-func (s *stream) Next() bool {
-	for {
-		if !s.ended && s.ctx.Err() != nil {
-			// Once ctx has ended, nothing more is delivered, not even
-			// chunks already received: the caller has moved on.
-			s.queue, s.queued = s.queue[:0], 0
-			s.end(s.ctx.Err())
-		}
-		if s.queued < len(s.queue) {
-			s.cur = s.queue[s.queued]
-			s.queue[s.queued] = llm.Chunk{}
-			s.queued++
-			return true
-		}
-		s.queue, s.queued = s.queue[:0], 0
-		if s.ended {
-			return false
-		}
-		if s.stopped {
-			// message_stop is the end: stop reading rather than wait for
-			// the server to close the body.
-			s.end(nil)
-			continue
-		}
-		typ, data, err := s.events.Next()
-		switch {
-		case errors.Is(err, io.EOF):
-			s.end(nil)
-		case err != nil:
-			s.end(err)
-		// The SDK's rules: events without a name, pings and events
-		// without data are skipped; an error event ends the stream.
-		case len(typ) == 0, string(typ) == "ping", len(bytes.TrimSuffix(data, []byte("\n"))) == 0:
-		case string(typ) == "error":
-			s.end(s.eventError(bytes.TrimSuffix(data, []byte("\n"))))
-		default:
-			if err := s.dec.decode(data, &s.ev); err != nil {
-				s.end(err)
-			} else {
-				s.convert(&s.ev)
-			}
-		}
+func (d *decoder) Event(typ, data []byte, q []llm.Chunk) ([]llm.Chunk, bool, error) {
+	data = bytes.TrimSuffix(data, []byte("\n"))
+	switch {
+	// The SDK's rules: events without a name, pings and events without
+	// data are skipped; an error event ends the stream.
+	case len(typ) == 0, string(typ) == "ping", len(data) == 0:
+		return q, false, nil
+	case string(typ) == "error":
+		return q, false, d.eventError(data)
 	}
+	if err := d.dec.decode(data, &d.ev); err != nil {
+		return q, false, err
+	}
+	q = d.convert(&d.ev, q)
+	// message_stop is the end: stop reading rather than wait for the
+	// server to close the body.
+	return q, d.stopped, nil
 }
 
-// eventError is the error of an error event, as the SDK makes it: an
-// *sdk.Error when the event is JSON.
-func (s *stream) eventError(data []byte) error {
+// End: the answer is complete only with message_stop; then the usage, if
+// any, is its last chunk.
+func (d *decoder) End(q []llm.Chunk, _ bool) ([]llm.Chunk, bool) {
+	if !d.stopped {
+		return q, false
+	}
+	if d.hasUse {
+		u := d.usage
+		q = append(q, llm.Chunk{Usage: &u})
+	}
+	return q, true
+}
+
+// eventError maps an error event, decoded as the SDK decodes it: an
+// *sdk.Error when the event is JSON, such as
+// {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}.
+func (d *decoder) eventError(data []byte) *llm.Error {
 	e := &sdk.Error{
-		StatusCode:  s.resp.StatusCode,
-		Request:     s.resp.Request,
-		Response:    s.resp,
-		RequestID:   s.resp.Header.Get("request-id"),
-		WorkspaceID: s.resp.Header.Get("anthropic-workspace-id"),
+		StatusCode:  d.resp.StatusCode,
+		Request:     d.resp.Request,
+		Response:    d.resp,
+		RequestID:   d.resp.Header.Get("request-id"),
+		WorkspaceID: d.resp.Header.Get("anthropic-workspace-id"),
 	}
 	if e.UnmarshalJSON(data) != nil {
-		return fmt.Errorf("received error while streaming: %s", data)
+		return &llm.Error{
+			Code:    llm.CodeUnknown,
+			Message: "the model provider failed mid-answer",
+			Err:     d.provider.Cause(&undecodedError{data: bytes.Clone(data)}),
+		}
 	}
-	return e
+	code := llm.CodeUnknown
+	switch e.Type() {
+	case "overloaded_error", "api_error":
+		code = llm.CodeUnavailable
+	case "rate_limit_error":
+		code = llm.CodeRateLimited
+	case "authentication_error", "permission_error":
+		code = llm.CodeUnauthorized
+	case "invalid_request_error", "not_found_error", "request_too_large":
+		code = llm.CodeBadRequest
+	}
+	return &llm.Error{
+		Code:    code,
+		Message: "the model provider (" + d.provider.Host + ") failed mid-answer: " + d.provider.Scrub(cmp.Or(e.Message, string(e.Type()), "no message")),
+		Err:     d.provider.Cause(e),
+	}
 }
 
-func (s *stream) convert(ev *event) {
+// undecodedError is the cause of an error event that is not the JSON the
+// SDK reads: the event as it came.
+type undecodedError struct{ data []byte }
+
+func (e *undecodedError) Error() string {
+	return fmt.Sprintf("received error while streaming: %s", e.data)
+}
+
+// convert appends the llm chunks of one decoded event to q.
+func (d *decoder) convert(ev *event, q []llm.Chunk) []llm.Chunk {
 	switch ev.typ {
 	case "message_start":
 		u := ev.messageUsage
-		s.usage.InputTokens = int(u.input())
-		s.usage.OutputTokens = int(u.outputTokens)
-		s.hasUse = true
+		d.usage.InputTokens = int(u.input())
+		d.usage.OutputTokens = int(u.outputTokens)
+		d.hasUse = true
 	case "content_block_start":
 		b := &ev.block
 		switch b.typ {
 		case "tool_use":
-			if s.tools == nil {
-				s.tools = map[int64]int{}
+			if d.tools == nil {
+				d.tools = map[int64]int{}
 			}
-			i := len(s.tools)
-			s.tools[ev.index] = i
-			s.queue = append(s.queue, llm.Chunk{ToolCall: &llm.ToolCallDelta{Index: i, ID: b.id, Name: b.name}})
+			i := len(d.tools)
+			d.tools[ev.index] = i
+			q = append(q, llm.Chunk{ToolCall: &llm.ToolCallDelta{Index: i, ID: b.id, Name: b.name}})
 		case "text":
 			if b.text != "" {
-				s.queue = append(s.queue, llm.Chunk{Text: b.text})
+				q = append(q, llm.Chunk{Text: b.text})
 			}
 		case "thinking":
 			if b.thinking != "" {
-				s.queue = append(s.queue, llm.Chunk{Reasoning: b.thinking})
+				q = append(q, llm.Chunk{Reasoning: b.thinking})
 			}
 		}
 	case "content_block_delta":
-		d := &ev.delta
-		switch d.typ {
+		dl := &ev.delta
+		switch dl.typ {
 		case "text_delta":
-			if d.text != "" {
-				s.queue = append(s.queue, llm.Chunk{Text: d.text})
+			if dl.text != "" {
+				q = append(q, llm.Chunk{Text: dl.text})
 			}
 		case "thinking_delta":
-			if d.thinking != "" {
-				s.queue = append(s.queue, llm.Chunk{Reasoning: d.thinking})
+			if dl.thinking != "" {
+				q = append(q, llm.Chunk{Reasoning: dl.thinking})
 			}
 		case "input_json_delta":
-			if i, ok := s.tools[ev.index]; ok && d.partialJSON != "" {
-				s.queue = append(s.queue, llm.Chunk{ToolCall: &llm.ToolCallDelta{Index: i, ArgsDelta: d.partialJSON}})
+			if i, ok := d.tools[ev.index]; ok && dl.partialJSON != "" {
+				q = append(q, llm.Chunk{ToolCall: &llm.ToolCallDelta{Index: i, ArgsDelta: dl.partialJSON}})
 			}
 		}
 	case "message_delta":
 		if r := finishReason(ev.delta.stopReason); r != "" {
-			s.queue = append(s.queue, llm.Chunk{FinishReason: r})
+			q = append(q, llm.Chunk{FinishReason: r})
 		}
 		// message_delta's usage is cumulative: it replaces message_start's
 		// output count, and repeats the input count when it has one.
-		s.usage.OutputTokens = int(ev.usage.outputTokens)
+		d.usage.OutputTokens = int(ev.usage.outputTokens)
 		if in := ev.usage.input(); in > 0 {
-			s.usage.InputTokens = int(in)
+			d.usage.InputTokens = int(in)
 		}
-		s.usage.ReasoningTokens = int(ev.usage.thinkingTokens)
-		s.hasUse = true
+		d.usage.ReasoningTokens = int(ev.usage.thinkingTokens)
+		d.hasUse = true
 	case "message_stop":
-		s.stopped = true
+		d.stopped = true
 	}
+	return q
 }
 
 func finishReason(stop string) string {
@@ -478,74 +460,4 @@ func finishReason(stop string) string {
 		return "content_filter"
 	}
 	return stop
-}
-
-// end settles how the stream ended: with message_stop (then usage is the
-// last chunk), or with the error to report.
-func (s *stream) end(err error) {
-	s.ended = true
-	defer s.release()
-	if s.stopped && s.ctx.Err() == nil {
-		if s.hasUse {
-			u := s.usage
-			s.queue = append(s.queue, llm.Chunk{Usage: &u})
-		}
-		return
-	}
-	if cerr := s.provider.ContextError(s.ctx, err); cerr != nil {
-		s.err = cerr
-		return
-	}
-	var apiErr *sdk.Error
-	var decErr *jsonscan.Error
-	switch {
-	case errors.As(err, &apiErr):
-		s.err = s.inStreamError(apiErr)
-	case err != nil && strings.HasPrefix(err.Error(), "received error while streaming"):
-		// An error event the SDK could not decode.
-		s.err = &llm.Error{Code: llm.CodeUnknown, Message: "the model provider failed mid-answer", Err: s.provider.Cause(err)}
-	case errors.As(err, &decErr), errors.Is(err, sse.ErrTooLarge):
-		s.err = s.provider.BadStream(err)
-	default:
-		s.err = s.provider.StreamCut(err)
-	}
-}
-
-// inStreamError maps an error event sent after the stream began, such as
-// {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}.
-func (s *stream) inStreamError(e *sdk.Error) *llm.Error {
-	code := llm.CodeUnknown
-	switch e.Type() {
-	case "overloaded_error", "api_error":
-		code = llm.CodeUnavailable
-	case "rate_limit_error":
-		code = llm.CodeRateLimited
-	case "authentication_error", "permission_error":
-		code = llm.CodeUnauthorized
-	case "invalid_request_error", "not_found_error", "request_too_large":
-		code = llm.CodeBadRequest
-	}
-	return &llm.Error{
-		Code:    code,
-		Message: "the model provider (" + s.provider.Host + ") failed mid-answer: " + s.provider.Scrub(cmp.Or(e.Message, string(e.Type()), "no message")),
-		Err:     s.provider.Cause(e),
-	}
-}
-
-func (s *stream) Chunk() llm.Chunk { return s.cur }
-
-func (s *stream) Err() error { return s.err }
-
-func (s *stream) Close() error {
-	s.release()
-	return nil
-}
-
-func (s *stream) release() {
-	if s.closed {
-		return
-	}
-	s.closed = true
-	s.resp.Body.Close()
-	s.cancel()
 }

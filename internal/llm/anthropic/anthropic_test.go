@@ -2,7 +2,12 @@ package anthropic_test
 
 import (
 	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,10 +26,18 @@ func newModel(serverURL, apiKey string, maxRetries int, timeout time.Duration) (
 	})
 }
 
+var adapter = llmtest.Adapter{NewHandler: llmtest.AnthropicHandler, Path: "/v1/messages", NewModel: newModel, Model: "claude-test"}
+
 func TestAdapter(t *testing.T) {
 	t.Parallel()
-	llmtest.RunAdapter(t, llmtest.Adapter{NewServer: llmtest.NewAnthropicServer, NewModel: newModel})
+	llmtest.RunAdapter(t, adapter)
 }
+
+// TestIgnoresEnvironment: the SDK's NewClient reads ANTHROPIC_API_KEY and
+// ANTHROPIC_BASE_URL unless told not to. Not parallel: Setenv.
+func TestIgnoresEnvironment(t *testing.T) { llmtest.IgnoresEnvironment(t, adapter) }
+
+func BenchmarkStream(b *testing.B) { llmtest.BenchmarkAdapter(b, adapter) }
 
 func setup(t *testing.T, opts llmtest.Options) (llm.Model, *llmtest.Server) {
 	t.Helper()
@@ -112,73 +125,19 @@ func TestRequest(t *testing.T) {
 	}
 }
 
-func TestMaxTokens(t *testing.T) {
+// A tool call's arguments are JSON in the Messages API (the input of a
+// tool_use block): arguments that are not are refused before sending.
+func TestToolCallArgumentsMustBeJSON(t *testing.T) {
 	t.Parallel()
 	m, srv := setup(t, llmtest.Options{})
-	s, err := m.Stream(t.Context(), llm.Request{Model: "claude-other", MaxTokens: 64, Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	if b := srv.Requests()[0].Body; b["max_tokens"] != 64.0 || b["model"] != "claude-other" {
-		t.Errorf("max_tokens %v model %v, want the request's 64 and claude-other", b["max_tokens"], b["model"])
-	}
-}
-
-func TestFinishReasons(t *testing.T) {
-	t.Parallel()
-	// The fake translates llm finish reasons to stop_reason; the adapter must translate them back.
-	for _, reason := range []string{"stop", "tool_calls", "length", "content_filter"} {
-		t.Run(reason, func(t *testing.T) {
-			t.Parallel()
-			m, _ := setup(t, llmtest.Options{Replies: []llmtest.Reply{{Text: []string{"x"}, FinishReason: reason}}})
-			s, err := m.Stream(t.Context(), llm.Request{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if acc, err := llm.Collect(s); err != nil || acc.FinishReason() != reason {
-				t.Errorf("finish %q (%v), want %q", acc.FinishReason(), err, reason)
-			}
-		})
-	}
-}
-
-func TestBadRequestBeforeSending(t *testing.T) {
-	t.Parallel()
-	m, srv := setup(t, llmtest.Options{})
-	for _, req := range []llm.Request{
-		{Messages: []llm.Message{{Role: "robot", Content: "hi"}}},
-		{Messages: []llm.Message{{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "x", Arguments: json.RawMessage(`{`)}}}}},
-		{Tools: []llm.ToolSpec{{Name: "t", Parameters: json.RawMessage(`"no"`)}}},
-	} {
-		_, err := m.Stream(t.Context(), req)
-		if lerr, ok := err.(*llm.Error); !ok || lerr.Code != llm.CodeBadRequest {
-			t.Errorf("err = %v, want %s", err, llm.CodeBadRequest)
-		}
+	_, err := m.Stream(t.Context(), llm.Request{Messages: []llm.Message{
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "x", Arguments: json.RawMessage(`{`)}}},
+	}})
+	if lerr, ok := err.(*llm.Error); !ok || lerr.Code != llm.CodeBadRequest {
+		t.Errorf("err = %v, want %s", err, llm.CodeBadRequest)
 	}
 	if srv.Count() != 0 {
 		t.Errorf("%d requests sent, want none", srv.Count())
-	}
-}
-
-// TestIgnoresEnvironment: the SDK's NewClient reads ANTHROPIC_API_KEY and
-// ANTHROPIC_BASE_URL unless told not to. Not parallel: Setenv.
-func TestIgnoresEnvironment(t *testing.T) {
-	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-from-the-environment")
-	t.Setenv("ANTHROPIC_AUTH_TOKEN", "token-from-the-environment")
-	t.Setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1")
-	srv := llmtest.NewAnthropicServer(t, llmtest.Options{})
-	m, err := newModel(srv.URL, "", -1, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := m.Stream(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}})
-	if err != nil {
-		t.Fatalf("Stream: %v", err)
-	}
-	s.Close()
-	if key := srv.Requests()[0].APIKey(); key != "" {
-		t.Errorf("a credential from the environment was sent: %q", key)
 	}
 }
 
@@ -195,5 +154,38 @@ func TestConfig(t *testing.T) {
 	}
 	if got, want := m.Name(), "claude-sonnet-4-5 (anthropic, api.anthropic.com)"; got != want {
 		t.Errorf("Name() = %q, want %q", got, want)
+	}
+}
+
+// An error event that is not JSON still ends the stream as the provider's
+// failure, after the text that came before it. (The SDK reads any data into
+// an *sdk.Error; the adapter's typed undecodedError covers an SDK that
+// refuses it, as the SDK's own stream decoder allows for.)
+func TestErrorEventNotJSON(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "event: content_block_delta\n"+
+			`data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel"}}`+"\n\n"+
+			"event: error\ndata: upstream exploded, key "+llmtest.TestKey+"\n\n")
+	}))
+	t.Cleanup(srv.Close)
+	m, err := newModel(srv.URL, llmtest.TestKey, -1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := m.Stream(t.Context(), llm.Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc, err := llm.Collect(s)
+	llmtest.NoSecret(t, err, llmtest.TestKey)
+	var lerr *llm.Error
+	if acc.Text() != "Hel" || !errors.As(err, &lerr) || lerr.Code != llm.CodeUnknown || !strings.Contains(lerr.Message, "failed mid-answer") {
+		t.Fatalf("text %q, err %v: want Hel, then %s saying the provider failed mid-answer", acc.Text(), err, llm.CodeUnknown)
+	}
+	if cause := errors.Unwrap(err); cause == nil || !strings.Contains(cause.Error(), "upstream exploded") {
+		t.Errorf("cause %v, want the event's text", cause)
 	}
 }

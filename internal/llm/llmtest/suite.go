@@ -1,6 +1,7 @@
 package llmtest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,26 +14,37 @@ import (
 	"time"
 
 	"github.com/agentchat/agentchat/internal/llm"
+	"github.com/agentchat/agentchat/internal/llm/fakeupstream"
 )
 
 // TestKey is the API key RunAdapter configures. The suite fails if it
 // appears in any error text.
 const TestKey = "sk-test-0123456789abcdefSECRET"
 
-// Adapter is what RunAdapter needs to test one HTTP provider adapter.
+// Adapter is what RunAdapter, IgnoresEnvironment and BenchmarkAdapter need
+// to test one HTTP provider adapter.
 type Adapter struct {
-	// NewServer starts the adapter's fake upstream: NewOpenAIServer or NewAnthropicServer.
-	NewServer func(t testing.TB, opts Options) *Server
+	// NewHandler returns the adapter's fake upstream: OpenAIHandler or
+	// AnthropicHandler. The suite serves it on a local port.
+	NewHandler func(opts Options) *fakeupstream.Handler
+	// Path is the path the adapter posts to under the server's URL, e.g.
+	// /v1/chat/completions.
+	Path string
 	// NewModel builds the adapter for a fake upstream at serverURL, with
 	// apiKey, maxRetries and timeout (the first-answer bound) as given.
 	NewModel func(serverURL, apiKey string, maxRetries int, timeout time.Duration) (llm.Model, error)
+	// Model is the model NewModel configures: the one a request that names
+	// none asks for.
+	Model string
 }
 
+func (a Adapter) newServer(t testing.TB, opts Options) *Server { return serve(t, a.NewHandler(opts)) }
+
 // RunAdapter runs the contract every HTTP adapter keeps, against its fake
-// upstream through the real SDK: chunk order, tool-call assembly, usage,
-// error mapping, stream cuts, cancellation, retries, and that the API key
-// never appears in an error. A behaviour change lands here, not in one
-// adapter's tests.
+// upstream through the real SDK: chunk order, tool-call assembly, finish
+// reasons, usage, the request's model and token cap, error mapping, stream
+// cuts, cancellation, retries, and that the API key never appears in an
+// error. A behaviour change lands here, not in one adapter's tests.
 func RunAdapter(t *testing.T, a Adapter) {
 	t.Helper()
 	// model builds the adapter without retries, so each failure shows once.
@@ -47,7 +59,7 @@ func RunAdapter(t *testing.T, a Adapter) {
 
 	t.Run("text and reasoning in order", func(t *testing.T) {
 		t.Parallel()
-		srv := a.NewServer(t, Options{Replies: []Reply{{
+		srv := a.newServer(t, Options{Replies: []Reply{{
 			Reasoning: []string{"Let me", " think."},
 			Text:      Words("Hello there, world."),
 		}}})
@@ -72,7 +84,7 @@ func RunAdapter(t *testing.T, a Adapter) {
 
 	t.Run("tool call deltas split across chunks", func(t *testing.T) {
 		t.Parallel()
-		srv := a.NewServer(t, Options{Replies: []Reply{{
+		srv := a.newServer(t, Options{Replies: []Reply{{
 			Text: []string{"Checking."},
 			ToolCalls: []ToolCall{
 				{ID: "call_a", Name: "get_current_time", Args: []string{`{"time`, `zone": "Asia/`, `Tokyo"}`}},
@@ -111,10 +123,64 @@ func RunAdapter(t *testing.T, a Adapter) {
 
 	t.Run("finish reason length", func(t *testing.T) {
 		t.Parallel()
-		srv := a.NewServer(t, Options{Replies: []Reply{{Text: []string{"cut"}, FinishReason: "length"}}})
+		srv := a.newServer(t, Options{Replies: []Reply{{Text: []string{"cut"}, FinishReason: "length"}}})
 		acc, err := llm.Collect(stream(t, model(t, srv), req))
 		if err != nil || acc.FinishReason() != "length" {
 			t.Errorf("finish %q err %v, want length", acc.FinishReason(), err)
+		}
+	})
+
+	t.Run("finish reasons", func(t *testing.T) {
+		t.Parallel()
+		// The Anthropic fake translates llm finish reasons to its
+		// stop_reason; every adapter must translate them back.
+		for _, reason := range []string{"stop", "tool_calls", "length", "content_filter"} {
+			t.Run(reason, func(t *testing.T) {
+				t.Parallel()
+				srv := a.newServer(t, Options{Replies: []Reply{{Text: []string{"x"}, FinishReason: reason}}})
+				acc, err := llm.Collect(stream(t, model(t, srv), req))
+				if err != nil || acc.FinishReason() != reason {
+					t.Errorf("finish %q (%v), want %q", acc.FinishReason(), err, reason)
+				}
+			})
+		}
+	})
+
+	t.Run("model and token cap", func(t *testing.T) {
+		t.Parallel()
+		srv := a.newServer(t, Options{})
+		m := model(t, srv)
+		stream(t, m, req).Close()
+		stream(t, m, llm.Request{Model: "other-model", MaxTokens: 64, Messages: req.Messages}).Close()
+		reqs := srv.Requests()
+		if len(reqs) != 2 {
+			t.Fatalf("%d requests, want 2", len(reqs))
+		}
+		if got := reqs[0].Body["model"]; got != a.Model {
+			t.Errorf("a request naming no model asked for %v, want the configured %s", got, a.Model)
+		}
+		if b := reqs[1].Body; b["model"] != "other-model" || b["max_tokens"] != 64.0 {
+			t.Errorf("model %v max_tokens %v, want the request's other-model and 64", b["model"], b["max_tokens"])
+		}
+	})
+
+	t.Run("invalid request refused before sending", func(t *testing.T) {
+		t.Parallel()
+		srv := a.newServer(t, Options{})
+		m := model(t, srv)
+		for _, r := range []llm.Request{
+			{Messages: []llm.Message{{Role: "robot", Content: "hi"}}},
+			{Messages: []llm.Message{{Role: llm.RoleUser, Parts: []llm.Part{{Type: "audio"}}}}},
+			{Messages: req.Messages, Tools: []llm.ToolSpec{{Name: "t", Parameters: json.RawMessage(`"no"`)}}},
+			{Messages: req.Messages, Tools: []llm.ToolSpec{{Name: "t", Parameters: json.RawMessage(`[1]`)}}},
+		} {
+			_, err := m.Stream(t.Context(), r)
+			if lerr, ok := err.(*llm.Error); !ok || lerr.Code != llm.CodeBadRequest || !strings.HasPrefix(lerr.Message, "invalid model request: ") {
+				t.Errorf("%+v: err = %v, want %s, invalid model request", r, err, llm.CodeBadRequest)
+			}
+		}
+		if srv.Count() != 0 {
+			t.Errorf("%d requests sent, want none", srv.Count())
 		}
 	})
 
@@ -138,7 +204,7 @@ func RunAdapter(t *testing.T, a Adapter) {
 		for _, tt := range tests {
 			t.Run(fmt.Sprint(tt.status), func(t *testing.T) {
 				t.Parallel()
-				srv := a.NewServer(t, Options{Reply: func(r Request) Reply {
+				srv := a.newServer(t, Options{Reply: func(r Request) Reply {
 					rep := Reply{Fail: FailStatus, Status: tt.status, Header: http.Header{"Retry-After": {"7"}}}
 					if tt.status != 401 && tt.status != 403 { // those quote the key by default
 						rep.ErrorMessage = "something about key " + r.APIKey() + " went wrong"
@@ -165,7 +231,7 @@ func RunAdapter(t *testing.T, a Adapter) {
 
 	t.Run("html error page", func(t *testing.T) {
 		t.Parallel()
-		srv := a.NewServer(t, Options{Replies: []Reply{{
+		srv := a.newServer(t, Options{Replies: []Reply{{
 			Fail: FailStatus, Status: 502, RawErrorBody: "<html><body>502 Bad Gateway</body></html>",
 		}}})
 		_, err := model(t, srv).Stream(t.Context(), req)
@@ -203,7 +269,7 @@ func RunAdapter(t *testing.T, a Adapter) {
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				t.Parallel()
-				srv := a.NewServer(t, Options{Replies: []Reply{{
+				srv := a.newServer(t, Options{Replies: []Reply{{
 					Text: Words("one two three four five six"), Fail: tt.fail, FailAfter: 4,
 					ErrorMessage: "overloaded, key " + TestKey,
 				}}})
@@ -215,7 +281,10 @@ func RunAdapter(t *testing.T, a Adapter) {
 				if acc.FinishReason() != "" || acc.Usage() != nil {
 					t.Errorf("finish %q usage %v: a broken stream must not look finished", acc.FinishReason(), acc.Usage())
 				}
-				wantCode(t, err, tt.code)
+				lerr := wantCode(t, err, tt.code)
+				if tt.fail == FailErrorEvent && !strings.Contains(lerr.Message, "failed mid-answer: overloaded, key [redacted]") {
+					t.Errorf("message %q does not give the provider's own, scrubbed of the key", lerr.Message)
+				}
 				if tt.code == llm.CodeStreamCut && !errors.Is(err, llm.ErrStreamCut) {
 					t.Errorf("err %v does not wrap llm.ErrStreamCut", err)
 				}
@@ -228,7 +297,7 @@ func RunAdapter(t *testing.T, a Adapter) {
 
 	t.Run("cancel mid-stream stops the upstream request", func(t *testing.T) {
 		t.Parallel()
-		srv := a.NewServer(t, Options{Replies: []Reply{{Text: Words("one two three"), Fail: FailStall, FailAfter: 4}}})
+		srv := a.newServer(t, Options{Replies: []Reply{{Text: Words("one two three"), Fail: FailStall, FailAfter: 4}}})
 		ctx, cancel := context.WithCancel(t.Context())
 		s, err := model(t, srv).Stream(ctx, req)
 		if err != nil {
@@ -250,7 +319,7 @@ func RunAdapter(t *testing.T, a Adapter) {
 
 	t.Run("close mid-stream stops the upstream request", func(t *testing.T) {
 		t.Parallel()
-		srv := a.NewServer(t, Options{Replies: []Reply{{Text: Words("one two three"), Fail: FailStall, FailAfter: 4}}})
+		srv := a.newServer(t, Options{Replies: []Reply{{Text: Words("one two three"), Fail: FailStall, FailAfter: 4}}})
 		s := stream(t, model(t, srv), req)
 		if !s.Next() {
 			t.Fatalf("no first chunk: %v", s.Err())
@@ -263,7 +332,7 @@ func RunAdapter(t *testing.T, a Adapter) {
 	t.Run("cancel before the provider answers", func(t *testing.T) {
 		t.Parallel()
 		arrived := make(chan struct{}, 1)
-		srv := a.NewServer(t, Options{
+		srv := a.newServer(t, Options{
 			Replies:   []Reply{{Fail: FailHang}},
 			OnRequest: func(Request) { arrived <- struct{}{} },
 		})
@@ -280,7 +349,7 @@ func RunAdapter(t *testing.T, a Adapter) {
 
 	t.Run("timeout before the provider answers", func(t *testing.T) {
 		t.Parallel()
-		srv := a.NewServer(t, Options{Replies: []Reply{{Fail: FailHang}}})
+		srv := a.newServer(t, Options{Replies: []Reply{{Fail: FailHang}}})
 		m, err := a.NewModel(srv.URL, TestKey, -1, 50*time.Millisecond)
 		if err != nil {
 			t.Fatal(err)
@@ -297,7 +366,7 @@ func RunAdapter(t *testing.T, a Adapter) {
 
 	t.Run("deadline mid-stream", func(t *testing.T) {
 		t.Parallel()
-		srv := a.NewServer(t, Options{Replies: []Reply{{Text: Words("one"), Fail: FailStall, FailAfter: 4}}})
+		srv := a.newServer(t, Options{Replies: []Reply{{Text: Words("one"), Fail: FailStall, FailAfter: 4}}})
 		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 		defer cancel()
 		// On a loaded machine the deadline may pass before the stream starts;
@@ -330,7 +399,7 @@ func RunAdapter(t *testing.T, a Adapter) {
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				t.Parallel()
-				srv := a.NewServer(t, Options{Replies: []Reply{tt.first, TextReply("recovered")}})
+				srv := a.newServer(t, Options{Replies: []Reply{tt.first, TextReply("recovered")}})
 				m, err := a.NewModel(srv.URL, TestKey, 2, 0)
 				if err != nil {
 					t.Fatal(err)
@@ -352,6 +421,89 @@ func RunAdapter(t *testing.T, a Adapter) {
 			})
 		}
 	})
+}
+
+// IgnoresEnvironment checks that the adapter reads no configuration from
+// the environment: the SDKs' client constructors pick up API keys, base
+// URLs and organisations from variables such as OPENAI_API_KEY and
+// ANTHROPIC_BASE_URL, which would send a key meant for one provider to
+// another's base URL. It sets every such variable of every provider, so
+// the test calling it must not be parallel.
+func IgnoresEnvironment(t *testing.T, a Adapter) {
+	t.Helper()
+	for k, v := range map[string]string{
+		"OPENAI_API_KEY":       "sk-from-the-environment",
+		"OPENAI_BASE_URL":      "http://127.0.0.1:1/v1",
+		"OPENAI_ORG_ID":        "org-env",
+		"OPENAI_PROJECT_ID":    "proj-env",
+		"ANTHROPIC_API_KEY":    "sk-ant-from-the-environment",
+		"ANTHROPIC_AUTH_TOKEN": "token-from-the-environment",
+		"ANTHROPIC_BASE_URL":   "http://127.0.0.1:1",
+	} {
+		t.Setenv(k, v)
+	}
+	srv := a.newServer(t, Options{})
+	m, err := a.NewModel(srv.URL, "", -1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := m.Stream(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}})
+	if err != nil {
+		t.Fatalf("Stream: %v (did it follow a base URL from the environment?)", err)
+	}
+	s.Close()
+	got := srv.Requests()[0]
+	if key := got.APIKey(); key != "" {
+		t.Errorf("a credential from the environment was sent: %q", key)
+	}
+	for _, h := range []string{"OpenAI-Organization", "OpenAI-Project"} {
+		if v := got.Header.Get(h); v != "" {
+			t.Errorf("%s from the environment was sent: %q", h, v)
+		}
+	}
+}
+
+// BenchmarkAdapter measures the adapter's whole client side of one
+// completion: the request, then N text chunks read to the end. The
+// upstream replays a body recorded from the adapter's fake (the real wire
+// format) in one write, so the time is the adapter's and the HTTP stack's,
+// not the fake's pacing. It reports ns/chunk beside ns/op.
+func BenchmarkAdapter(b *testing.B, a Adapter) {
+	const tokens = 200
+	rec := httptest.NewRecorder()
+	fake := a.NewHandler(Options{Tokens: tokens, DiscardRequests: true})
+	body := `{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[]}`
+	fake.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, a.Path, strings.NewReader(body)))
+	recorded := rec.Body.Bytes()
+	if n := bytes.Count(recorded, []byte("data: ")); n < tokens {
+		b.Fatalf("recorded %d events, want at least %d", n, tokens)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write(recorded)
+	}))
+	b.Cleanup(srv.Close)
+	m, err := a.NewModel(srv.URL, "sk-bench", -1, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		s, err := m.Stream(b.Context(), req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for s.Next() {
+			n++
+		}
+		if err := s.Err(); err != nil || n != tokens+2 { // the text, the finish reason, the usage
+			b.Fatalf("%d chunks, err %v", n, err)
+		}
+		s.Close()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*tokens), "ns/chunk")
 }
 
 func stream(t *testing.T, m llm.Model, req llm.Request) llm.Stream {

@@ -19,9 +19,11 @@
 // cancellable retry loop.
 //
 // The SDK builds, authenticates and sends the request and maps a refused
-// call to its error; the stream itself (SSE framing and chunk JSON) is
-// decoded here, into only the fields above and without reflection, since
-// the SDK's reflective decoder cost more than a third of the server's CPU
+// call to its error. The stream is read by the loop the adapters share
+// (internal/llm/internal/stream: transport, queueing, cancellation,
+// errors); this package supplies only its decode step, which reads chunk
+// JSON into only the fields above and without reflection, since the SDK's
+// reflective decoder cost more than a third of the server's CPU
 // (docs/benchmarks.md). FuzzDecodeChunk holds the decoder to encoding/json.
 //
 // Errors are *llm.Error (see llm's codes), except a cancelled ctx, which is
@@ -40,7 +42,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -51,8 +52,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/agentchat/agentchat/internal/llm"
-	"github.com/agentchat/agentchat/internal/llm/internal/jsonscan"
-	"github.com/agentchat/agentchat/internal/llm/internal/sse"
+	"github.com/agentchat/agentchat/internal/llm/internal/stream"
 	"github.com/agentchat/agentchat/internal/llm/internal/upstream"
 )
 
@@ -148,52 +148,18 @@ func (m *Model) Name() string {
 func (m *Model) Stream(ctx context.Context, req llm.Request) (llm.Stream, error) {
 	params, err := m.params(req)
 	if err != nil {
-		return nil, &llm.Error{Code: llm.CodeBadRequest, Message: "invalid model request: " + err.Error(), Err: err}
+		return nil, stream.InvalidRequest(err)
 	}
-	if err := m.provider.ContextError(ctx, nil); err != nil {
-		return nil, err
-	}
-
-	reqCtx, stop, cancel := upstream.FirstAnswer(ctx, m.cfg.Timeout)
-	// The SDK builds, authenticates and sends the request and maps a refusal
-	// to its error; WithResponseBodyInto hands us the response with its body
-	// unread (the SDK's stream is left without a decoder), so the chunks are
-	// decoded here, without the SDK's reflective decoder on the path of
+	// WithResponseBodyInto hands the loop the response with its body
+	// unread (the SDK's stream is left without a decoder), so the chunks
+	// are decoded here, without the SDK's reflective decoder on the path of
 	// every token.
-	var resp *http.Response
-	err = m.service.NewStreaming(reqCtx, params, option.WithResponseBodyInto(&resp)).Err()
-	timedOut := stop()
-	if err != nil || timedOut {
-		if err == nil && resp != nil {
-			resp.Body.Close()
-		}
-		cancel()
-		return nil, m.startError(ctx, err, resp, timedOut)
+	send := func(ctx context.Context) (resp *http.Response, err error) {
+		err = m.service.NewStreaming(ctx, params, option.WithResponseBodyInto(&resp)).Err()
+		return resp, err
 	}
-	return &stream{
-		ctx:      ctx,
-		cancel:   cancel,
-		provider: m.provider,
-		body:     resp.Body,
-		events:   sse.NewReader(resp.Body),
-	}, nil
-}
-
-func (m *Model) startError(ctx context.Context, err error, resp *http.Response, timedOut bool) error {
-	if resp != nil && resp.StatusCode >= 400 && ctx.Err() == nil {
-		// The SDK has read the error body and put it back on resp; read it
-		// ourselves, since the SDK decodes only {"error":{…}} and providers
-		// and proxies answer in other shapes too (or in HTML).
-		var body []byte
-		if resp.Body != nil {
-			body, _ = io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		}
-		return m.provider.StatusError(resp.StatusCode, resp.Header, upstream.ErrorBodyMessage(body), err)
-	}
-	if err == nil {
-		err = context.DeadlineExceeded
-	}
-	return m.provider.StartError(ctx, err, timedOut, m.cfg.Timeout)
+	return stream.Open(ctx, stream.Upstream{Provider: m.provider, Timeout: m.cfg.Timeout}, send,
+		func(d *decoder, _ *http.Response) { d.provider = m.provider })
 }
 
 // params translates req to the SDK's request.
@@ -283,103 +249,81 @@ func message(msg llm.Message) (sdk.ChatCompletionMessageParamUnion, error) {
 	return sdk.ChatCompletionMessageParamUnion{}, fmt.Errorf("unknown role %q", msg.Role)
 }
 
-// stream decodes a Chat Completions event stream into llm chunks.
-type stream struct {
-	ctx      context.Context // the caller's: tells cancellation from failure
-	cancel   func()          // ends the request
+// decoder is the adapter's decode step (see package stream): it turns
+// chat.completion.chunk events into llm chunks.
+type decoder struct {
 	provider upstream.Provider
-	body     io.ReadCloser
-	events   *sse.Reader
 	dec      chunkDecoder
 	chunk    chunk // the last decoded; its slices are reused
-
-	queue    []llm.Chunk // converted from the current chunk; reused
-	queued   int         // how many of queue were delivered
-	cur      llm.Chunk
 	tools    toolIndex
 	usage    *llm.Usage
 	finished bool // a finish reason arrived
-	ended    bool
-	err      error
-	closed   bool
 }
 
-func (s *stream) Next() bool {
-	for {
-		if !s.ended && s.ctx.Err() != nil {
-			// Once ctx has ended, nothing more is delivered, not even
-			// chunks already received: the caller has moved on.
-			s.queue, s.queued = s.queue[:0], 0
-			s.end(s.ctx.Err())
-		}
-		if s.queued < len(s.queue) {
-			s.cur = s.queue[s.queued]
-			s.queue[s.queued] = llm.Chunk{}
-			s.queued++
-			return true
-		}
-		s.queue, s.queued = s.queue[:0], 0
-		if s.ended {
-			return false
-		}
-		_, data, err := s.events.Next()
-		switch {
-		case errors.Is(err, io.EOF):
-			s.end(nil)
-		case err != nil:
-			s.end(err)
-		case bytes.HasPrefix(data, []byte("[DONE]")):
-			// The SDK's rule: the event that starts with the marker ends
-			// the stream, whatever follows.
-			s.end(nil)
-		default:
-			if err := s.dec.decode(data, &s.chunk); err != nil {
-				s.end(err)
-			} else if s.chunk.isError {
-				s.end(&eventError{data: bytes.Clone(data)})
-			} else {
-				s.convert(&s.chunk)
-			}
-		}
+func (d *decoder) Event(_, data []byte, q []llm.Chunk) ([]llm.Chunk, bool, error) {
+	if bytes.HasPrefix(data, []byte("[DONE]")) {
+		// The SDK's rule: the event that starts with the marker ends the
+		// stream, whatever follows.
+		return q, true, nil
 	}
+	if err := d.dec.decode(data, &d.chunk); err != nil {
+		return q, false, err
+	}
+	if d.chunk.isError {
+		return q, false, d.inStreamError(data)
+	}
+	return d.convert(&d.chunk, q), false, nil
 }
 
-// convert queues the llm chunks of one decoded chunk, in the order a reader
-// would see them: reasoning, text, tool calls, finish.
-func (s *stream) convert(c *chunk) {
+// End: the answer is complete after its end marker, [DONE] or a finish
+// reason; then the usage, if any, is its last chunk.
+func (d *decoder) End(q []llm.Chunk, doneLine bool) ([]llm.Chunk, bool) {
+	if !d.finished && !doneLine {
+		return q, false
+	}
+	if d.usage != nil {
+		q = append(q, llm.Chunk{Usage: d.usage})
+	}
+	return q, true
+}
+
+// convert appends the llm chunks of one decoded chunk to q, in the order a
+// reader would see them: reasoning, text, tool calls, finish.
+func (d *decoder) convert(c *chunk, q []llm.Chunk) []llm.Chunk {
 	if c.hasUsage {
 		u := llm.Usage{
 			InputTokens:     int(c.usage.promptTokens),
 			OutputTokens:    int(c.usage.completionTokens),
 			ReasoningTokens: int(c.usage.reasoningTokens),
 		}
-		s.usage = &u
+		d.usage = &u
 	}
 	for i := range c.choices {
 		ch := &c.choices[i]
 		if ch.index != 0 { // we never ask for n > 1
 			continue
 		}
-		d := &ch.delta
-		if r := cmp.Or(d.reasoningContent, d.reasoning); r != "" {
-			s.queue = append(s.queue, llm.Chunk{Reasoning: r})
+		dl := &ch.delta
+		if r := cmp.Or(dl.reasoningContent, dl.reasoning); r != "" {
+			q = append(q, llm.Chunk{Reasoning: r})
 		}
-		if d.content != "" {
-			s.queue = append(s.queue, llm.Chunk{Text: d.content})
+		if dl.content != "" {
+			q = append(q, llm.Chunk{Text: dl.content})
 		}
-		if d.refusal != "" { // the model's own words, shown like text
-			s.queue = append(s.queue, llm.Chunk{Text: d.refusal})
+		if dl.refusal != "" { // the model's own words, shown like text
+			q = append(q, llm.Chunk{Text: dl.refusal})
 		}
-		for _, tc := range d.toolCalls {
-			if delta, ok := s.tools.delta(tc); ok {
-				s.queue = append(s.queue, llm.Chunk{ToolCall: &delta})
+		for _, tc := range dl.toolCalls {
+			if delta, ok := d.tools.delta(tc); ok {
+				q = append(q, llm.Chunk{ToolCall: &delta})
 			}
 		}
 		if ch.finishReason != "" {
-			s.finished = true
-			s.queue = append(s.queue, llm.Chunk{FinishReason: finishReason(ch.finishReason)})
+			d.finished = true
+			q = append(q, llm.Chunk{FinishReason: finishReason(ch.finishReason)})
 		}
 	}
+	return q
 }
 
 func finishReason(r string) string {
@@ -389,8 +333,34 @@ func finishReason(r string) string {
 	return r
 }
 
-// eventError is an in-stream error event, such as
-// {"error":{"message":"…","type":"server_error"}}.
+// inStreamError maps an error event sent after the stream began, such as
+// {"error":{"message":"…","type":"server_error"}}. It is rare, so
+// encoding/json decodes it.
+func (d *decoder) inStreamError(data []byte) *llm.Error {
+	var body struct {
+		Error struct {
+			Message string `json:"message"`
+			Type    string `json:"type"`
+			Code    any    `json:"code"`
+		} `json:"error"`
+	}
+	json.Unmarshal(data, &body)
+	code := llm.CodeUnknown
+	switch kind := strings.ToLower(body.Error.Type + " " + fmt.Sprint(body.Error.Code)); {
+	case strings.Contains(kind, "rate_limit"):
+		code = llm.CodeRateLimited
+	case strings.Contains(kind, "server_error"), strings.Contains(kind, "overloaded"):
+		code = llm.CodeUnavailable
+	}
+	msg := d.provider.Scrub(cmp.Or(body.Error.Message, "no message"))
+	return &llm.Error{
+		Code:    code,
+		Message: "the model provider (" + d.provider.Host + ") failed mid-answer: " + msg,
+		Err:     d.provider.Cause(&eventError{data: bytes.Clone(data)}),
+	}
+}
+
+// eventError is the cause of an in-stream error: the event as it came.
 type eventError struct{ data []byte }
 
 func (e *eventError) Error() string {
@@ -400,77 +370,6 @@ func (e *eventError) Error() string {
 		return "error event while streaming: " + string(d[:max]) + "…"
 	}
 	return "error event while streaming: " + string(d)
-}
-
-// end settles how the stream ended: cleanly after its end marker (then
-// the usage, if any, is the last chunk), or with the error to report.
-func (s *stream) end(err error) {
-	s.ended = true
-	defer s.release()
-	if cerr := s.provider.ContextError(s.ctx, err); cerr != nil {
-		s.err = cerr
-		return
-	}
-	var evErr *eventError
-	var decErr *jsonscan.Error
-	switch {
-	case errors.As(err, &evErr):
-		s.err = s.inStreamError(evErr)
-	case errors.As(err, &decErr), errors.Is(err, sse.ErrTooLarge):
-		s.err = s.provider.BadStream(err)
-	case err != nil:
-		s.err = s.provider.StreamCut(err)
-	case !s.finished && !s.events.Done():
-		s.err = s.provider.StreamCut(nil)
-	case s.usage != nil:
-		s.queue = append(s.queue, llm.Chunk{Usage: s.usage})
-	}
-}
-
-// inStreamError maps an error event sent after the stream began. It is
-// rare, so encoding/json decodes it.
-func (s *stream) inStreamError(e *eventError) *llm.Error {
-	var body struct {
-		Error struct {
-			Message string `json:"message"`
-			Type    string `json:"type"`
-			Code    any    `json:"code"`
-		} `json:"error"`
-	}
-	json.Unmarshal(e.data, &body)
-	code := llm.CodeUnknown
-	switch kind := strings.ToLower(body.Error.Type + " " + fmt.Sprint(body.Error.Code)); {
-	case strings.Contains(kind, "rate_limit"):
-		code = llm.CodeRateLimited
-	case strings.Contains(kind, "server_error"), strings.Contains(kind, "overloaded"):
-		code = llm.CodeUnavailable
-	}
-	msg := s.provider.Scrub(cmp.Or(body.Error.Message, "no message"))
-	return &llm.Error{
-		Code:    code,
-		Message: "the model provider (" + s.provider.Host + ") failed mid-answer: " + msg,
-		Err:     s.provider.Cause(e),
-	}
-}
-
-func (s *stream) Chunk() llm.Chunk { return s.cur }
-
-func (s *stream) Err() error { return s.err }
-
-func (s *stream) Close() error {
-	s.release()
-	return nil
-}
-
-// release ends the upstream request: closing the body stops the read,
-// cancelling the context stops a request still in flight.
-func (s *stream) release() {
-	if s.closed {
-		return
-	}
-	s.closed = true
-	s.body.Close()
-	s.cancel()
 }
 
 // toolIndex renumbers tool-call deltas. Most servers number parallel calls

@@ -25,10 +25,19 @@ func newModel(serverURL, apiKey string, maxRetries int, timeout time.Duration) (
 	})
 }
 
+var adapter = llmtest.Adapter{NewHandler: llmtest.OpenAIHandler, Path: "/v1/chat/completions", NewModel: newModel, Model: "gpt-test"}
+
 func TestAdapter(t *testing.T) {
 	t.Parallel()
-	llmtest.RunAdapter(t, llmtest.Adapter{NewServer: llmtest.NewOpenAIServer, NewModel: newModel})
+	llmtest.RunAdapter(t, adapter)
 }
+
+// TestIgnoresEnvironment: the SDK's NewClient reads OPENAI_API_KEY and
+// OPENAI_BASE_URL; the adapter must not, or a key meant for OpenAI would be
+// sent to a local Ollama, or requests would go elsewhere. Not parallel: Setenv.
+func TestIgnoresEnvironment(t *testing.T) { llmtest.IgnoresEnvironment(t, adapter) }
+
+func BenchmarkStream(b *testing.B) { llmtest.BenchmarkAdapter(b, adapter) }
 
 func setup(t *testing.T, opts llmtest.Options) (llm.Model, *llmtest.Server) {
 	t.Helper()
@@ -110,60 +119,6 @@ func TestRequest(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got.Body, wantBody) {
 		t.Errorf("request body =\n%s\nwant\n%s", got.Raw, want)
-	}
-}
-
-func TestDefaultModel(t *testing.T) {
-	t.Parallel()
-	m, srv := setup(t, llmtest.Options{})
-	s, err := m.Stream(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	if got := srv.Requests()[0].Body["model"]; got != "gpt-test" {
-		t.Errorf("model = %v, want the configured gpt-test", got)
-	}
-}
-
-func TestBadRequestBeforeSending(t *testing.T) {
-	t.Parallel()
-	m, srv := setup(t, llmtest.Options{})
-	for _, req := range []llm.Request{
-		{Messages: []llm.Message{{Role: "robot", Content: "hi"}}},
-		{Messages: []llm.Message{{Role: llm.RoleUser, Parts: []llm.Part{{Type: "audio"}}}}},
-		{Tools: []llm.ToolSpec{{Name: "t", Parameters: json.RawMessage(`[1]`)}}},
-	} {
-		_, err := m.Stream(t.Context(), req)
-		if lerr, ok := err.(*llm.Error); !ok || lerr.Code != llm.CodeBadRequest {
-			t.Errorf("err = %v, want %s", err, llm.CodeBadRequest)
-		}
-	}
-	if srv.Count() != 0 {
-		t.Errorf("%d requests sent, want none", srv.Count())
-	}
-}
-
-// TestIgnoresEnvironment: the SDK's NewClient reads OPENAI_API_KEY and
-// OPENAI_BASE_URL; the adapter must not, or a key meant for OpenAI would be
-// sent to a local Ollama, or requests would go elsewhere. Not parallel: Setenv.
-func TestIgnoresEnvironment(t *testing.T) {
-	t.Setenv("OPENAI_API_KEY", "sk-from-the-environment")
-	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
-	t.Setenv("OPENAI_ORG_ID", "org-env")
-	srv := llmtest.NewOpenAIServer(t, llmtest.Options{})
-	m, err := newModel(srv.URL, "", -1, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := m.Stream(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}})
-	if err != nil {
-		t.Fatalf("Stream: %v (did it follow OPENAI_BASE_URL?)", err)
-	}
-	s.Close()
-	h := srv.Requests()[0].Header
-	if h.Get("Authorization") != "" || h.Get("OpenAI-Organization") != "" {
-		t.Errorf("headers from the environment were sent: %v", h)
 	}
 }
 
