@@ -66,9 +66,13 @@ func (calculator) Call(_ context.Context, args json.RawMessage) (tool.Result, er
 
 // formatNumber prints v with 15 significant digits (float64 carries about
 // 15.9, so the last printed digit is always right), as a plain integer when
-// it is one.
+// it is one. Within a 15-digit rounding of the largest float64, rounding
+// would overflow to an infinity; such a v is printed in full.
 func formatNumber(v float64) string {
-	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 15, 64), 64)
+	r, err := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 15, 64), 64)
+	if err != nil {
+		r = v
+	}
 	if r == 0 {
 		return "0" // also turns -0 into 0
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/agentchat/agentchat/internal/tool"
 )
@@ -130,6 +131,8 @@ func TestCalculatorTool(t *testing.T) {
 		{"integer shown plainly", map[string]any{"expression": "2^40"}, "2^40 = 1099511627776", 1099511627776, ""},
 		{"negative zero", map[string]any{"expression": "-0"}, "-0 = 0", 0, ""},
 		{"large", map[string]any{"expression": "10^20"}, "10^20 = 1e+20", 1e20, ""},
+		{"largest", map[string]any{"expression": "1.7976931348623157e308"}, "1.7976931348623157e308 = 1.7976931348623157e+308", math.MaxFloat64, ""},
+		{"rounds past the largest", map[string]any{"expression": "-1.7976931348623155e308"}, "-1.7976931348623155e308 = -1.7976931348623155e+308", -1.7976931348623155e308, ""},
 		{"error", map[string]any{"expression": "1/0"}, "", 0, "division by zero"},
 		{"missing", map[string]any{}, "", 0, "invalid arguments: missing property 'expression'"},
 		{"too long for the schema", map[string]any{"expression": strings.Repeat("1", 300)}, "", 0, "invalid arguments: expression:"},
@@ -155,4 +158,62 @@ func TestCalculatorTool(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzEvaluate holds the calculator to what a model's arbitrary expression
+// may expect: an answer or an error, never a panic; an answer is finite,
+// the tool reports it as it shows it, and the shown number reads back as
+// the same number, so the model can reuse the result in its next
+// expression; an error is readable text. Seeds: testdata/fuzz/FuzzEvaluate.
+func FuzzEvaluate(f *testing.F) {
+	f.Fuzz(func(t *testing.T, expr string) {
+		// The expression as the tool receives it: JSON arguments, in which
+		// bytes that are not UTF-8 arrive as U+FFFD.
+		args := mustJSON(t, map[string]string{"expression": expr})
+		var in struct{ Expression string }
+		if err := json.Unmarshal(args, &in); err != nil {
+			t.Fatal(err)
+		}
+		expr = in.Expression
+		v, err := evaluate(expr)
+		res, callErr := calculator{}.Call(t.Context(), args)
+		if err != nil {
+			if msg := err.Error(); msg == "" || !utf8.ValidString(msg) {
+				t.Fatalf("evaluate(%q): error %q is not readable text", expr, msg)
+			}
+			if callErr == nil || callErr.Error() != err.Error() {
+				t.Fatalf("evaluate(%q) failed with %v but the tool answered %+v, %v", expr, err, res, callErr)
+			}
+			return
+		}
+		if math.IsInf(v, 0) || math.IsNaN(v) {
+			t.Fatalf("evaluate(%q) = %v", expr, v)
+		}
+		if callErr != nil {
+			t.Fatalf("evaluate(%q) = %v but the tool failed: %v", expr, v, callErr)
+		}
+		shown := formatNumber(v)
+		if res.Content != expr+" = "+shown {
+			t.Fatalf("evaluate(%q): content %q, want it to end in = %s", expr, res.Content, shown)
+		}
+		var out struct {
+			Result float64 `json:"result"`
+		}
+		if err := json.Unmarshal(res.Output, &out); err != nil || formatNumber(out.Result) != shown {
+			t.Fatalf("evaluate(%q): output %s (%v), want the shown %s", expr, res.Output, err, shown)
+		}
+		again, err := evaluate(shown)
+		if err != nil || formatNumber(again) != shown {
+			t.Fatalf("evaluate(%q) shows %s, which reads back as %v (%v)", expr, shown, again, err)
+		}
+	})
+}
+
+func mustJSON(t *testing.T, v any) json.RawMessage {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
