@@ -24,11 +24,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/procfs"
 
 	"github.com/agentchat/agentchat/internal/llm/fakeupstream"
 )
@@ -143,7 +144,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 	}
 	for _, s := range servers {
-		s.idleRSS = s.rss()
+		if s.idleRSS, _, err = s.proc.memory(); err != nil {
+			return res, err
+		}
 		res.IdleRSSMiB += float64(s.idleRSS) / 1024
 	}
 
@@ -157,8 +160,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 	cpu0 := 0.0
 	for _, s := range servers {
-		cpu0 += s.cpuMS()
-		s.resetPeak()
+		ms, err := s.proc.cpuMS()
+		if err != nil {
+			return res, err
+		}
+		cpu0 += ms
+		s.proc.resetPeak()
 	}
 	logf("load: %d concurrent chats of %d tokens at %s/token over %d server(s)", cfg.Streams, cfg.Tokens, cfg.Pace, len(servers))
 	var (
@@ -183,7 +190,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 				return
 			case <-t.C:
 				for i, s := range servers {
-					peak[i] = max(peak[i], s.rss())
+					if rss, _, err := s.proc.memory(); err == nil { // a missed sample; the peak (VmHWM) covers it
+						peak[i] = max(peak[i], rss)
+					}
 				}
 			}
 		}
@@ -221,8 +230,16 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	close(stopSampling)
 	cpu1 := 0.0
 	for i, s := range servers {
-		cpu1 += s.cpuMS()
-		peak[i] = max(peak[i], s.peakRSS())
+		ms, err := s.proc.cpuMS()
+		if err != nil {
+			return res, err
+		}
+		_, hwm, err := s.proc.memory()
+		if err != nil {
+			return res, err
+		}
+		cpu1 += ms
+		peak[i] = max(peak[i], hwm)
 		res.PeakRSSMiB += float64(peak[i]) / 1024
 		res.KiBPerActive += float64(peak[i]-s.idleRSS) / float64(cfg.Streams)
 	}
@@ -346,9 +363,9 @@ func chat(ctx context.Context, client *http.Client, base string, conv *string) (
 // idleStreams opens n idle conversation streams and reports the servers'
 // memory per stream.
 func idleStreams(ctx context.Context, client *http.Client, servers []*server, n int) (float64, error) {
-	before := int64(0)
-	for _, s := range servers {
-		before += s.rss()
+	before, err := totalRSS(servers)
+	if err != nil {
+		return 0, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -382,18 +399,32 @@ func idleStreams(ctx context.Context, client *http.Client, servers []*server, n 
 		}
 		bodies = append(bodies, resp.Body)
 	}
-	after := int64(0)
-	for _, s := range servers {
-		after += s.rss()
+	after, err := totalRSS(servers)
+	if err != nil {
+		return 0, err
 	}
 	return float64(after-before) / float64(n), nil
+}
+
+// totalRSS is the servers' resident memory in KiB.
+func totalRSS(servers []*server) (int64, error) {
+	total := int64(0)
+	for _, s := range servers {
+		rss, _, err := s.proc.memory()
+		if err != nil {
+			return 0, err
+		}
+		total += rss
+	}
+	return total, nil
 }
 
 // server is one agentchat process.
 type server struct {
 	cmd     *exec.Cmd
 	url     string
-	idleRSS int64
+	proc    procReader
+	idleRSS int64 // KiB
 }
 
 func freePort() (string, error) {
@@ -421,6 +452,10 @@ func startServer(ctx context.Context, cfg Config, upURL, dataDir string, i int) 
 		return nil, err
 	}
 	s := &server{cmd: cmd, url: "http://" + addr}
+	if s.proc, err = newProcReader(procfs.DefaultMountPoint, cmd.Process.Pid); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("bench reads server CPU time and memory from %s: %w", procfs.DefaultMountPoint, err)
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		resp, err := http.Get(s.url + "/readyz")
@@ -448,42 +483,4 @@ func (s *server) stop() {
 		s.cmd.Process.Kill()
 		<-done
 	}
-}
-
-// procStatus reads a field of /proc/<pid>/status in KiB.
-func (s *server) procStatus(field string) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return n
-		}
-	}
-	return 0
-}
-
-func (s *server) rss() int64     { return s.procStatus("VmRSS") }
-func (s *server) peakRSS() int64 { return s.procStatus("VmHWM") }
-
-// resetPeak clears VmHWM so the peak covers the load phase only.
-func (s *server) resetPeak() {
-	os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", s.cmd.Process.Pid), []byte("5"), 0)
-}
-
-// cpuMS is the process's user+system CPU time in milliseconds.
-func (s *server) cpuMS() float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	// Fields after the command name, which is in parentheses and may hold spaces.
-	rest := string(b[bytes.LastIndexByte(b, ')')+2:])
-	f := strings.Fields(rest)
-	utime, _ := strconv.ParseFloat(f[11], 64)
-	stime, _ := strconv.ParseFloat(f[12], 64)
-	const ticksPerSecond = 100 // USER_HZ on Linux
-	return (utime + stime) * 1000 / ticksPerSecond
 }
