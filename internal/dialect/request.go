@@ -93,6 +93,8 @@ func jsonError(err error) *RequestError {
 		}
 		return BadRequest(errcode.InvalidField, "field %q must be %s, not %s", te.Field, jsonKind(te.Type.Kind().String()), te.Value)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		// encoding/json reports an unknown field only in its text (it has
+		// no error type for it); the unknown_field tests in httpapi pin it.
 		return BadRequest(errcode.UnknownField, "unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
 	}
 	return BadRequest(errcode.InvalidJSON, "the request body is not valid JSON")

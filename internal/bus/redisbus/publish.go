@@ -177,7 +177,10 @@ func (b *Bus) failQueued(err error) {
 }
 
 // isStaleID reports Redis refusing an explicit XADD id not above the stream's
-// last: the event, or a later one, is already there.
+// last: the event, or a later one, is already there. Redis says so only in
+// the text of an ERR reply (go-redis has no type or code for it), so the
+// text is matched here, in one place; TestRepublishIsIdempotent fails if a
+// Redis version words it otherwise.
 func isStaleID(err error) bool {
 	return strings.Contains(err.Error(), "equal or smaller than the target stream top item")
 }
