@@ -85,14 +85,46 @@ var (
 	numberRe = regexp.MustCompile(`-?\d+(?:\.\d+)?`)
 )
 
-// chartTitle is the first quoted text, else "Chart".
-func chartTitle(text string) string {
-	if m := quoteRe.FindStringSubmatch(text); m != nil {
-		for _, g := range m[1:] {
-			if g != "" {
-				return g
+// chartTitle is the first quoted text of the chart's clause, else of the
+// whole text, else "Chart".
+func chartTitle(clause, text string) string {
+	for _, s := range []string{clause, text} {
+		if m := quoteRe.FindStringSubmatch(s); m != nil {
+			for _, g := range m[1:] {
+				if g != "" {
+					return g
+				}
 			}
 		}
 	}
 	return "Chart"
+}
+
+// chartValues finds the numbers a chart request asks for: those of the
+// chart's own clause, from its phrase at chartAt to the next phrase of
+// another call, outside quotes (a title such as "Q3 2024" is no value). A
+// clause with none falls back to the text before the phrase, back to the
+// previous call's phrase, without the calculator's expression. Numbers
+// that belong to another request never reach the chart.
+func chartValues(text string, chartAt int, others []call) (string, []string) {
+	start, end := 0, len(text)
+	for _, c := range others {
+		if c.at > chartAt && c.at < end {
+			end = c.at
+		}
+		if c.at < chartAt && c.at > start {
+			start = c.at
+		}
+	}
+	clause := text[chartAt:end]
+	if nums := numberRe.FindAllString(quoteRe.ReplaceAllString(clause, ""), -1); len(nums) > 0 {
+		return clause, nums
+	}
+	before := text[start:chartAt]
+	for _, c := range others {
+		if e := c.args["expression"]; c.name == ToolCalculator && e != "" {
+			before = strings.Replace(before, e, "", 1)
+		}
+	}
+	return clause, numberRe.FindAllString(quoteRe.ReplaceAllString(before, ""), -1)
 }

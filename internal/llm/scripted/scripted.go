@@ -28,7 +28,13 @@
 //   - "send" and "feishu" or "lark" (or 飞书): send_feishu_message {"text": T}.
 //   - "send" and "webhook": send_webhook {"text": T}.
 //   - "chart" (or 图表) and numbers: make_chart {"title": the first quoted
-//     text or "Chart", "values": the numbers outside quotes, comma-separated}.
+//     text of the chart's clause (else of the message, else "Chart"),
+//     "values": the numbers of the chart's clause outside quotes,
+//     comma-separated}. The clause runs from "chart" to the next phrase of
+//     another rule, so "12*(3+4) and a chart of 3, 5, 9, 4" charts 3, 5, 9, 4;
+//     when it holds no number ("3, 5 and 9 as a chart"), the text before
+//     "chart", back to the previous rule's phrase, is read instead, less the
+//     calculator's expression.
 //   - "system prompt" (or 系统提示词): the answer is the system prompt it was sent.
 //
 // A system message starting "Retrieved context" (package retrieval's) makes
@@ -386,8 +392,8 @@ func match(text string, offered map[string]bool) (calls []call, missing []string
 		}
 	}
 	if loc := chartRe.FindStringIndex(text); loc != nil {
-		if nums := numberRe.FindAllString(quoteRe.ReplaceAllString(text, ""), -1); len(nums) > 0 {
-			want(ToolChart, loc[0], map[string]string{"title": chartTitle(text), "values": strings.Join(nums, ",")})
+		if clause, nums := chartValues(text, loc[0], calls); len(nums) > 0 {
+			want(ToolChart, loc[0], map[string]string{"title": chartTitle(clause, text), "values": strings.Join(nums, ",")})
 		}
 	}
 	slices.SortStableFunc(calls, func(a, b call) int { return a.at - b.at })

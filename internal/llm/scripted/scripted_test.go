@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -426,5 +427,55 @@ func TestName(t *testing.T) {
 	t.Parallel()
 	if got := fast().Name(); got != "scripted (offline demo model)" {
 		t.Errorf("Name() = %q", got)
+	}
+}
+
+// A chart's values are the numbers of the chart request, never those of
+// another request in the same message (issue 26: "12*(3+4) and make a
+// chart … of 3, 5, 9, 4" charted 7 points).
+func TestChartValuesComeFromTheChartRequest(t *testing.T) {
+	t.Parallel()
+	tools := append(slices.Clone(allTools), llm.ToolSpec{Name: scripted.ToolChart})
+	tests := []struct {
+		in    string
+		calls []wantCall
+	}{
+		{`make a chart "Sales" of 3, 5, 9, 4`, []wantCall{{"make_chart", map[string]string{"title": "Sales", "values": "3,5,9,4"}}}},
+		{`what is 12*(3+4) and make a chart "Sales" of 3, 5, 9, 4`, []wantCall{
+			{"calculator", map[string]string{"expression": "12*(3+4)"}},
+			{"make_chart", map[string]string{"title": "Sales", "values": "3,5,9,4"}},
+		}},
+		{`chart "Q3 2024" of 1.5, -2, 8 then what time is it in Tokyo`, []wantCall{
+			{"make_chart", map[string]string{"title": "Q3 2024", "values": "1.5,-2,8"}},
+			{"get_current_time", map[string]string{"timezone": "Asia/Tokyo"}},
+		}},
+		{`calculate 6*7, and 3, 5 and 9 as a chart`, []wantCall{
+			{"calculator", map[string]string{"expression": "6*7"}},
+			{"make_chart", map[string]string{"title": "Chart", "values": "3,5,9"}},
+		}},
+		{`send feishu "hi" and make a chart "Visits" of 10 20 30`, []wantCall{
+			{"send_feishu_message", map[string]string{"text": "hi"}},
+			{"make_chart", map[string]string{"title": "Visits", "values": "10,20,30"}},
+		}},
+		{`画一个图表“销量”：3，5，9，4`, []wantCall{{"make_chart", map[string]string{"title": "销量", "values": "3,5,9,4"}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			t.Parallel()
+			a := collect(t, fast(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: tt.in}}, Tools: tools})
+			calls := a.ToolCalls()
+			if len(calls) != len(tt.calls) {
+				t.Fatalf("calls = %+v, want %+v", calls, tt.calls)
+			}
+			for i, c := range calls {
+				var args map[string]string
+				if err := json.Unmarshal(c.Arguments, &args); err != nil {
+					t.Fatal(err)
+				}
+				if c.Name != tt.calls[i].name || !reflect.DeepEqual(args, tt.calls[i].args) {
+					t.Errorf("call %d = %s %s, want %s %v", i, c.Name, c.Arguments, tt.calls[i].name, tt.calls[i].args)
+				}
+			}
+		})
 	}
 }
