@@ -29,6 +29,12 @@ type AssistantMeta struct {
 	Partial bool `json:"partial,omitempty"`
 	// Answer is the structured final answer (seed 004), when the engine made one.
 	Answer *event.Answer `json:"answer,omitempty"`
+	// Reasoning is the reasoning the model streamed in the call that wrote
+	// this message, kept so that history shows what the live stream showed.
+	Reasoning string `json:"reasoning,omitempty"`
+	// Retrieval is what the turn retrieved before its first model call (the
+	// retrieval event), kept on the turn's first assistant message.
+	Retrieval *event.RetrievalData `json:"retrieval,omitempty"`
 }
 
 // ParseAssistantMeta reads an assistant message's metadata.

@@ -59,6 +59,7 @@ func (r *runner) retrieve(ctx context.Context, msgs []llm.Message) []llm.Message
 		return msgs
 	}
 	r.h.Emit(ctx, event.Event{Step: "worker", Payload: d})
+	r.retrieved = &d
 	at := len(msgs)
 	for j := len(msgs) - 1; j >= 0; j-- {
 		if msgs[j].Role == llm.RoleUser {

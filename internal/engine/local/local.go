@@ -89,6 +89,17 @@ type runner struct {
 	h     engine.Host
 	log   *slog.Logger // lines about the run: they carry its run_id and trace_id
 	usage event.Usage
+	// retrieved is the turn's retrieval until the first assistant message
+	// stored keeps it (assistantMeta).
+	retrieved *event.RetrievalData
+}
+
+// assistantMeta completes the metadata of an assistant message the run
+// stores with what the live stream showed around it: the call's reasoning,
+// and on the turn's first message its retrieval.
+func (r *runner) assistantMeta(m chat.AssistantMeta, reasoning string) json.RawMessage {
+	m.Reasoning, m.Retrieval, r.retrieved = reasoning, r.retrieved, nil
+	return m.Marshal()
 }
 
 // Execute runs or resumes t.
@@ -159,7 +170,7 @@ func (a *Agent) Execute(ctx context.Context, t engine.Task, h engine.Host) engin
 		msgs = append(msgs, results...)
 	}
 	text := fmt.Sprintf("I stopped after %d steps without reaching a final answer. Ask me to continue, or narrow the request.", a.maxIter)
-	r.completeMessage(ctx, iteration, chat.NewID(), text, false)
+	r.completeMessage(ctx, iteration, chat.NewID(), text, "", false)
 	return engine.Outcome{Status: engine.StatusSucceeded, Usage: r.usage}
 }
 
@@ -233,12 +244,12 @@ func (r *runner) iterate(ctx context.Context, it int, msgs []llm.Message) (turnO
 		if err == nil {
 			text := acc.Text()
 			if len(calls) == 0 {
-				answer := r.completeMessage(ctx, it, msgID, text, false)
+				answer := r.completeMessage(ctx, it, msgID, text, acc.Reasoning(), false)
 				return turnOut{answer: answer}, nil
 			}
 			text = r.shownText(text)
 			assistant := llm.Message{Role: llm.RoleAssistant, Content: text, ToolCalls: calls}
-			meta := chat.AssistantMeta{ToolCalls: storedCalls(calls)}.Marshal()
+			meta := r.assistantMeta(chat.AssistantMeta{ToolCalls: storedCalls(calls)}, acc.Reasoning())
 			if _, err := r.h.AppendMessage(ctx, chat.Message{ID: msgID, Role: chat.RoleAssistant, Content: text, Metadata: meta, RunID: r.t.Run.ID}); err != nil {
 				o := failed(errcode.StoreFailed, "The answer could not be saved.", r.usage)
 				return turnOut{}, &o
@@ -248,7 +259,7 @@ func (r *runner) iterate(ctx context.Context, it int, msgs []llm.Message) (turnO
 	}
 	// The call failed: keep what streamed, marked partial, then end the run.
 	if text := r.shownText(acc.Text()); text != "" {
-		r.completeMessage(context.WithoutCancel(ctx), it, msgID, text, true)
+		r.completeMessage(context.WithoutCancel(ctx), it, msgID, text, acc.Reasoning(), true)
 	}
 	if o := engine.Stopped(ctx); o != nil {
 		o.Usage = r.usage
@@ -284,7 +295,7 @@ func ModelError(err error) event.ErrorInfo {
 }
 
 // completeMessage stores and announces a final (or partial) assistant message.
-func (r *runner) completeMessage(ctx context.Context, it int, id, text string, partial bool) *event.Answer {
+func (r *runner) completeMessage(ctx context.Context, it int, id, text, reasoning string, partial bool) *event.Answer {
 	var answer *event.Answer
 	switch {
 	case partial: // what streamed, as shown; not a result
@@ -294,7 +305,7 @@ func (r *runner) completeMessage(ctx context.Context, it int, id, text string, p
 	default:
 		answer = DeriveAnswer(text)
 	}
-	meta := chat.AssistantMeta{Partial: partial, Answer: answer}.Marshal()
+	meta := r.assistantMeta(chat.AssistantMeta{Partial: partial, Answer: answer}, reasoning)
 	stored, err := r.h.AppendMessage(ctx, chat.Message{ID: id, Role: chat.RoleAssistant, Content: text, Metadata: meta, RunID: r.t.Run.ID})
 	if err != nil {
 		r.log.Error("store assistant message", "err", err)
@@ -482,7 +493,7 @@ func (r *runner) decided(ctx context.Context, it int, c chat.Confirmation) (chat
 
 func (r *runner) finishExpired(ctx context.Context, it int, c chat.Confirmation) engine.Outcome {
 	text := fmt.Sprintf("Nobody approved %s in time, so I did not run it. Ask again when you are ready.", c.ToolName)
-	r.completeMessage(ctx, it, chat.NewID(), text, false)
+	r.completeMessage(ctx, it, chat.NewID(), text, "", false)
 	return failed(errcode.ConfirmationExpired, "The confirmation expired before anyone decided.", r.usage)
 }
 
