@@ -86,7 +86,7 @@ func TestNoInlineCodeAndNoMissingAssets(t *testing.T) {
 			t.Errorf("index.html names %s, which answers %d", m[1], resp.StatusCode)
 		}
 	}
-	importRE := regexp.MustCompile(`(?m)^import .* from '(\./[^']+)';`)
+	importRE := regexp.MustCompile(`(?m)^import .* from '(\.\.?/[^']+)';`)
 	err = fs.WalkDir(root, "js", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err

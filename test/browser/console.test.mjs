@@ -123,7 +123,7 @@ test('a tool card is approved with edited arguments and moves on live', async (t
   const { page } = await open(t);
   await send(page, 'Send a Feishu message saying "ship it"');
   const card = lastRun(page).locator('.tool[data-status="awaiting_input"]');
-  await card.locator('.tool-actions').waitFor();
+  await card.locator('.approval').waitFor();
   assert.match(await card.locator('.tool-input').textContent(), /ship it/);
   await shot(page, 'awaiting-approval');
   await card.getByRole('button', { name: 'Edit arguments' }).click();
@@ -135,7 +135,7 @@ test('a tool card is approved with edited arguments and moves on live', async (t
   await finished(page);
   assert.match(await lastRun(page).locator('.answer').textContent(), /Done: the Feishu message was sent/);
   assert.ok(feishu.texts.includes('ship it, edited'), `the edited text was sent: ${feishu.texts}`);
-  assert.equal(await lastRun(page).locator('.tool-actions').count(), 0, 'the buttons are gone');
+  assert.equal(await lastRun(page).locator('.approval').count(), 0, 'the buttons are gone');
   await shot(page, 'approved');
 });
 
@@ -144,7 +144,7 @@ test('a tool card is rejected with a reason', async (t) => {
   const before = feishu.texts.length;
   await send(page, 'Send a Feishu message saying "do not send"');
   const card = lastRun(page).locator('.tool[data-status="awaiting_input"]');
-  await card.locator('.tool-actions').waitFor();
+  await card.locator('.approval').waitFor();
   await card.getByLabel('Reason (optional)').fill('not today');
   await card.getByRole('button', { name: 'Reject' }).click();
   await lastRun(page).locator('.tool[data-status="failed"]').waitFor();
@@ -170,18 +170,19 @@ test('a confirmation started elsewhere shows up, and its card moves on live', as
   await reader.cancel();
   const conversationId = res.headers.get('x-conversation-id');
 
-  const item = page.locator('#pending .pending-item', { hasText: 'send_feishu_message' });
+  const item = page.locator('#pending .pending-item', { hasText: 'Send a Feishu message' });
   await item.waitFor();
   await item.getByRole('link').click();
-  await page.waitForURL(`**/#/c/${conversationId}`);
+  // The pending list links to the approval card itself.
+  await page.waitForURL(`**/#/c/${conversationId}/confirm/*`);
   const card = lastRun(page).locator('.tool[data-status="awaiting_input"]');
-  await card.locator('.tool-actions').waitFor();
+  await card.locator('.approval').waitFor();
   await shot(page, 'pending-elsewhere');
   await card.getByRole('button', { name: 'Approve' }).click();
   await lastRun(page).locator('.tool[data-status="succeeded"]').waitFor();
   await finished(page);
   assert.ok(feishu.texts.includes('from the API'));
-  await page.locator('#pending-empty:not([hidden])').waitFor();
+  await page.locator('#pending-section').waitFor({ state: 'hidden' }); // nothing waits any more
 });
 
 test('Stop cancels the run on the server and keeps the partial answer', async (t) => {
@@ -211,8 +212,13 @@ test('a run timeline opens from the run and replays step by step', async (t) => 
   await lastRun(page).getByRole('link', { name: 'Timeline' }).click();
   await page.locator('#timeline:not([hidden]) .tl-row').first().waitFor();
   const names = await page.locator('.tl-row .tl-name').allTextContents();
+  const events = await page.locator('.tl-row').evaluateAll((rows) => rows.map((r) => r.dataset.event));
   for (const want of ['agent.start', 'agent.reasoning', 'tool.state', 'agent.delta', 'agent.message', 'agent.end']) {
-    assert.ok(names.includes(want), `the timeline shows ${want}: ${names}`);
+    assert.ok(events.includes(want), `the timeline has a step of ${want}: ${events}`);
+  }
+  // Steps are named for people, not by event.
+  for (const want of ['Run started', 'Thinking', 'Current time: called', 'Current time: done', 'Writing the answer', 'Answer complete', 'Run succeeded']) {
+    assert.ok(names.includes(want), `the timeline names the step "${want}": ${names}`);
   }
   assert.match(await page.textContent('#timeline-summary'), /succeeded/);
   await shot(page, 'timeline');
@@ -264,20 +270,22 @@ test('the conversation list pages, renames and deletes', async (t) => {
   assert.equal(await items.count(), 20);
   assert.match(await items.first().textContent(), /Paged 22/, 'newest first');
   const sidebar = await page.locator('#sidebar').boundingBox();
-  const delBox = await items.first().getByRole('button', { name: /^Delete/ }).boundingBox();
-  assert.ok(delBox.x + delBox.width <= sidebar.x + sidebar.width, 'the buttons of a long title stay in the sidebar');
+  const moreBox = await items.first().getByRole('button', { name: /^Actions for/ }).boundingBox();
+  assert.ok(moreBox.x + moreBox.width <= sidebar.x + sidebar.width, 'the actions of a long title stay in the sidebar');
   await page.getByRole('button', { name: 'Load more' }).click();
   await page.waitForFunction(() => document.querySelectorAll('#conversations .conv').length > 20);
 
-  await page.getByRole('button', { name: 'Rename Paged 21' }).click();
+  // Rename and Delete are in each conversation's "⋯" menu.
+  await page.getByRole('button', { name: 'Actions for Paged 21' }).click();
+  await page.getByRole('menuitem', { name: 'Rename' }).click();
   await page.getByRole('textbox', { name: 'New title' }).fill('Renamed in the browser');
   await page.keyboard.press('Enter');
-  await page.getByRole('button', { name: 'Renamed in the browser', exact: true }).waitFor();
+  await page.getByRole('link', { name: 'Renamed in the browser', exact: true }).waitFor();
 
-  const del = page.getByRole('button', { name: 'Delete Paged 20' });
-  await del.click();
-  await del.click();
-  await page.getByRole('button', { name: 'Paged 20', exact: true }).waitFor({ state: 'detached' });
+  await page.getByRole('button', { name: 'Actions for Paged 20' }).click();
+  await page.getByRole('menuitem', { name: 'Delete' }).click();
+  await page.getByRole('dialog', { name: 'Delete this chat?' }).getByRole('button', { name: 'Delete' }).click();
+  await page.getByRole('link', { name: 'Paged 20', exact: true }).waitFor({ state: 'detached' });
   const all = [];
   let cursor = '';
   do {

@@ -1,31 +1,40 @@
 // agentchat console: sign-in, conversations, live runs, tool approval,
-// pending confirmations and the run timeline. Plain modules, no framework:
-// the server embeds these files as they are.
+// pending confirmations and the run timeline, in English or Chinese. Plain
+// modules, no framework: the server embeds these files as they are.
 //
 // Routes live in the URL fragment and hold ids only (never the token):
-// #/c/<conversationId>, #/runs/<runId>/timeline, #/ for a new chat.
+// #/ a new chat, #/c/<conversationId>, #/c/<id>/r/<runId> (that run),
+// #/c/<id>/confirm/<confirmationId> (that approval card),
+// #/runs/<runId>/timeline.
 //
 // A live run is mirrored into sessionStorage (its events so far, with token
 // deltas merged, and the id of the last one), so a reload redraws it and
 // reattaches with Last-Event-ID: nothing is drawn twice, nothing is missed.
 
-import { api, stream, token, setToken, ApiError } from './api.js';
+import { api, stream, launch, token, setToken, ApiError } from './api.js';
 import { h, $ } from './dom.js';
-import { RunView, framesFromMessages } from './run.js';
+import { t, lang, setLang, apply as applyLang, dateTime } from './i18n.js';
+import { RunView, framesFromMessages, toolLabel } from './run.js';
 import { TimelineView } from './timeline.js';
 
 const LIVE_PREFIX = 'agentchat.live.';
 const PENDING_EVERY_MS = 2000;
+const phone = window.matchMedia('(max-width: 720px)');
+const mac = /Mac|iPhone|iPad/.test(navigator.platform || navigator.userAgent);
 
 const state = {
   me: null,
   conversations: [],
   nextCursor: '',
+  allLoaded: false,
+  search: '',
   currentId: '', // the open conversation ('' for a new chat)
   live: null, // the run this tab follows: {runId, conversationId, view, abort, lastEventId, frames}
   pendingTimer: null,
+  pending: [],
   attachedElsewhere: new Set(), // runs attached because a confirmation showed up for them
   openSeq: 0, // guards against a slow conversation load drawing over a newer one
+  stick: true, // the thread follows new text (the reader is at its end)
 };
 
 const timeline = new TimelineView();
@@ -39,8 +48,8 @@ function say(text, isError = false) {
 }
 
 function fail(e) {
-  say(e instanceof ApiError ? e.message : `Something went wrong: ${e.message}`, true);
-  if (e instanceof ApiError && e.status === 401) signOut('Your token is no longer accepted; sign in again.');
+  say(e instanceof ApiError ? e.message : t('error.generic', { message: e.message }), true);
+  if (e instanceof ApiError && e.status === 401) signOut(t('signin.expired'));
 }
 
 // --- sign-in -------------------------------------------------------------------
@@ -49,15 +58,19 @@ async function signIn(tok) {
   const me = await api('/v1/me', { token: tok });
   setToken(tok);
   state.me = me;
-  $('who').textContent = `${me.user} · tenant ${me.tenant}`;
+  drawWho();
   $('who').hidden = false;
-  $('sign-out').hidden = false;
+  $('new-chat-top').hidden = false;
   $('signin').hidden = true;
   $('app').hidden = false;
   document.body.classList.add('signed-in');
   await loadConversations(true);
   startPendingPoll();
   await route();
+}
+
+function drawWho() {
+  if (state.me) $('who').textContent = t('who', { user: state.me.user, tenant: state.me.tenant });
 }
 
 function signOut(message = '') {
@@ -67,7 +80,7 @@ function signOut(message = '') {
   state.me = null;
   document.body.classList.remove('signed-in');
   $('who').hidden = true;
-  $('sign-out').hidden = true;
+  $('new-chat-top').hidden = true;
   $('app').hidden = true;
   $('signin').hidden = false;
   $('signin-error').textContent = message;
@@ -84,55 +97,183 @@ async function loadConversations(reset) {
   const page = await api(`/v1/conversations?${q}`);
   state.conversations = reset ? page.conversations : [...state.conversations, ...page.conversations];
   state.nextCursor = page.nextCursor ?? '';
+  state.allLoaded = !page.hasMore;
   $('more-conversations').hidden = !page.hasMore;
   drawConversations();
 }
 
+// loadAll reads the remaining pages (for a search by title, which the API
+// does not do), at most 2000 conversations.
+async function loadAll() {
+  for (let i = 0; i < 20 && !state.allLoaded; i++) {
+    const q = new URLSearchParams({ limit: '100' });
+    if (state.nextCursor) q.set('cursor', state.nextCursor);
+    const page = await api(`/v1/conversations?${q}`);
+    state.conversations = [...state.conversations, ...page.conversations];
+    state.nextCursor = page.nextCursor ?? '';
+    state.allLoaded = !page.hasMore;
+  }
+  $('more-conversations').hidden = state.allLoaded;
+  drawConversations();
+}
+
+const title = (c) => c.title || t('conv.untitled');
+
+function dayLabel(d) {
+  const start = (x) => new Date(x.getFullYear(), x.getMonth(), x.getDate()).getTime();
+  const days = Math.round((start(new Date()) - start(d)) / 86_400_000);
+  if (days === 0) return t('day.today');
+  if (days === 1) return t('day.yesterday');
+  const opts = { weekday: 'short', month: 'short', day: 'numeric' };
+  if (d.getFullYear() !== new Date().getFullYear()) opts.year = 'numeric';
+  return dateTime(d, opts);
+}
+
 function drawConversations() {
-  const items = state.conversations.map((c) => {
-    const title = c.title || 'Untitled';
-    const open = h('button', { type: 'button', class: 'open', title, 'aria-current': c.id === state.currentId ? 'page' : false,
-      onclick: () => go(`#/c/${c.id}`) }, title);
-    const rename = h('button', { type: 'button', class: 'small', 'aria-label': `Rename ${title}`, onclick: () => startRename(li, c) }, 'Rename');
-    const del = h('button', { type: 'button', class: 'small danger', 'aria-label': `Delete ${title}` }, 'Delete');
-    del.addEventListener('click', () => {
-      if (del.dataset.armed !== 'yes') {
-        del.dataset.armed = 'yes';
-        del.textContent = 'Confirm delete';
-        return;
-      }
-      remove(c).catch(fail);
-    });
-    const li = h('li', { class: 'conv', 'data-id': c.id }, open, rename, del);
-    return li;
+  const q = state.search.trim().toLocaleLowerCase();
+  const shown = q ? state.conversations.filter((c) => title(c).toLocaleLowerCase().includes(q)) : state.conversations;
+  const groups = [];
+  for (const c of shown) {
+    const label = dayLabel(new Date(c.updatedAt || c.createdAt));
+    if (groups.at(-1)?.label !== label) groups.push({ label, items: [] });
+    groups.at(-1).items.push(c);
+  }
+  $('conversations').replaceChildren(...groups.map((g, i) => h('div', { class: 'conv-group' },
+    h('h3', { class: 'conv-day', id: `day-${i}` }, g.label),
+    h('ul', { 'aria-labelledby': `day-${i}` }, g.items.map(convItem)))));
+  $('no-results').hidden = !(q && !shown.length);
+  $('no-results').textContent = t('search.none', { q: state.search.trim() });
+}
+
+function convItem(c) {
+  const open = h('a', { class: 'open', href: `#/c/${c.id}`, 'aria-current': c.id === state.currentId ? 'page' : false }, title(c));
+  const more = h('button', { type: 'button', class: 'more icon', 'aria-haspopup': 'menu', 'aria-expanded': 'false',
+    'aria-label': t('conv.actions', { title: title(c) }), title: t('conv.actionsShort') }, h('span', { 'aria-hidden': 'true' }, '⋯'));
+  const li = h('li', { class: 'conv', 'data-id': c.id }, open, more);
+  more.addEventListener('click', () => openMenu(more, li, c));
+  return li;
+}
+
+// The "⋯" menu of a conversation: Rename, Delete. Arrow keys move, Escape
+// closes and returns to its button.
+const menu = { button: null, li: null, conv: null };
+
+function openMenu(button, li, c) {
+  if (menu.button === button) {
+    closeMenu(true);
+    return;
+  }
+  closeMenu(false);
+  Object.assign(menu, { button, li, conv: c });
+  const m = $('conv-menu');
+  m.hidden = false;
+  m.setAttribute('aria-label', t('conv.actions', { title: title(c) }));
+  const r = button.getBoundingClientRect();
+  const top = Math.min(r.bottom + 4, window.innerHeight - m.offsetHeight - 8);
+  m.style.top = `${Math.max(8, top)}px`;
+  m.style.left = `${Math.max(8, Math.min(r.right - m.offsetWidth, window.innerWidth - m.offsetWidth - 8))}px`;
+  button.setAttribute('aria-expanded', 'true');
+  m.querySelector('[role=menuitem]').focus();
+}
+
+function closeMenu(refocus) {
+  if (!menu.button) return;
+  $('conv-menu').hidden = true;
+  menu.button.setAttribute('aria-expanded', 'false');
+  if (refocus) menu.button.focus();
+  menu.button = null;
+}
+
+function wireMenu() {
+  const m = $('conv-menu');
+  const items = () => [...m.querySelectorAll('[role=menuitem]')];
+  m.addEventListener('keydown', (e) => {
+    const list = items();
+    const i = list.indexOf(document.activeElement);
+    if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
+      e.preventDefault();
+      list[(i + (e.key === 'ArrowDown' ? 1 : list.length - 1)) % list.length].focus();
+    } else if (e.key === 'Home' || e.key === 'End') {
+      e.preventDefault();
+      list[e.key === 'Home' ? 0 : list.length - 1].focus();
+    } else if (e.key === 'Escape') {
+      e.preventDefault();
+      e.stopPropagation();
+      closeMenu(true);
+    } else if (e.key === 'Tab') {
+      closeMenu(false);
+    }
   });
-  $('conversations').replaceChildren(...items);
+  $('menu-rename').addEventListener('click', () => {
+    const { li, conv } = menu;
+    closeMenu(false);
+    startRename(li, conv);
+  });
+  $('menu-delete').addEventListener('click', () => {
+    const { conv } = menu;
+    closeMenu(true);
+    confirmDelete(conv);
+  });
+  document.addEventListener('pointerdown', (e) => {
+    if (menu.button && !m.contains(e.target) && !menu.button.contains(e.target)) closeMenu(false);
+  });
+  window.addEventListener('resize', () => closeMenu(false));
 }
 
 function startRename(li, c) {
-  const input = h('input', { type: 'text', value: c.title || '', 'aria-label': 'New title', maxlength: 200 });
+  const input = h('input', { type: 'text', value: c.title || '', 'aria-label': t('conv.newTitle'), maxlength: 200 });
   const save = async () => {
     const updated = await api(`/v1/conversations/${c.id}`, { method: 'PATCH', body: { title: input.value } });
     Object.assign(c, updated);
-    if (c.id === state.currentId) $('chat-title').textContent = updated.title || 'Untitled';
+    if (c.id === state.currentId) $('chat-title').textContent = title(updated);
     await loadConversations(true);
+    say(t('conv.renamed', { title: title(updated) }));
   };
   input.addEventListener('keydown', (e) => {
     if (e.key === 'Enter') save().catch(fail);
-    if (e.key === 'Escape') drawConversations();
+    if (e.key === 'Escape') {
+      e.stopPropagation();
+      drawConversations();
+    }
   });
-  li.replaceChildren(input,
-    h('button', { type: 'button', class: 'small', onclick: () => save().catch(fail) }, 'Save'),
-    h('button', { type: 'button', class: 'small', onclick: () => drawConversations() }, 'Cancel'));
+  li.replaceChildren(h('div', { class: 'rename' }, input,
+    h('button', { type: 'button', class: 'small primary', onclick: () => save().catch(fail) }, t('conv.save')),
+    h('button', { type: 'button', class: 'small', onclick: () => drawConversations() }, t('dialog.cancel'))));
   input.focus();
   input.select();
+}
+
+function confirmDelete(c) {
+  const d = $('confirm-delete');
+  $('confirm-delete-text').textContent = t('conv.deleteText', { title: title(c) });
+  d.onclose = () => {
+    if (d.returnValue === 'ok') remove(c).catch(fail);
+  };
+  d.returnValue = '';
+  d.showModal();
+  $('confirm-delete-cancel').focus();
 }
 
 async function remove(c) {
   await api(`/v1/conversations/${c.id}`, { method: 'DELETE' });
   if (c.id === state.currentId) go('#/');
   await loadConversations(true);
-  say(`Deleted “${c.title || 'Untitled'}”.`);
+  say(t('conv.deleted', { title: title(c) }));
+}
+
+// --- the drawer (phone) ----------------------------------------------------------
+
+function setDrawer(open) {
+  const sidebar = $('sidebar');
+  const wasOpen = sidebar.classList.contains('open');
+  sidebar.classList.toggle('open', open);
+  $('nav-toggle').setAttribute('aria-expanded', String(open));
+  $('scrim').hidden = !open;
+  const modal = open && phone.matches;
+  for (const id of ['chat', 'timeline']) $(id).inert = modal;
+  document.querySelector('header.top').inert = modal;
+  if (open) $('new-chat').focus();
+  else if (wasOpen && phone.matches) $('nav-toggle').focus();
 }
 
 // --- routing -----------------------------------------------------------------------
@@ -145,8 +286,7 @@ function go(hash) {
 async function route() {
   if (!state.me) return;
   if (location.hash && !location.hash.startsWith('#/')) return; // not a route
-  $('sidebar').classList.remove('open');
-  $('nav-toggle').setAttribute('aria-expanded', 'false');
+  if ($('sidebar').classList.contains('open')) setDrawer(false);
   const m = /^#\/runs\/([^/]+)\/timeline$/.exec(location.hash);
   if (m) {
     $('chat').hidden = true;
@@ -158,8 +298,33 @@ async function route() {
   timeline.stopPlay();
   $('timeline').hidden = true;
   $('chat').hidden = false;
-  const c = /^#\/c\/([^/]+)$/.exec(location.hash);
+  const c = /^#\/c\/([^/]+)(?:\/(r|confirm)\/([^/]+))?$/.exec(location.hash);
   await openConversation(c ? decodeURIComponent(c[1]) : '');
+  if (c?.[2]) reveal(c[2] === 'r' ? `.run[data-run-id="${CSS.escape(c[3])}"]` : `#confirm-${CSS.escape(c[3])}`);
+}
+
+// reveal scrolls to an element of the conversation (it may appear only once
+// a live run's stream has been replayed), highlights it and moves focus there.
+function reveal(selector) {
+  const found = (el) => {
+    el.scrollIntoView({ block: 'center' });
+    el.classList.add('flash');
+    setTimeout(() => el.classList.remove('flash'), 2000);
+    const target = el.querySelector('.approval') ?? el;
+    target.tabIndex = -1;
+    target.focus({ preventScroll: true });
+  };
+  const el = $('messages').querySelector(selector);
+  if (el) return found(el);
+  const obs = new MutationObserver(() => {
+    const x = $('messages').querySelector(selector);
+    if (x) {
+      obs.disconnect();
+      found(x);
+    }
+  });
+  obs.observe($('messages'), { childList: true, subtree: true });
+  setTimeout(() => obs.disconnect(), 15_000);
 }
 
 // --- a conversation ------------------------------------------------------------------
@@ -169,50 +334,100 @@ function timelineHref(runId) {
 }
 
 function newRunView() {
-  return new RunView({ interactive: true, onDecide: decide, timelineHref });
+  return new RunView({ interactive: true, onDecide: decide, timelineHref, onRegenerate: (id) => regenerate(id).catch(fail) });
 }
 
-async function openConversation(id) {
+function welcome() {
+  const examples = ['example.time', 'example.think', 'example.chart', 'example.feishu'];
+  return h('div', { class: 'welcome' },
+    h('p', { class: 'welcome-title' }, t('welcome.title')),
+    h('p', { class: 'muted' }, t('welcome.text')),
+    h('ul', { class: 'examples', 'aria-label': t('welcome.examples') }, examples.map((k) => h('li', {},
+      h('button', { type: 'button', class: 'example', onclick: () => {
+        $('composer-input').value = t(k);
+        $('composer').requestSubmit();
+      } }, t(k))))));
+}
+
+async function openConversation(id, { force = false } = {}) {
   const seq = ++state.openSeq;
-  if (state.live && state.live.conversationId !== id) detach();
+  if (state.live && (state.live.conversationId !== id || force)) detach();
   state.currentId = id;
   drawConversations();
   say('');
   const box = $('messages');
   if (!id) {
-    $('chat-title').textContent = 'New chat';
-    box.replaceChildren(h('p', { class: 'muted' }, 'Ask anything. Try “What time is it in Tokyo?”, “think about it”, or “Send a Feishu message saying \"hi\"” to see a tool wait for your approval.'));
+    $('chat-title').textContent = t('chat.new');
+    box.replaceChildren(welcome());
     return;
   }
   if (state.live?.conversationId === id) return; // already drawn and following
   const [conv, messages] = await Promise.all([api(`/v1/conversations/${id}`), allMessages(id)]);
   if (seq !== state.openSeq) return;
-  $('chat-title').textContent = conv.title || 'Untitled';
-  // The newest run may still be going: draw it from its stream, not from
-  // the messages it has stored so far.
+  $('chat-title').textContent = title(conv);
+  const groups = groupByRun(messages);
+  // Runs whose stored messages do not say how they ended (no complete
+  // answer, a failed tool) and the newest run, which may still be going: read
+  // their status. The others answered, so they succeeded.
   const lastRunId = [...messages].reverse().find((m) => m.runId)?.runId;
-  let active = null;
-  if (lastRunId) {
-    const run = await api(`/v1/agent/runs/${lastRunId}`);
-    if (['queued', 'running', 'awaiting_input'].includes(run.status)) active = run;
+  const ask = groups.filter((g) => g.runId && (g.runId === lastRunId || unclear(g))).map((g) => g.runId);
+  const runs = new Map();
+  for (let i = 0; i < ask.length; i += 8) {
+    const got = await Promise.all(ask.slice(i, i + 8).map((r) => api(`/v1/agent/runs/${r}`).catch(() => null)));
+    got.forEach((r) => r && runs.set(r.id, r));
   }
   if (seq !== state.openSeq) return;
+  const last = runs.get(lastRunId);
+  const active = last && ['queued', 'running', 'awaiting_input'].includes(last.status) ? last : null;
   forgetFinished(id, active?.id);
   const nodes = [];
-  for (const group of groupByRun(messages)) {
-    for (const m of group.messages.filter((x) => x.role === 'user')) nodes.push(userBubble(m.content));
+  for (const group of groups) {
+    const users = group.messages.filter((x) => x.role === 'user');
+    const replaces = users.map((u) => u.metadata?.regenerates).find(Boolean);
+    let skipUser = false;
+    if (replaces) skipUser = foldReplaced(nodes, replaces, users[0]?.content);
+    if (!skipUser) for (const m of users) nodes.push(userBubble(m.content, group.runId));
     if (active && group.runId === active.id) continue;
     const rest = group.messages.filter((x) => x.role !== 'user');
     if (!group.runId && !rest.length) continue;
     const view = newRunView();
     view.opt.interactive = false;
     for (const f of framesFromMessages(group.runId, rest)) view.apply(f);
-    view.end('', null);
+    const run = runs.get(group.runId);
+    view.end(run ? run.status : group.runId ? 'succeeded' : '', run?.error ?? null);
     nodes.push(view.el);
   }
   box.replaceChildren(...nodes);
+  markLatest();
   scrollDown();
   if (active) attach(active.id, id).catch(fail);
+}
+
+// unclear: a run's messages end without a complete answer, or hold a failed tool.
+function unclear(g) {
+  const rest = g.messages.filter((m) => m.role !== 'user');
+  const last = rest.at(-1);
+  const complete = last?.role === 'assistant' && !last.metadata?.toolCalls?.length && !last.metadata?.partial;
+  return !complete || rest.some((m) => m.role === 'tool' && !['success', 'partial'].includes(m.metadata?.status));
+}
+
+// foldReplaced folds the drawn exchange of run replaced, and everything after
+// it, into an "earlier answer" (a regenerate or an edit replaced them). It
+// returns whether the new question repeats the replaced one, which then
+// stays in view and is not drawn again.
+function foldReplaced(nodes, replaced, question) {
+  const i = nodes.findIndex((n) => n.dataset?.runId === replaced);
+  if (i < 0) return false;
+  const same = nodes[i].classList.contains('user') && nodes[i].textContent === question;
+  const from = same ? i + 1 : i;
+  const old = nodes.splice(from);
+  if (old.length) nodes.push(earlier(old));
+  return same;
+}
+
+function earlier(nodes) {
+  for (const n of nodes) n.querySelectorAll?.('.regenerate').forEach((b) => b.remove());
+  return h('details', { class: 'earlier' }, h('summary', {}, t('run.earlier')), nodes);
 }
 
 async function allMessages(id) {
@@ -242,21 +457,28 @@ function groupByRun(messages) {
   return groups;
 }
 
-function userBubble(text) {
-  return h('div', { class: 'msg user' }, text);
+function userBubble(text, runId = '') {
+  return h('div', { class: 'msg user', 'data-run-id': runId || false }, text);
 }
 
 function scrollDown() {
   const box = $('messages');
   box.scrollTop = box.scrollHeight;
+  state.stick = true;
+}
+
+// markLatest keeps Regenerate (or Retry) on the newest answer only, and on
+// none while a run is going.
+function markLatest() {
+  const runs = [...$('messages').querySelectorAll(':scope > .run')];
+  runs.forEach((r, i) => r.querySelectorAll('.regenerate').forEach((b) => (b.hidden = Boolean(state.live) || i !== runs.length - 1)));
 }
 
 // --- live runs ---------------------------------------------------------------------
 
 function saveLive(live) {
-  const frames = live.frames;
   try {
-    sessionStorage.setItem(LIVE_PREFIX + live.runId, JSON.stringify({ conversationId: live.conversationId, lastEventId: live.lastEventId, frames }));
+    sessionStorage.setItem(LIVE_PREFIX + live.runId, JSON.stringify({ conversationId: live.conversationId, lastEventId: live.lastEventId, frames: live.frames }));
   } catch {
     // storage full: a reload then replays the run from its start instead
   }
@@ -299,7 +521,9 @@ function record(live, f) {
 
 function setRunning(on) {
   $('stop').hidden = !on;
+  $('send').hidden = on;
   $('send').disabled = on;
+  markLatest();
 }
 
 function detach() {
@@ -314,26 +538,28 @@ async function follow(live, path, init) {
   let ended = false;
   const onEvent = (f) => {
     if (state.live !== live) return;
-    if (f.event === 'conversation.created') {
+    if (f.event === 'conversation.created' && !live.conversationId) { // a new chat's, not a replayed run's
       live.conversationId = f.data.conversationId;
       state.currentId = f.data.conversationId;
       history.replaceState(null, '', `#/c/${f.data.conversationId}`);
-      $('chat-title').textContent = f.data.title || 'Untitled';
+      $('chat-title').textContent = f.data.title || t('conv.untitled');
       loadConversations(true).catch(fail);
     }
     if (f.event === 'agent.start' && !live.runId) live.runId = f.data.runId;
     record(live, f);
     if (f.event === 'ping') return;
     live.view.apply(f);
-    if (f.event === 'tool.awaiting_input') say(`${f.data.name} is waiting for your approval.`);
+    if (f.event === 'agent.start' && live.bubble) live.bubble.dataset.runId = f.data.runId;
+    if (f.event === 'tool.awaiting_input') say(t('status.waiting', { tool: toolLabel(f.data.name) }));
     if (f.event === 'tool.state' && f.data.status === 'running') say('');
+    if (f.event === 'agent.delta' && $('status').textContent === t('status.thinking')) say('');
     if (f.event === 'agent.end') {
       ended = true;
-      if (f.data.status === 'cancelled') say('Stopped. The partial answer is kept.');
-      else if (f.data.status === 'failed') say('The run failed.', true);
+      if (f.data.status === 'cancelled') say(t('status.stopped'));
+      else if (f.data.status === 'failed') say(t('status.failed'), true);
       else say('');
     }
-    scrollDown();
+    if (state.stick) scrollDown();
   };
   try {
     await stream(path, { ...init, signal: live.abort.signal, onEvent });
@@ -352,20 +578,28 @@ async function follow(live, path, init) {
   loadConversations(true).catch(fail);
 }
 
+// nearBottom: the reader is at the end of the thread, so new text scrolls it
+// (state.stick); someone who scrolled up to read stays where they are.
+function nearBottom() {
+  const box = $('messages');
+  return box.scrollHeight - box.scrollTop - box.clientHeight < 80;
+}
+
 async function send(input) {
   if (state.live) {
-    say('A run is in progress in this conversation; wait for it or stop it.', true);
+    say(t('status.busy'), true);
     return;
   }
   const box = $('messages');
   if (!state.currentId) box.replaceChildren();
-  box.append(userBubble(input));
-  const live = { runId: '', conversationId: state.currentId, view: newRunView(), abort: new AbortController(), lastEventId: '', frames: [] };
+  const bubble = userBubble(input);
+  box.append(bubble);
+  const live = { runId: '', conversationId: state.currentId, view: newRunView(), abort: new AbortController(), lastEventId: '', frames: [], bubble };
   box.append(live.view.el);
   scrollDown();
   state.live = live;
   setRunning(true);
-  say('Thinking…');
+  say(t('status.thinking'));
   const body = { input };
   if (state.currentId) body.conversationId = state.currentId;
   try {
@@ -383,6 +617,25 @@ async function send(input) {
     }
     throw e;
   }
+}
+
+// regenerate answers the question of run runId again (Retry on a failed
+// run): the old answer is folded as an earlier answer, and the new run,
+// started through the API's regenerate (the AI SDK request of today's API),
+// is followed on its native events.
+async function regenerate(runId) {
+  if (state.live) {
+    say(t('status.busy'), true);
+    return;
+  }
+  const convId = state.currentId;
+  const { runId: newRun } = await launch('/v1/agent/chat?format=vercel-ai',
+    { conversationId: convId, trigger: 'regenerate-message', messageId: runId });
+  const box = $('messages');
+  const nodes = [...box.children];
+  const i = nodes.findIndex((n) => n.classList.contains('run') && n.dataset.runId === runId);
+  if (i >= 0) box.append(earlier(nodes.slice(i)));
+  await attach(newRun, convId);
 }
 
 // attach follows a run that is already going: from the mirror of this tab
@@ -409,7 +662,7 @@ async function stop() {
   const live = state.live;
   if (!live?.runId) return;
   $('stop').disabled = true;
-  say('Stopping…'); // before the request: agent.end may arrive before its answer
+  say(t('status.stopping')); // before the request: agent.end may arrive before its answer
   try {
     await api(`/v1/agent/runs/${live.runId}/cancel`, { method: 'POST' });
   } finally {
@@ -437,8 +690,8 @@ function startPendingPoll() {
 
 async function refreshPending() {
   const { confirmations } = await api('/v1/agent/confirmations?status=pending');
-  $('pending-empty').hidden = confirmations.length > 0;
-  $('pending').replaceChildren(...confirmations.map(pendingItem));
+  state.pending = confirmations;
+  drawPending();
   // A confirmation for the open conversation whose run this tab does not
   // follow (started in another tab, or by the API): follow it, so its card
   // shows here and moves on live.
@@ -451,50 +704,157 @@ async function refreshPending() {
   }
 }
 
-function pendingItem(c) {
-  const conv = state.conversations.find((x) => x.id === c.conversationId);
-  const err = h('p', { class: 'error', role: 'alert' });
-  const act = (decision) => async () => {
-    try {
-      await decide({ confirmationId: c.id, decision });
-    } catch (e) {
-      err.textContent = e.message;
+function drawPending() {
+  const list = state.pending;
+  $('pending-section').hidden = list.length === 0;
+  $('pending-title').textContent = t('pending.titleN', { n: list.length });
+  $('pending').replaceChildren(...list.map((c) => {
+    const conv = state.conversations.find((x) => x.id === c.conversationId);
+    const args = c.args && typeof c.args === 'object' ? Object.values(c.args).filter((v) => typeof v === 'string').join(' · ') : '';
+    return h('li', { class: 'pending-item', 'data-confirmation-id': c.id },
+      h('a', { href: `#/c/${c.conversationId}/confirm/${c.id}` },
+        h('span', { class: 'pending-tool' }, toolLabel(c.toolName)),
+        h('span', { class: 'pending-conv' }, conv ? title(conv) : t('pending.open')),
+        args ? h('span', { class: 'pending-args muted' }, args) : null));
+  }));
+}
+
+// --- shortcuts and help ------------------------------------------------------------------
+
+const SHORTCUTS = [
+  { keys: [mac ? '⌘' : 'Ctrl', 'Shift', 'O'], what: 'help.newChat' },
+  { keys: ['Shift', 'Esc'], what: 'help.focus' },
+  { keys: ['/'], what: 'help.focus' },
+  { keys: ['Esc'], what: 'help.stop' },
+  { keys: [mac ? '⌘' : 'Ctrl', 'K'], what: 'help.search' },
+  { keys: [mac ? '⌘' : 'Ctrl', 'Shift', 'C'], what: 'help.copy' },
+  { keys: ['?'], what: 'help.help' },
+];
+
+function drawHelp() {
+  $('shortcut-rows').replaceChildren(...SHORTCUTS.map((s) => h('tr', {},
+    h('td', {}, s.keys.map((k, i) => [i ? ' + ' : '', h('kbd', {}, k)])),
+    h('td', {}, t(s.what)))));
+}
+
+function openHelp() {
+  drawHelp();
+  if (!$('help').open) $('help').showModal();
+}
+
+function typing(el) {
+  return el && (el.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(el.tagName));
+}
+
+function onKey(e) {
+  if (!state.me) return;
+  const mod = mac ? e.metaKey : e.ctrlKey;
+  const dialogOpen = $('help').open || $('confirm-delete').open;
+  const key = e.key.toLowerCase();
+  if (mod && e.shiftKey && key === 'o') {
+    e.preventDefault();
+    go('#/');
+    $('composer-input').focus();
+  } else if (mod && !e.shiftKey && key === 'k') {
+    e.preventDefault();
+    if (phone.matches) setDrawer(true);
+    $('search').focus();
+  } else if (mod && e.shiftKey && key === 'c') {
+    const runs = [...$('messages').querySelectorAll(':scope > .run')];
+    const copy = runs.at(-1)?.querySelector('.run-foot .copy');
+    if (copy) {
+      e.preventDefault();
+      copy.click();
+      say(t('answer.copied'));
     }
-  };
-  return h('li', { class: 'pending-item', 'data-confirmation-id': c.id },
-    h('strong', {}, c.toolName),
-    h('pre', {}, JSON.stringify(c.args)),
-    h('a', { href: `#/c/${c.conversationId}` }, conv?.title || 'Open its conversation'),
-    h('div', { class: 'row' },
-      h('button', { type: 'button', class: 'primary', 'aria-label': `Approve ${c.toolName}`, onclick: act('approve') }, 'Approve'),
-      h('button', { type: 'button', class: 'danger', 'aria-label': `Reject ${c.toolName}`, onclick: act('reject') }, 'Reject')),
-    err);
+  } else if (e.shiftKey && e.key === 'Escape') {
+    e.preventDefault();
+    if (!$('chat').hidden) $('composer-input').focus();
+  } else if (e.key === 'Escape' && !dialogOpen) {
+    if ($('sidebar').classList.contains('open')) setDrawer(false);
+    else if (state.live && !$('chat').hidden) {
+      e.preventDefault();
+      stop().catch(fail);
+    }
+  } else if (!typing(e.target) && !dialogOpen && !e.ctrlKey && !e.metaKey && !e.altKey) {
+    if (e.key === '/') {
+      e.preventDefault();
+      if (!$('chat').hidden) $('composer-input').focus();
+    } else if (e.key === '?') {
+      e.preventDefault();
+      openHelp();
+    }
+  } else if (mod && e.key === '/') {
+    e.preventDefault();
+    openHelp();
+  }
+}
+
+// --- language ------------------------------------------------------------------------------
+
+function onLanguage() {
+  $('lang').value = lang();
+  drawWho();
+  drawConversations();
+  drawPending();
+  if ($('help').open) drawHelp();
+  if (!state.me) return;
+  // Views built in JavaScript are drawn again in the new language; a live
+  // run is redrawn from its mirror and followed on.
+  const tl = /^#\/runs\/([^/]+)\/timeline$/.exec(location.hash);
+  if (tl) timeline.show(decodeURIComponent(tl[1])).catch(fail);
+  else openConversation(state.currentId, { force: true }).catch(fail);
 }
 
 // --- wiring ------------------------------------------------------------------------------
 
+function autoGrow() {
+  const el = $('composer-input');
+  el.style.height = 'auto';
+  el.style.height = `${Math.min(el.scrollHeight + 2, Math.round(window.innerHeight * 0.4))}px`;
+}
+
 function wire() {
+  $('lang').value = lang();
+  $('lang').addEventListener('change', (e) => setLang(e.target.value));
+  window.addEventListener('langchange', onLanguage);
   $('signin-form').addEventListener('submit', (e) => {
     e.preventDefault();
     const tok = $('token').value.trim();
     $('signin-error').hidden = true;
     signIn(tok).catch((err) => {
-      $('signin-error').textContent = err instanceof ApiError && err.status === 401 ? 'That token was not accepted.' : err.message;
+      $('signin-error').textContent = err instanceof ApiError && err.status === 401 ? t('signin.refused') : err.message;
       $('signin-error').hidden = false;
     });
   });
   $('sign-out').addEventListener('click', () => signOut());
   $('skip').addEventListener('click', () => $('composer-input').focus());
-  $('new-chat').addEventListener('click', () => {
+  const newChat = () => {
     go('#/');
     $('composer-input').focus();
-  });
+  };
+  $('new-chat').addEventListener('click', newChat);
+  $('new-chat-top').addEventListener('click', newChat);
   $('more-conversations').addEventListener('click', () => loadConversations(false).catch(fail));
+  $('search').addEventListener('input', (e) => {
+    state.search = e.target.value;
+    drawConversations();
+    if (state.search.trim() && !state.allLoaded) loadAll().catch(fail);
+  });
+  $('search').addEventListener('keydown', (e) => {
+    if (e.key === 'Escape' && e.target.value) {
+      e.stopPropagation();
+      e.target.value = '';
+      state.search = '';
+      drawConversations();
+    }
+  });
   $('composer').addEventListener('submit', (e) => {
     e.preventDefault();
     const input = $('composer-input').value.trim();
     if (!input) return;
     $('composer-input').value = '';
+    autoGrow();
     send(input).catch(fail);
   });
   $('composer-input').addEventListener('keydown', (e) => {
@@ -503,17 +863,30 @@ function wire() {
       $('composer').requestSubmit();
     }
   });
+  $('composer-input').addEventListener('input', autoGrow);
+  $('messages').addEventListener('scroll', () => (state.stick = nearBottom()), { passive: true });
+  $('messages').addEventListener('chart-drawn', () => state.stick && scrollDown());
   $('stop').addEventListener('click', () => stop().catch(fail));
-  $('nav-toggle').addEventListener('click', () => {
-    const open = $('sidebar').classList.toggle('open');
-    $('nav-toggle').setAttribute('aria-expanded', String(open));
+  $('nav-toggle').addEventListener('click', () => setDrawer(!$('sidebar').classList.contains('open')));
+  $('nav-close').addEventListener('click', () => setDrawer(false));
+  $('scrim').addEventListener('click', () => setDrawer(false));
+  $('sidebar').addEventListener('click', (e) => {
+    if (e.target.closest('a[href^="#/"]') && phone.matches) setDrawer(false);
   });
+  phone.addEventListener('change', () => setDrawer(false));
+  $('help-open').addEventListener('click', openHelp);
+  $('help-close').addEventListener('click', () => $('help').close());
+  $('confirm-delete-cancel').addEventListener('click', () => $('confirm-delete').close('cancel'));
+  $('confirm-delete-ok').addEventListener('click', () => $('confirm-delete').close('ok'));
+  document.addEventListener('keydown', onKey);
+  wireMenu();
   window.addEventListener('hashchange', () => route().catch(fail));
 }
 
+applyLang();
 wire();
 if (token()) {
-  signIn(token()).catch(() => signOut('Sign in again: the saved token was not accepted.'));
+  signIn(token()).catch(() => signOut(t('signin.saved')));
 } else {
   signOut();
 }

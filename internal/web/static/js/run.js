@@ -1,30 +1,46 @@
 // RunView draws one run from its native events (the live stream, a replayed
-// stream, a timeline, or frames made from stored messages). It updates the
-// DOM in place, one segment per reasoning block, retrieval, tool call and
-// answer, in the order they first appear, so typing in a tool card (a reason,
-// edited arguments) is never wiped by the next token.
+// stream, a timeline, or frames made from stored messages by
+// framesFromMessages). It updates the DOM in place, one segment per
+// retrieval, reasoning block, tool call and answer, in the order they first
+// appear, so typing in an approval card (a reason, edited arguments) is
+// never wiped by the next token, and a run drawn from history is the run
+// that was drawn live.
 
 import { h, pretty, clip } from './dom.js';
+import { t, dateTime } from './i18n.js';
+import { MarkdownView, copyButton } from './markdown.js';
+import { chartData, chartFailure, chartCard } from './charts.js';
 
-const STATUS_TEXT = {
-  pending: 'pending',
-  running: 'running',
-  awaiting_input: 'waiting for you',
-  succeeded: 'succeeded',
-  failed: 'failed',
+const BADGE = {
+  pending: 'tool.pending',
+  running: 'tool.running',
+  awaiting_input: 'tool.awaiting',
+  succeeded: 'tool.succeeded',
+  failed: 'tool.failed',
 };
+
+/** toolLabel is a tool's name for people (the built-in ones are translated). */
+export function toolLabel(name) {
+  const key = `toolname.${name}`;
+  const s = t(key);
+  return s === key ? name : s;
+}
 
 export class RunView {
   /**
-   * @param {{interactive?: boolean, onDecide?: (c: {confirmationId: string, decision: string,
-   *   args?: object, reason?: string}) => Promise<void>, timelineHref?: (runId: string) => string}} opt
+   * @param {{interactive?: boolean,
+   *   onDecide?: (c: {confirmationId: string, decision: string, args?: object, reason?: string}) => Promise<void>,
+   *   onRegenerate?: (runId: string, failed: boolean) => void,
+   *   timelineHref?: (runId: string) => string}} opt
    */
   constructor(opt = {}) {
     this.opt = opt;
-    this.el = h('div', { class: 'run' });
+    this.el = h('article', { class: 'run', 'aria-label': t('run.label') });
     this.segments = new Map();
     this.runId = '';
+    this.engine = '';
     this.status = '';
+    this.error = '';
     this.foot = null;
     this.retrievals = 0;
   }
@@ -45,25 +61,31 @@ export class RunView {
     switch (event) {
       case 'agent.start':
         this.runId = data.runId;
+        this.engine = data.engine || this.engine;
+        this.el.dataset.runId = data.runId;
         this.status = 'running';
         break;
       case 'agent.reasoning': {
         const s = this.segment(`r:${data.messageId}`, () => {
-          const text = h('p');
-          const el = h('details', { class: 'reasoning' }, h('summary', {}, 'Reasoning'), text);
+          const text = h('div', { class: 'reasoning-text' });
+          const el = h('details', { class: 'reasoning' }, h('summary', {}, t('run.reasoning')), text);
           return { el, text };
         });
         s.text.append(data.delta);
         break;
       }
       case 'agent.delta': {
-        this.answer(data.messageId).el.append(data.delta);
+        const s = this.answer(data.messageId);
+        s.raw += data.delta;
+        s.md.set(s.raw);
         break;
       }
       case 'agent.message': {
         if (data.role && data.role !== 'assistant') break;
         const s = this.answer(data.messageId);
-        s.el.textContent = data.content;
+        s.raw = data.content ?? '';
+        s.md.set(s.raw);
+        s.md.flush();
         s.el.classList.toggle('partial', Boolean(data.partial));
         s.el.classList.remove('streaming');
         break;
@@ -76,7 +98,8 @@ export class RunView {
         this.retrieval(data);
         break;
       case 'error':
-        this.footer().error.textContent = data.message || data.code || 'error';
+        this.error = data.message || data.code || t('run.error');
+        this.footer().error.textContent = this.error;
         break;
       case 'agent.end':
         this.end(data.status, data.error);
@@ -87,168 +110,247 @@ export class RunView {
   }
 
   answer(messageId) {
-    return this.segment(`t:${messageId}`, () => ({ el: h('div', { class: 'msg answer streaming', 'data-message-id': messageId }) }));
+    return this.segment(`t:${messageId}`, () => {
+      const el = h('div', { class: 'msg answer streaming', 'data-message-id': messageId });
+      return { el, md: new MarkdownView(el), raw: '' };
+    });
   }
 
   retrieval(data) {
     const n = this.retrievals++;
+    const hits = data.hits ?? [];
     this.segment(`ret:${n}`, () => ({
-      el: h('section', { class: 'retrieval', 'aria-label': 'Retrieved' },
-        h('h3', {}, `Retrieved ${data.hits?.length ?? 0} for “${clip(data.query, 60)}”`),
-        (data.hits ?? []).map((hit) => h('div', { class: 'hit' },
-          h('div', {}, hit.content),
-          h('div', { class: 'muted' }, `${hit.source ?? ''}${hit.score !== undefined ? ` · score ${Number(hit.score).toFixed(2)}` : ''}`)))),
+      el: h('details', { class: 'retrieval' },
+        h('summary', {}, t('retrieval.title', { n: hits.length, query: clip(data.query, 60) })),
+        h('ol', { class: 'hits' }, hits.map((hit) => h('li', { class: 'hit' },
+          h('div', { class: 'hit-source' }, hit.source ?? '',
+            hit.score !== undefined ? h('span', { class: 'muted' }, ` · ${t('retrieval.score', { score: Number(hit.score).toFixed(2) })}`) : null),
+          h('div', { class: 'hit-text' }, hit.content))))),
     }));
   }
 
   tool(data) {
     const s = this.segment(`tool:${data.toolCallId}`, () => {
       const badge = h('span', { class: 'badge' });
-      const input = h('pre', { class: 'tool-input' });
+      const input = h('div', { class: 'tool-input' });
+      const args = h('details', { class: 'tool-args' }, h('summary', {}, t('tool.arguments')), input);
       const result = h('div', { class: 'tool-result' });
-      const el = h('section', { class: 'tool', 'data-tool-call-id': data.toolCallId, 'aria-label': `Tool ${data.name}` },
-        h('div', { class: 'tool-head' }, h('h3', {}, data.name), badge),
-        h('details', { class: 'tool-args' }, h('summary', {}, 'Arguments'), input),
-        result);
-      return { el, badge, input, result, actions: null, status: '' };
+      const note = h('p', { class: 'tool-note muted' });
+      note.hidden = true;
+      const el = h('section', { class: 'tool', 'data-tool-call-id': data.toolCallId, 'aria-label': t('tool.label', { name: data.name }) },
+        h('div', { class: 'tool-head' },
+          h('span', { class: 'tool-icon', 'aria-hidden': 'true' }, '⚙'),
+          h('h3', {}, toolLabel(data.name), toolLabel(data.name) !== data.name ? h('code', { class: 'tool-code' }, data.name) : null),
+          badge),
+        args, result, note);
+      return { el, badge, input, args, result, note, actions: null, status: '', inputJSON: null, confirmed: false };
     });
     if (s.status === data.status && data.status === 'awaiting_input') return; // tool.awaiting_input repeats tool.state
     s.status = data.status;
     s.el.dataset.status = data.status;
-    s.badge.className = `badge ${data.status}`;
-    s.badge.textContent = STATUS_TEXT[data.status] ?? data.status;
-    if (data.input !== undefined) s.input.textContent = pretty(data.input);
+    const denied = data.status === 'failed' && data.denied;
+    s.el.classList.toggle('denied', Boolean(denied));
+    s.badge.className = `badge ${denied ? 'rejected' : data.status}`;
+    s.badge.textContent = denied ? t('tool.rejected') : t(BADGE[data.status] ?? data.status);
+    const input = data.input ?? data.args;
+    if (input !== undefined) {
+      s.inputJSON = input;
+      s.input.replaceChildren(formatArgs(input));
+    }
+    if (data.status === 'awaiting_input' || data.confirmationId || data.confirmed) s.confirmed = true;
+    s.args.open = data.status === 'awaiting_input';
     s.result.replaceChildren();
     if (data.status === 'succeeded') {
-      s.result.append(h('pre', { class: 'tool-output' }, data.content || pretty(data.output)));
+      const chart = chartData(data.output);
+      if (chart) s.result.append(chartCard(chart));
+      else if (chartFailure(data.output)) s.result.append(h('p', { class: 'error' }, t('chart.unavailable')));
+      const text = data.content || pretty(data.output);
+      if (text) s.result.append(h('pre', { class: 'tool-output' }, text));
     } else if (data.status === 'failed') {
-      s.result.append(h('p', { class: 'error' }, data.denied ? `Rejected${data.error ? `: ${data.error}` : ''}` : data.error || data.content || 'failed'));
+      s.el.classList.add('failed');
+      s.result.append(h('p', { class: 'tool-error', role: denied ? null : 'note' }, denied ? data.content || data.error || '' : data.error || data.content || t('tool.failed')));
     }
-    if (data.status === 'awaiting_input' && this.opt.interactive && data.confirmationId) {
+    s.note.hidden = !(s.confirmed && data.status === 'succeeded');
+    s.note.textContent = t('tool.approvedNote');
+    if (data.status === 'awaiting_input' && data.confirmationId) {
+      s.el.id = `confirm-${data.confirmationId}`;
       if (!s.actions) {
-        s.actions = this.actions(data);
+        s.actions = this.approval(data, s);
         s.el.append(s.actions);
       }
     } else if (s.actions) {
       s.actions.remove();
       s.actions = null;
+      s.editor?.remove();
+      s.editor = null;
+      s.input.hidden = false;
+      s.el.removeAttribute('id');
     }
   }
 
-  actions(data) {
+  // approval is the card's decision part: what waits and why, then the
+  // reason and the buttons, Approve and Reject side by side. Outside an
+  // interactive view (a timeline replay) it only says that the call waits.
+  approval(data, s) {
     const name = data.name;
-    const reason = h('input', { type: 'text', maxlength: 2000, autocomplete: 'off' });
+    const facts = h('dl', { class: 'approval-facts' },
+      h('dt', {}, t('approval.tool')), h('dd', {}, toolLabel(name), toolLabel(name) !== name ? h('code', {}, ` ${name}`) : null),
+      h('dt', {}, t('approval.agent')), h('dd', {}, this.engine ? `agentchat · ${this.engine}` : 'agentchat'),
+      h('dt', {}, t('approval.why')), h('dd', {}, t('approval.whyText', { tool: toolLabel(name) })),
+      data.expiresAt ? [h('dt', {}, t('approval.expires')), h('dd', {}, h('time', { datetime: data.expiresAt }, dateTime(new Date(data.expiresAt))))] : null);
+    const titleId = `approval-${data.confirmationId}`;
+    const box = h('div', { class: 'approval', role: 'group', 'aria-labelledby': titleId },
+      h('p', { class: 'approval-title', id: titleId }, t('approval.title')),
+      facts);
+    if (!this.opt.interactive) return box;
+
     const reasonId = `reason-${data.confirmationId}`;
-    reason.id = reasonId;
-    const args = h('textarea', { 'aria-label': `Arguments for ${name}`, spellcheck: 'false' });
-    args.value = pretty(data.input ?? {});
-    const editor = h('div', { class: 'row' }, args);
+    const reason = h('input', { type: 'text', id: reasonId, maxlength: 2000, autocomplete: 'off', placeholder: t('approval.reasonHint') });
+    const editor = h('textarea', { class: 'args-editor', 'aria-label': t('approval.argsFor', { name }), spellcheck: 'false', rows: 6 });
+    editor.value = pretty(s.inputJSON ?? data.input ?? {});
     editor.hidden = true;
+    s.input.after(editor);
     const problem = h('p', { class: 'error', role: 'alert' });
+    const wait = h('p', { class: 'muted', role: 'status' });
     const buttons = [];
-    const decide = async (decision, withArgs) => {
+    const editing = () => !editor.hidden;
+    const decide = async (decision) => {
       problem.textContent = '';
       const c = { confirmationId: data.confirmationId, decision };
-      if (decision === 'reject' && reason.value.trim()) c.reason = reason.value.trim();
-      if (withArgs) {
+      if (reason.value.trim()) c.reason = reason.value.trim();
+      if (decision === 'approve' && editing()) {
         try {
-          c.args = JSON.parse(args.value);
+          c.args = JSON.parse(editor.value);
         } catch {
-          problem.textContent = 'The arguments are not valid JSON.';
-          args.focus();
+          problem.textContent = t('approval.badJSON');
+          editor.focus();
           return;
         }
         if (!c.args || typeof c.args !== 'object' || Array.isArray(c.args)) {
-          problem.textContent = 'The arguments must be a JSON object.';
+          problem.textContent = t('approval.notObject');
+          editor.focus();
           return;
         }
       }
       buttons.forEach((b) => (b.disabled = true));
       try {
         await this.opt.onDecide(c);
-        problem.textContent = '';
-        wait.textContent = decision === 'approve' ? 'Approved; the run continues…' : 'Rejected; the run continues…';
+        wait.textContent = decision === 'approve' ? t('approval.approved') : t('approval.rejected');
       } catch (e) {
         problem.textContent = e.message;
         buttons.forEach((b) => (b.disabled = false));
       }
     };
-    const wait = h('p', { class: 'muted', role: 'status' });
-    const approve = h('button', { type: 'button', class: 'primary', onclick: () => decide('approve', !editor.hidden) }, 'Approve');
-    const edit = h('button', { type: 'button', 'aria-expanded': 'false', onclick: () => {
+    const approve = h('button', { type: 'button', class: 'primary approve', onclick: () => decide('approve') }, t('approval.approve'));
+    const reject = h('button', { type: 'button', class: 'danger reject', onclick: () => decide('reject') }, t('approval.reject'));
+    const edit = h('button', { type: 'button', class: 'ghost', 'aria-expanded': 'false', onclick: () => {
       editor.hidden = !editor.hidden;
-      edit.setAttribute('aria-expanded', String(!editor.hidden));
-      approve.textContent = editor.hidden ? 'Approve' : 'Approve with these arguments';
-      if (!editor.hidden) args.focus();
-    } }, 'Edit arguments');
-    const reject = h('button', { type: 'button', class: 'danger', onclick: () => decide('reject', false) }, 'Reject');
-    buttons.push(approve, edit, reject);
-    return h('div', { class: 'tool-actions' },
-      h('p', {}, data.message || `Allow ${name} to run with these arguments?`),
-      h('div', { class: 'row' }, approve, edit),
-      editor,
-      h('div', { class: 'row' }, h('label', { for: reasonId }, 'Reason (optional)'), reason, reject),
+      s.input.hidden = !editor.hidden;
+      s.args.open = true;
+      edit.setAttribute('aria-expanded', String(editing()));
+      edit.textContent = editing() ? t('approval.cancelEdit') : t('approval.edit');
+      approve.textContent = editing() ? t('approval.approveEdited') : t('approval.approve');
+      if (editing()) editor.focus();
+    } }, t('approval.edit'));
+    buttons.push(approve, reject, edit);
+    s.editor = editor;
+    box.append(
+      h('div', { class: 'approval-reason' }, h('label', { for: reasonId }, t('approval.reason')), reason),
+      h('div', { class: 'approval-buttons' }, approve, reject, edit),
       problem, wait);
+    return box;
   }
 
   footer() {
     if (!this.foot) {
       const status = h('span', { class: 'run-status' });
-      const error = h('span', { class: 'error' });
-      const link = h('a', {});
+      const error = h('span', { class: 'run-error error' });
+      const actions = h('span', { class: 'run-actions' });
+      const link = h('a', { class: 'timeline-link' });
       link.hidden = true;
-      this.foot = h('div', { class: 'run-foot' }, status, error, link);
-      this.foot.status = status;
-      this.foot.error = error;
-      this.foot.link = link;
+      this.foot = h('div', { class: 'run-foot' }, status, error, actions, link);
+      Object.assign(this.foot, { status, error, actions, link });
       this.el.append(this.foot);
     }
     return this.foot;
   }
 
-  /** end marks the run finished (or, from stored messages, just links its timeline). */
+  /** end marks the run finished (status "" when drawn from history with no known end). */
   end(status, error) {
     this.status = status || this.status;
-    for (const s of this.segments.values()) s.el.classList?.remove('streaming');
+    for (const s of this.segments.values()) {
+      s.el.classList?.remove('streaming');
+      s.md?.flush();
+    }
     const f = this.footer();
     if (status) {
       f.status.className = `run-status ${status}`;
-      f.status.textContent = status === 'succeeded' ? '' : status === 'cancelled' ? 'Stopped' : status;
+      f.status.textContent = status === 'failed' ? t('run.failed') : status === 'cancelled' ? t('run.stopped') : '';
     }
-    if (error?.message) f.error.textContent = error.message;
+    if (error?.message) this.error = error.message;
+    f.error.textContent = status === 'succeeded' ? '' : this.error;
+    const partial = [...this.segments.values()].some((s) => s.md && s.el.classList.contains('partial'));
+    f.actions.replaceChildren();
+    if (partial && status !== 'cancelled') f.actions.append(h('span', { class: 'muted' }, t('run.partial')));
+    if (this.text()) f.actions.append(copyButton(() => this.text(), 'answer.copy'));
+    if (this.runId && this.opt.onRegenerate) {
+      const failed = this.status === 'failed';
+      f.actions.append(h('button', { type: 'button', class: `ghost small regenerate${failed ? ' retry' : ''}`,
+        onclick: () => this.opt.onRegenerate(this.runId, failed) }, failed ? t('run.retry') : t('run.regenerate')));
+    }
     if (this.runId && this.opt.timelineHref) {
       f.link.href = this.opt.timelineHref(this.runId);
-      f.link.textContent = 'Timeline';
+      f.link.textContent = t('run.timeline');
       f.link.hidden = false;
     }
   }
 
-  /** text is the answer text drawn so far (all answer segments). */
+  /** text is the Markdown of the answer so far (all answer segments). */
   text() {
-    return [...this.segments.entries()].filter(([k]) => k.startsWith('t:')).map(([, s]) => s.el.textContent).join('\n');
+    return [...this.segments.entries()].filter(([k]) => k.startsWith('t:')).map(([, s]) => s.raw).join('\n\n');
   }
+}
+
+// formatArgs shows a tool's arguments for people: an object as its keys and
+// values (text as text, anything else as JSON), anything else as JSON.
+function formatArgs(v) {
+  if (v && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length) {
+    return h('dl', { class: 'args' }, Object.entries(v).map(([k, x]) => [
+      h('dt', {}, k),
+      h('dd', {}, typeof x === 'string' ? x : h('code', {}, JSON.stringify(x, null, 2))),
+    ]));
+  }
+  return h('pre', {}, pretty(v) || '{}');
 }
 
 /**
  * framesFromMessages turns one run's stored messages (assistant and tool,
- * oldest first) into the native frames a RunView draws, so history and live
- * runs look the same.
+ * oldest first) into the native frames a RunView draws, so a run drawn from
+ * history is the run that was drawn live: the turn's retrieval and each
+ * model call's reasoning (kept on the assistant messages), the tool calls
+ * with their arguments, results and errors verbatim, and the answers.
  */
 export function framesFromMessages(runId, messages) {
   const frames = [{ event: 'agent.start', data: { runId } }];
   for (const m of messages) {
     const meta = m.metadata ?? {};
     if (m.role === 'assistant') {
+      if (meta.retrieval) frames.push({ event: 'retrieval', data: meta.retrieval });
+      if (meta.reasoning) frames.push({ event: 'agent.reasoning', data: { messageId: m.id, delta: meta.reasoning } });
+      // Text streams before the calls of the same model call; an answer
+      // (no calls) is announced even when empty, as it was live.
+      if (m.content || !meta.toolCalls?.length) {
+        frames.push({ event: 'agent.message', data: { messageId: m.id, role: 'assistant', content: m.content, partial: meta.partial } });
+      }
       for (const call of meta.toolCalls ?? []) {
         frames.push({ event: 'tool.state', data: { toolCallId: call.id, name: call.name, status: 'pending', input: call.arguments } });
       }
-      if (m.content) frames.push({ event: 'agent.message', data: { messageId: m.id, role: 'assistant', content: m.content } });
     } else if (m.role === 'tool') {
       const ok = meta.status === 'success' || meta.status === 'partial';
       frames.push({ event: 'tool.state', data: {
         toolCallId: meta.tool_call_id, name: meta.tool_name, input: meta.tool_call_args,
         status: ok ? 'succeeded' : 'failed', content: m.content, output: meta.tool_agent_output,
-        error: ok ? undefined : meta.result || m.content,
+        error: ok ? undefined : meta.error || meta.result || m.content, denied: meta.denied, confirmed: Boolean(meta.confirmation_id),
       } });
     }
   }
