@@ -9,7 +9,10 @@
 // are revalidated on every load (Cache-Control: no-cache with an ETag of their
 // content), so an upgraded server never serves a mix of old and new files.
 // The console talks to the API with fetch and a bearer token it keeps in
-// sessionStorage; the token never appears in a URL.
+// sessionStorage; the token never appears in a URL. The libraries it uses
+// (Markdown, sanitising, highlighting, charts) are the unchanged ES modules
+// of their npm packages under static/vendor, so they too are served from
+// this origin under the same policy (static/vendor/README.md).
 package web
 
 import (

@@ -27,6 +27,7 @@ const state = {
   conversations: [],
   nextCursor: '',
   allLoaded: false,
+  loadingAll: null, // the reading of all pages, while it goes on
   search: '',
   currentId: '', // the open conversation ('' for a new chat)
   live: null, // the run this tab follows: {runId, conversationId, view, abort, lastEventId, frames}
@@ -100,21 +101,30 @@ async function loadConversations(reset) {
   state.allLoaded = !page.hasMore;
   $('more-conversations').hidden = !page.hasMore;
   drawConversations();
+  if (state.search.trim() && !state.allLoaded) await loadAll();
 }
 
 // loadAll reads the remaining pages (for a search by title, which the API
-// does not do), at most 2000 conversations.
-async function loadAll() {
-  for (let i = 0; i < 20 && !state.allLoaded; i++) {
-    const q = new URLSearchParams({ limit: '100' });
-    if (state.nextCursor) q.set('cursor', state.nextCursor);
-    const page = await api(`/v1/conversations?${q}`);
-    state.conversations = [...state.conversations, ...page.conversations];
-    state.nextCursor = page.nextCursor ?? '';
-    state.allLoaded = !page.hasMore;
-  }
-  $('more-conversations').hidden = state.allLoaded;
-  drawConversations();
+// does not do), at most 2000 conversations, once however often it is asked.
+function loadAll() {
+  state.loadingAll ??= (async () => {
+    try {
+      for (let i = 0; i < 20 && !state.allLoaded; i++) {
+        const q = new URLSearchParams({ limit: '100' });
+        if (state.nextCursor) q.set('cursor', state.nextCursor);
+        const page = await api(`/v1/conversations?${q}`);
+        const known = new Set(state.conversations.map((c) => c.id));
+        state.conversations = [...state.conversations, ...page.conversations.filter((c) => !known.has(c.id))];
+        state.nextCursor = page.nextCursor ?? '';
+        state.allLoaded = !page.hasMore;
+      }
+    } finally {
+      state.loadingAll = null;
+    }
+    $('more-conversations').hidden = state.allLoaded;
+    drawConversations();
+  })();
+  return state.loadingAll;
 }
 
 const title = (c) => c.title || t('conv.untitled');
@@ -465,6 +475,8 @@ function scrollDown() {
   const box = $('messages');
   box.scrollTop = box.scrollHeight;
   state.stick = true;
+  // Items drawn for the first time may change their height once laid out.
+  requestAnimationFrame(() => state.stick && (box.scrollTop = box.scrollHeight));
 }
 
 // markLatest keeps Regenerate (or Retry) on the newest answer only, and on
@@ -545,7 +557,10 @@ async function follow(live, path, init) {
       $('chat-title').textContent = f.data.title || t('conv.untitled');
       loadConversations(true).catch(fail);
     }
-    if (f.event === 'agent.start' && !live.runId) live.runId = f.data.runId;
+    if (f.event === 'agent.start' && !live.runId) {
+      live.runId = f.data.runId;
+      if (live.stopAsked) stop().catch(fail);
+    }
     record(live, f);
     if (f.event === 'ping') return;
     live.view.apply(f);
@@ -607,6 +622,7 @@ async function send(input) {
       method: 'POST', body,
       onOpen: (res) => {
         live.runId = res.headers.get('X-Run-ID') || live.runId;
+        if (live.stopAsked && live.runId) stop().catch(fail);
       },
     });
   } catch (e) {
@@ -660,9 +676,14 @@ async function attach(runId, conversationId) {
 
 async function stop() {
   const live = state.live;
-  if (!live?.runId) return;
-  $('stop').disabled = true;
+  if (!live) return;
   say(t('status.stopping')); // before the request: agent.end may arrive before its answer
+  if (!live.runId) {
+    live.stopAsked = true; // Stop pressed before the run's id arrived: stop it when it does
+    return;
+  }
+  live.stopAsked = false;
+  $('stop').disabled = true;
   try {
     await api(`/v1/agent/runs/${live.runId}/cancel`, { method: 'POST' });
   } finally {
@@ -772,7 +793,7 @@ function onKey(e) {
     if (!$('chat').hidden) $('composer-input').focus();
   } else if (e.key === 'Escape' && !dialogOpen) {
     if ($('sidebar').classList.contains('open')) setDrawer(false);
-    else if (state.live && !$('chat').hidden) {
+    else if (state.live && !$('chat').hidden && !e.target.closest?.('.approval')) { // never cancel a decision by accident
       e.preventDefault();
       stop().catch(fail);
     }

@@ -13,6 +13,13 @@ import { t } from './i18n.js';
 
 const PALETTE = ['#2b6cd9', '#d9480f', '#2f9e44', '#9c36b5', '#e8590c', '#0c8599'];
 
+// Charts take the page's colours when drawn: when the system switches
+// between light and dark, the charts on the page are drawn again.
+const redraws = new Set();
+window.matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => {
+  for (const redraw of [...redraws]) redraw();
+});
+
 /** chartData returns a tool output's chart_data when it is drawable, else null. */
 export function chartData(output) {
   const c = output?.chart_data;
@@ -46,7 +53,19 @@ export function chartCard(c) {
     h('details', { class: 'chart-data' }, h('summary', {}, t('chart.data')), h('div', { class: 'table-wrap' }, table)));
 
   let plot = null;
+  let lastWidth = 0;
+  const redraw = () => {
+    if (!el.isConnected) {
+      redraws.delete(redraw);
+      return;
+    }
+    plot?.destroy();
+    plot = null;
+    draw(lastWidth);
+  };
+  redraws.add(redraw);
   const draw = (width) => {
+    lastWidth = width;
     if (width < 50) return;
     const height = Math.round(Math.min(260, Math.max(160, width * 0.45)));
     if (plot) {
@@ -80,7 +99,12 @@ export function chartCard(c) {
     el.dispatchEvent(new Event('chart-drawn', { bubbles: true }));
   };
   const ro = new ResizeObserver((entries) => {
-    if (!el.isConnected) return;
+    if (!el.isConnected) { // removed (another conversation opened): let it go
+      ro.disconnect();
+      redraws.delete(redraw);
+      plot?.destroy();
+      return;
+    }
     draw(Math.floor(entries[0].contentRect.width));
   });
   ro.observe(plotBox);

@@ -115,6 +115,9 @@ const PURIFY = {
   ADD_ATTR: ['target', 'rel'],
   ALLOW_DATA_ATTR: false,
   ALLOW_ARIA_ATTR: false,
+  // Every other attribute's value must pass ALLOWED_URI_REGEXP, so the
+  // plain ones are named here.
+  ADD_URI_SAFE_ATTR: ['type', 'align', 'start'],
   ALLOWED_URI_REGEXP: /^(?:https?:|mailto:)/i,
   RETURN_DOM_FRAGMENT: true,
 };

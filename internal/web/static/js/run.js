@@ -162,10 +162,10 @@ export class RunView {
     s.result.replaceChildren();
     if (data.status === 'succeeded') {
       const chart = chartData(data.output);
-      if (chart) s.result.append(chartCard(chart));
-      else if (chartFailure(data.output)) s.result.append(h('p', { class: 'error' }, t('chart.unavailable')));
       const text = data.content || pretty(data.output);
-      if (text) s.result.append(h('pre', { class: 'tool-output' }, text));
+      if (chart) s.result.append(chartCard(chart)); // its table holds the numbers; the tool's sentence says no more
+      else if (chartFailure(data.output)) s.result.append(h('p', { class: 'error' }, t('chart.unavailable')), h('pre', { class: 'tool-output' }, text));
+      else if (text) s.result.append(h('pre', { class: 'tool-output' }, text));
     } else if (data.status === 'failed') {
       s.el.classList.add('failed');
       s.result.append(h('p', { class: 'tool-error', role: denied ? null : 'note' }, denied ? data.content || data.error || '' : data.error || data.content || t('tool.failed')));

@@ -128,8 +128,8 @@ export class TimelineView {
     const total = Math.max(1, tEnd - t0);
     const status = t(`tl.end.${tl.status}`) === `tl.end.${tl.status}` ? tl.status : t(`tl.end.${tl.status}`);
     $('timeline-summary').replaceChildren(
-      h('span', { class: `badge ${tl.status}` }, status), ' ',
-      t('tl.summary', { steps: this.rows.length, events: tl.events.length, total: ms(tEnd - t0), at: dateTime(new Date(t0)) }), ' ',
+      h('span', { class: `badge ${tl.status}` }, status),
+      h('span', {}, t('tl.summary', { steps: this.rows.length, events: tl.events.length, total: ms(tEnd - t0), at: dateTime(new Date(t0)) })),
       h('code', { class: 'muted run-id', title: t('tl.runId') }, runId));
 
     const toolStarts = new Map();
