@@ -52,7 +52,7 @@ async function open(t, { viewport = { width: 1280, height: 800 }, server = theSe
   assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/);
   await page.fill('#token', server.token);
   await page.keyboard.press('Enter');
-  await page.waitForSelector('#who:not([hidden])');
+  await page.waitForSelector('#app:not([hidden])');
   return { page, context, g };
 }
 

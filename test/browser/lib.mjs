@@ -4,7 +4,7 @@
 // error, or request to a host the test did not name.
 
 import { spawn, execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -195,6 +195,16 @@ export async function fakeModel() {
       res.write(`data: ${JSON.stringify({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: 1, model: body.model,
         choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`);
     send({ role: 'assistant', content: '' });
+    if (text.includes('markdown')) {
+      // Markdown in small pieces over several frames, as a real model streams it.
+      for (const piece of MARKDOWN_ANSWER.match(/[\s\S]{1,12}/g)) {
+        if (res.destroyed) return;
+        send({ content: piece });
+        await new Promise((ok) => setTimeout(ok, 20));
+      }
+      send({}, 'stop');
+      return res.end('data: [DONE]\n\n');
+    }
     const slow = text.includes('slow');
     const parts = (slow ? SLOW_ANSWER : 'Hello from the fake model.').split(/(?= )/);
     for (let i = 0; i < parts.length; i++) {
@@ -221,3 +231,80 @@ export async function fakeModel() {
 export const SLOW_ANSWER = 'These first words arrive at once, and after the gate opens the rest of this answer follows, word by word.';
 export const SLOW_GATE_AFTER = 5;
 export const SLOW_BEFORE_GATE = SLOW_ANSWER.split(/(?= )/).slice(0, SLOW_GATE_AFTER).join('');
+
+/**
+ * MARKDOWN_ANSWER is what fakeModel answers to "markdown": GitHub-flavoured
+ * Markdown with a code fence, a table and a task list, and the ways model
+ * output could try to run script or load another host's content.
+ */
+export const MARKDOWN_ANSWER = [
+  '# Release notes',
+  '',
+  'Here is **bold**, *italic*, ~~struck~~ and `inline code`.',
+  '',
+  '- [x] shipped',
+  '- [ ] still open',
+  '',
+  '| fruit | qty |',
+  '| --- | ---: |',
+  '| apples | 3 |',
+  '| pears | 12 |',
+  '',
+  '```go',
+  'func main() { fmt.Println("hi") }',
+  '```',
+  '',
+  'Raw HTML is text: <script>window.__xss = 1</script><img src=x onerror="window.__xss = 2">',
+  '',
+  '<iframe src="https://example.com/"></iframe>',
+  '',
+  '[a bad link](javascript:window.__xss=3) and [a good one](https://example.com/docs)',
+  '',
+  '![a picture](https://example.com/cat.png)',
+].join('\n');
+
+/** MARKDOWN_CODE is the code block of MARKDOWN_ANSWER. */
+export const MARKDOWN_CODE = 'func main() { fmt.Println("hi") }';
+
+/**
+ * axe scans the page with axe-core (from npm, put into the page by the test
+ * through the DevTools protocol, so the console's CSP stays as strict as it
+ * is) and returns its serious and critical violations.
+ */
+export async function axe(page) {
+  if (!(await page.evaluate(() => typeof window.axe === 'object'))) {
+    await page.evaluate(readFileSync(join(here, 'node_modules/axe-core/axe.min.js'), 'utf8'));
+  }
+  return page.evaluate(async () => {
+    const r = await window.axe.run(document, { resultTypes: ['violations'] });
+    return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).slice(0, 5).join(', ')})`);
+  });
+}
+
+/**
+ * chatAPI starts a native chat through the API (not the browser) and reads
+ * its stream until until (an event name) or its end; it returns the ids and
+ * the frames' text.
+ */
+export async function chatAPI(srv, body, until = '') {
+  const res = await fetch(`${srv.url}/v1/agent/chat`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${srv.token}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (!res.ok) throw new Error(`chat: ${res.status} ${await res.text()}`);
+  const reader = res.body.getReader();
+  const dec = new TextDecoder();
+  let text = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += dec.decode(value, { stream: true });
+    if (until && text.includes(`event: ${until}`)) {
+      await reader.cancel();
+      break;
+    }
+  }
+  return { conversationId: res.headers.get('x-conversation-id'), runId: res.headers.get('x-run-id'), text };
+}
