@@ -146,7 +146,7 @@ test('through nginx, the console loads, signs in, streams an answer and approves
   await page.press('#composer-input', 'Enter');
   const run = page.locator('#messages .run').last();
   const card = run.locator('.tool[data-status="awaiting_input"]');
-  await card.locator('.tool-actions').waitFor();
+  await card.locator('.approval').waitFor();
   await card.getByRole('button', { name: 'Approve' }).click();
   await run.locator('.tool[data-status="succeeded"]').waitFor();
   await run.locator('.run-foot a:not([hidden])').waitFor();
