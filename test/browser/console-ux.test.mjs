@@ -171,6 +171,7 @@ test('make_chart is drawn from its chart_data (the chart request\'s numbers only
   await finished(page);
   const table = async () => chart.locator('.chart-table tbody tr').evaluateAll((rows) => rows.map((r) => [...r.cells].map((c) => c.textContent)));
   assert.deepEqual(await table(), [['1', '3'], ['2', '5'], ['3', '9'], ['4', '4']], 'four points: 3, 5, 9, 4');
+  assert.ok(!(await lastRun(page).textContent()).includes('approved'), 'no approval note on tools that needed none');
   assert.equal(await chart.locator('.chart-title').textContent(), 'Sales');
   assert.equal(await chart.locator('.chart-plot').getAttribute('aria-label'), 'Chart “Sales” of 4 points');
   const box = await chart.locator('canvas').first().boundingBox();

@@ -19,6 +19,8 @@ const BADGE = {
   failed: 'tool.failed',
 };
 
+let approvals = 0; // numbers the approval cards' titles, for unique ids
+
 /** toolLabel is a tool's name for people (the built-in ones are translated). */
 export function toolLabel(name) {
   const key = `toolname.${name}`;
@@ -170,10 +172,11 @@ export class RunView {
       s.el.classList.add('failed');
       s.result.append(h('p', { class: 'tool-error', role: denied ? null : 'note' }, denied ? data.content || data.error || '' : data.error || data.content || t('tool.failed')));
     }
-    s.note.hidden = !(s.confirmed && data.status === 'succeeded');
-    s.note.textContent = t('tool.approvedNote');
+    const approved = s.confirmed && data.status === 'succeeded';
+    s.note.hidden = !approved;
+    s.note.textContent = approved ? t('tool.approvedNote') : '';
     if (data.status === 'awaiting_input' && data.confirmationId) {
-      s.el.id = `confirm-${data.confirmationId}`;
+      if (this.opt.interactive) s.el.id = `confirm-${data.confirmationId}`; // the pending list's link (a replay may show the same card)
       if (!s.actions) {
         s.actions = this.approval(data, s);
         s.el.append(s.actions);
@@ -198,7 +201,7 @@ export class RunView {
       h('dt', {}, t('approval.agent')), h('dd', {}, this.engine ? `agentchat · ${this.engine}` : 'agentchat'),
       h('dt', {}, t('approval.why')), h('dd', {}, t('approval.whyText', { tool: toolLabel(name) })),
       data.expiresAt ? [h('dt', {}, t('approval.expires')), h('dd', {}, h('time', { datetime: data.expiresAt }, dateTime(new Date(data.expiresAt))))] : null);
-    const titleId = `approval-${data.confirmationId}`;
+    const titleId = `approval-${++approvals}`;
     const box = h('div', { class: 'approval', role: 'group', 'aria-labelledby': titleId },
       h('p', { class: 'approval-title', id: titleId }, t('approval.title')),
       facts);
