@@ -41,6 +41,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/ssetest"
 	"github.com/agentchat/agentchat/internal/testenv"
 )
@@ -389,7 +390,11 @@ func (c *Cluster) Do(r *Replica, method, path string, body any) (*http.Response,
 
 // Frame is one native stream frame, with the seq its id carries.
 type Frame struct {
-	Seq   int64
+	// ID is the frame's SSE id, what a client resumes after: the event's
+	// seq, or "<seq>.<k>" for a frame more of the same event follows
+	// (dialect.ID); "" for an error frame.
+	ID    string
+	Seq   int64 // the seq of the event the frame belongs to
 	Event string
 	Data  json.RawMessage // the envelope's data
 }
@@ -416,27 +421,41 @@ type Stream struct {
 // Chat starts a run on r with POST /v1/agent/chat and returns its stream.
 func (c *Cluster) Chat(r *Replica, body map[string]any) *Stream {
 	c.t.Helper()
-	return c.open(r, http.MethodPost, "/v1/agent/chat", body, -1)
+	return c.open(r, http.MethodPost, "/v1/agent/chat", body, "")
 }
 
 // TryChat is Chat for a replica that may refuse (safe off the test's goroutine).
 func (c *Cluster) TryChat(r *Replica, body map[string]any) (*Stream, int, string) {
-	return c.tryOpen(r, http.MethodPost, "/v1/agent/chat", body, -1)
+	return c.tryOpen(r, http.MethodPost, "/v1/agent/chat", body, "")
 }
 
-// Attach opens a run's stream on r after Last-Event-ID after (-1: none).
+// Attach opens a run's stream on r after event seq after (-1: from the start,
+// without a Last-Event-ID).
 func (c *Cluster) Attach(r *Replica, runID string, after int64) *Stream {
 	c.t.Helper()
-	return c.open(r, http.MethodGet, "/v1/agent/runs/"+runID+"/events", nil, after)
+	return c.open(r, http.MethodGet, "/v1/agent/runs/"+runID+"/events", nil, seqID(after))
 }
 
 // TryAttach is Attach for a replica that may refuse: it returns a nil stream
 // with the status and body of the refusal (status 0: no answer at all).
 func (c *Cluster) TryAttach(r *Replica, runID string, after int64) (*Stream, int, string) {
-	return c.tryOpen(r, http.MethodGet, "/v1/agent/runs/"+runID+"/events", nil, after)
+	return c.tryOpen(r, http.MethodGet, "/v1/agent/runs/"+runID+"/events", nil, seqID(after))
 }
 
-func (c *Cluster) open(r *Replica, method, path string, body any, after int64) *Stream {
+// TryResume is TryAttach for a client resuming after the frame with this
+// SSE id (Frame.ID; "" from the start), as a browser's EventSource does.
+func (c *Cluster) TryResume(r *Replica, runID, lastID string) (*Stream, int, string) {
+	return c.tryOpen(r, http.MethodGet, "/v1/agent/runs/"+runID+"/events", nil, lastID)
+}
+
+func seqID(seq int64) string {
+	if seq < 0 {
+		return ""
+	}
+	return strconv.FormatInt(seq, 10)
+}
+
+func (c *Cluster) open(r *Replica, method, path string, body any, after string) *Stream {
 	c.t.Helper()
 	s, status, msg := c.tryOpen(r, method, path, body, after)
 	if s == nil {
@@ -446,7 +465,7 @@ func (c *Cluster) open(r *Replica, method, path string, body any, after int64) *
 }
 
 // tryOpen opens a stream, or reports the status and body of a refusal (status 0: no answer).
-func (c *Cluster) tryOpen(r *Replica, method, path string, body any, after int64) (*Stream, int, string) {
+func (c *Cluster) tryOpen(r *Replica, method, path string, body any, after string) (*Stream, int, string) {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -460,8 +479,8 @@ func (c *Cluster) tryOpen(r *Replica, method, path string, body any, after int64
 	}
 	req.Header.Set("Authorization", "Bearer "+Token)
 	req.Header.Set("Accept", "text/event-stream")
-	if after >= 0 {
-		req.Header.Set("Last-Event-ID", strconv.FormatInt(after, 10))
+	if after != "" {
+		req.Header.Set("Last-Event-ID", after)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -497,8 +516,8 @@ func (s *Stream) Next() (Frame, error) {
 		if err := json.Unmarshal([]byte(f.Data), &env); err != nil {
 			return Frame{}, fmt.Errorf("frame %q: %v", f.Data, err)
 		}
-		seq, _ := strconv.ParseInt(f.ID, 10, 64)
-		return Frame{Seq: seq, Event: f.Event, Data: env.Data}, nil
+		id, _ := dialect.ParseID(f.ID)
+		return Frame{ID: f.ID, Seq: id.Seq, Event: f.Event, Data: env.Data}, nil
 	}
 }
 

@@ -70,7 +70,7 @@ func follow(t *testing.T, c *clustertest.Cluster, replicas []*clustertest.Replic
 	t.Helper()
 	deadline := time.Now().Add(within)
 	var all []clustertest.Frame
-	last := int64(-1)
+	last := "" // the id of the last frame seen
 	for i := 0; ; i++ {
 		if time.Now().After(deadline) {
 			t.Fatalf("run %s: no end within %s; got %d frames", runID, within, len(all))
@@ -79,7 +79,7 @@ func follow(t *testing.T, c *clustertest.Cluster, replicas []*clustertest.Replic
 		if !r.Alive() {
 			continue
 		}
-		s, status, msg := c.TryAttach(r, runID, last)
+		s, status, msg := c.TryResume(r, runID, last)
 		if s == nil {
 			t.Logf("attach to %s: %d %s; retrying", r.Name, status, msg)
 			time.Sleep(100 * time.Millisecond)
@@ -88,16 +88,16 @@ func follow(t *testing.T, c *clustertest.Cluster, replicas []*clustertest.Replic
 		frames, _ := s.ReadUntil(time.Until(deadline), clustertest.IsEnd)
 		s.Close()
 		for _, f := range frames {
-			if f.Seq == 0 { // a stream error frame: reconnect
+			if f.ID == "" { // a stream error frame: reconnect
 				continue
 			}
 			all = append(all, f)
-			last = f.Seq
+			last = f.ID
 		}
 		if len(all) > 0 && clustertest.IsEnd(all[len(all)-1]) {
 			return all
 		}
-		t.Logf("the stream on %s stopped before the end; resuming after %d", r.Name, last)
+		t.Logf("the stream on %s stopped before the end; resuming after %q", r.Name, last)
 	}
 }
 
@@ -509,12 +509,15 @@ func TestResumeFromEveryPosition(t *testing.T) {
 	chat.Close()
 	replicas := []*clustertest.Replica{b, third, a}
 	var frames []clustertest.Frame
-	last := int64(-1)
+	last := "" // the id of the last frame seen
 	for i := 0; len(frames) == 0 || !clustertest.IsEnd(frames[len(frames)-1]); i++ {
 		if i > 500 {
 			t.Fatalf("no end after %d reconnections", i)
 		}
-		s := c.Attach(replicas[i%3], runID, last)
+		s, status, msg := c.TryResume(replicas[i%3], runID, last)
+		if s == nil {
+			t.Fatalf("resume after %q: %d %s", last, status, msg)
+		}
 		n := 0
 		got, err := s.ReadUntil(10*time.Second, func(f clustertest.Frame) bool { n++; return n == 3 || clustertest.IsEnd(f) })
 		s.Close()
@@ -523,7 +526,7 @@ func TestResumeFromEveryPosition(t *testing.T) {
 		}
 		for _, f := range got {
 			frames = append(frames, f)
-			last = f.Seq
+			last = f.ID
 		}
 	}
 	checkAgainstTimeline(t, c, a, runID, frames)

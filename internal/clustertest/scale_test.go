@@ -67,8 +67,8 @@ func TestKillOneOfTwoReplicasUnderLoad(t *testing.T) {
 					return
 				}
 				// The client of the dead replica reconnects to the survivor.
-				last := all[len(all)-1].Seq
-				s, status, msg := c.TryAttach(b, r.runID, last)
+				last := all[len(all)-1].ID
+				s, status, msg := c.TryResume(b, r.runID, last)
 				if s == nil {
 					t.Errorf("run %d: reattach: %d %s", i, status, msg)
 					return

@@ -17,7 +17,13 @@ type Encoder interface {
 	KeepAlive(dst []byte, now time.Time) []byte
 	// Abort appends what tells a client the stream ends early though the run
 	// goes on (server shutdown, a client too slow): it should reconnect.
+	// It carries no id: it is no position in the stream.
 	Abort(dst []byte, info event.ErrorInfo) []byte
+	// Resume makes the encoder leave out the frames at or before after, the
+	// Last-Event-ID of a client that reconnects: it has them. The encoder
+	// still reads the events behind them, so its state, and the ids of the
+	// frames it writes, are those of a stream that never dropped.
+	Resume(after ID)
 }
 
 // Frame is one SSE frame. ID and Event must not contain CR, LF or NUL;
@@ -40,7 +46,11 @@ func AppendFrame(dst []byte, f Frame) []byte {
 		dst = append(dst, f.ID...)
 		dst = append(dst, '\n')
 	}
-	data := f.Data
+	return appendData(dst, f.Data)
+}
+
+// appendData appends data as data: lines and the blank line that ends a frame.
+func appendData(dst, data []byte) []byte {
 	for {
 		i := indexNewline(data)
 		dst = append(dst, "data: "...)
@@ -82,18 +92,6 @@ func AppendRetry(dst []byte, d time.Duration) []byte {
 	dst = append(dst, "retry: "...)
 	dst = strconv.AppendInt(dst, d.Milliseconds(), 10)
 	return append(dst, '\n', '\n')
-}
-
-// SeqID is the SSE id of an event: its per-thread seq, which Last-Event-ID echoes.
-func SeqID(ev event.Event) string { return strconv.FormatInt(ev.Seq, 10) }
-
-// ParseSeqID reads a Last-Event-ID; ok is false for anything but a non-negative integer.
-func ParseSeqID(s string) (seq int64, ok bool) {
-	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-	if err != nil || n < 0 {
-		return 0, false
-	}
-	return n, true
 }
 
 // MessageID is the id a dialect gives the message a text or reasoning event

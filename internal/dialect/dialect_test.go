@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,19 +69,42 @@ func TestAppendCommentAndRetry(t *testing.T) {
 	}
 }
 
-func TestSeqID(t *testing.T) {
+func TestID(t *testing.T) {
 	t.Parallel()
-	if got := dialect.SeqID(event.Event{Seq: 42}); got != "42" {
-		t.Errorf("SeqID = %q", got)
-	}
-	for in, want := range map[string]int64{"42": 42, " 7 ": 7, "0": 0} {
-		if got, ok := dialect.ParseSeqID(in); !ok || got != want {
-			t.Errorf("ParseSeqID(%q) = %d, %v", in, got, ok)
+	for in, want := range map[string]dialect.ID{
+		"42": {Seq: 42}, " 7 ": {Seq: 7}, "0": {}, "9.1": {Seq: 9, Part: 1}, "9.12": {Seq: 9, Part: 12},
+		"9223372036854775807": {Seq: 1<<63 - 1}, "1.2147483647": {Seq: 1, Part: 1<<31 - 1},
+	} {
+		got, ok := dialect.ParseID(in)
+		if !ok || got != want {
+			t.Errorf("ParseID(%q) = %+v, %v; want %+v", in, got, ok, want)
+		}
+		if s := strings.TrimSpace(in); got.String() != s {
+			t.Errorf("%+v.String() = %q, want %q", got, got.String(), s)
 		}
 	}
-	for _, in := range []string{"", "-1", "x", "1.5", "9999999999999999999999"} {
-		if _, ok := dialect.ParseSeqID(in); ok {
-			t.Errorf("ParseSeqID(%q) accepted", in)
+	for _, in := range []string{"", "-1", "x", "+1", "1.", ".1", "1.0", "0.1", "1.-1", "1.+1", "1.2.3", "1 .2", "1e3",
+		"9999999999999999999999", "1.2147483648", "1.99999999999999999999", "0x10", "１"} {
+		if got, ok := dialect.ParseID(in); ok {
+			t.Errorf("ParseID(%q) accepted as %+v", in, got)
+		}
+	}
+}
+
+// Less orders the frames of one event before its bare seq, and events by seq.
+func TestIDOrder(t *testing.T) {
+	t.Parallel()
+	order := []dialect.ID{{Seq: 0}, {Seq: 1}, {Seq: 2, Part: 1}, {Seq: 2, Part: 2}, {Seq: 2, Part: 10}, {Seq: 2}, {Seq: 3, Part: 1}, {Seq: 3}, {Seq: 10}}
+	for i, a := range order {
+		for j, b := range order {
+			if got := dialect.Less(a, b); got != (i < j) {
+				t.Errorf("Less(%v, %v) = %v", a, b, got)
+			}
+		}
+	}
+	for id, want := range map[dialect.ID]int64{{Seq: 5}: 5, {Seq: 5, Part: 2}: 4, {}: 0} {
+		if got := id.Replay(); got != want {
+			t.Errorf("%v.Replay() = %d, want %d", id, got, want)
 		}
 	}
 }

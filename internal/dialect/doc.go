@@ -9,7 +9,11 @@
 //
 // Invariants: an Encoder or Exchange serves one response, from one
 // goroutine, and appends whole frames only, so frames never interleave; it
-// never reads a store or writes to a connection. Request decoders refuse
+// never reads a store or writes to a connection. Every frame that is a
+// position in the stream carries its own id (ID, numbered by a Framer), so a
+// client that resumes after any frame, by Last-Event-ID, misses nothing and
+// gets nothing twice: one canonical event may become several frames, and the
+// cut may fall between them (Encoder.Resume). Request decoders refuse
 // rather than mend: a string that is not text is a 400 naming where it is.
 // Each format documents what it drops, and a golden file proves it.
 package dialect

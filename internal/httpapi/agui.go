@@ -32,9 +32,9 @@ import (
 	"time"
 
 	"github.com/agentchat/agentchat/internal/chat"
+	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/dialect/agui"
 	"github.com/agentchat/agentchat/internal/errcode"
-	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/run"
 	"github.com/agentchat/agentchat/internal/store"
 )
@@ -166,7 +166,7 @@ func (s *Server) aguiResume(w http.ResponseWriter, r *http.Request, in agui.RunA
 // ?snapshot=messages (and no resume position) it loads and follows in one
 // request: the thread's messages as they are now, then the events after.
 func (s *Server) aguiEvents(w http.ResponseWriter, r *http.Request) error {
-	after, err := lastEventID(r)
+	at, err := lastEventID(r)
 	if err != nil {
 		return err
 	}
@@ -176,27 +176,25 @@ func (s *Server) aguiEvents(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var snapshot []chat.Message
-	withSnapshot := r.URL.Query().Get("snapshot") == "messages" && after == 0
+	withSnapshot := r.URL.Query().Get("snapshot") == "messages" && at == (dialect.ID{})
 	if withSnapshot {
-		if snapshot, after, err = s.runs.Snapshot(ctx, sc, thread); err != nil {
+		var last int64
+		if snapshot, last, err = s.runs.Snapshot(ctx, sc, thread); err != nil {
 			return toAPIError(err, errcode.ThreadNotFound, "thread")
 		}
+		at = dialect.ID{Seq: last}
 	}
-	st, err := s.runs.Follow(ctx, sc, thread, "", after)
+	st, err := s.runs.Follow(ctx, sc, thread, "", at.Replay())
 	if err != nil {
 		return toAPIError(err, errcode.ThreadNotFound, "thread")
 	}
-	var primer []event.Event
-	if after > 0 {
-		// The stream opened above has written this process's log out; an id
-		// whose event is not (yet) in the log leaves the encoder unprimed,
-		// and it then opens the run with a RUN_STARTED of its own.
-		primer = s.runs.RunUpTo(ctx, sc, thread, after)
-	}
-	x := agui.NewThreadExchange(name, primer)
+	x := agui.NewThreadExchange(name, nil)
 	if withSnapshot {
-		x.WithSnapshot(snapshot, after, time.Now())
+		// The snapshot is the thread as of its seq, and its frame's id is
+		// that seq: the events follow as they would after that id.
+		x.WithSnapshot(snapshot, at.Seq, time.Now())
 	}
+	s.resume(ctx, st, x, at, true)
 	s.serveStream(w, r, st, x)
 	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -415,9 +414,10 @@ func TestAGUIEventsResumeFromEveryID(t *testing.T) {
 	lastID := full[len(full)-1].ID
 	var ids []string
 	for _, ev := range full {
-		if !slices.Contains(ids, ev.ID) {
-			ids = append(ids, ev.ID)
+		if slices.Contains(ids, ev.ID) {
+			t.Fatalf("two frames have id %s", ev.ID)
 		}
+		ids = append(ids, ev.ID)
 	}
 	for i, id := range append([]string{"0"}, ids[:len(ids)-1]...) {
 		r := req{method: "GET", path: "/api/v1/agent/runs/t-resume/events", token: alice, header: map[string]string{"Last-Event-ID": id}}
@@ -427,14 +427,8 @@ func TestAGUIEventsResumeFromEveryID(t *testing.T) {
 		rd, resp := e.aguiStream(r)
 		rest := readAGUI(t, rd, false, func(ev aguitest.Event) bool { return ev.ID == lastID && ev.Type() == "RUN_FINISHED" })
 		resp.Body.Close()
-		n, _ := strconv.Atoi(id)
-		var before []aguitest.Event
-		for _, ev := range full {
-			if m, _ := strconv.Atoi(ev.ID); m <= n {
-				before = append(before, ev)
-			}
-		}
-		if want := full[len(before):]; !reflect.DeepEqual(rest, want) {
+		before := full[:i] // the frames up to and including the one with id
+		if want := full[i:]; !reflect.DeepEqual(rest, want) {
 			t.Fatalf("after %s: got %v\nwant %v", id, evTypes(rest), evTypes(want))
 		}
 		aguitest.Verify(t, append(before, rest...))

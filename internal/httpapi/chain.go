@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/dialect/chain"
+	"github.com/agentchat/agentchat/internal/errcode"
 	"github.com/agentchat/agentchat/internal/run"
 	"github.com/agentchat/agentchat/internal/telemetry"
 )
@@ -21,10 +22,15 @@ func (s *Server) chainStream(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	after, err := lastEventID(r)
+	at, err := lastEventID(r)
 	if err != nil {
 		return err
 	}
+	if at.Part != 0 {
+		// Every chain frame is an event of its own: no chain id has a part.
+		return apiErr(http.StatusBadRequest, errcode.InvalidLastEventID, "Last-Event-ID must be a frame number this chain stream sent")
+	}
+	after := at.Seq
 	ctx := r.Context()
 	sc := scopeOf(ctx)
 	if req.OverLimit(s.chainHardLimit) {

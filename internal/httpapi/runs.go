@@ -68,29 +68,29 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) error {
 
 // runEvents attaches to a run's native stream: replay after Last-Event-ID, then live.
 func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) error {
-	after, err := lastEventID(r)
-	if err != nil {
-		return err
-	}
-	st, err := s.runs.Follow(r.Context(), scopeOf(r.Context()), "", r.PathValue("runId"), after)
-	if err != nil {
-		return runErr(err)
-	}
-	s.serveStream(w, r, st, native.NewEncoder())
-	return nil
+	return s.events(w, r, "", r.PathValue("runId"), runErr)
 }
 
 // conversationEvents follows a conversation across its runs.
 func (s *Server) conversationEvents(w http.ResponseWriter, r *http.Request) error {
-	after, err := lastEventID(r)
+	return s.events(w, r, r.PathValue("id"), "", conversationErr)
+}
+
+// events serves a thread's or a run's native stream from the client's
+// Last-Event-ID on.
+func (s *Server) events(w http.ResponseWriter, r *http.Request, thread, runID string, notFound func(error) error) error {
+	at, err := lastEventID(r)
 	if err != nil {
 		return err
 	}
-	st, err := s.runs.Follow(r.Context(), scopeOf(r.Context()), r.PathValue("id"), "", after)
+	ctx := r.Context()
+	st, err := s.runs.Follow(ctx, scopeOf(ctx), thread, runID, at.Replay())
 	if err != nil {
-		return conversationErr(err)
+		return notFound(err)
 	}
-	s.serveStream(w, r, st, native.NewEncoder())
+	enc := native.NewEncoder()
+	s.resume(ctx, st, enc, at, false) // native frames are a function of their event alone
+	s.serveStream(w, r, st, enc)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"time"
@@ -147,18 +148,46 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *run.Str
 	}
 }
 
-// lastEventID reads the resume position from Last-Event-ID (or ?after=).
-func lastEventID(r *http.Request) (int64, error) {
+// lastEventID reads where a client resumes a stream: the id of the last frame
+// it has, from Last-Event-ID (or ?after=, for clients that cannot set the
+// header); the zero ID, the stream's start, when it sent neither. Every
+// stream reads it here, and dialect.ParseID is its one syntax.
+func lastEventID(r *http.Request) (dialect.ID, error) {
 	v := r.Header.Get("Last-Event-ID")
 	if v == "" {
 		v = r.URL.Query().Get("after")
 	}
 	if v == "" {
-		return 0, nil
+		return dialect.ID{}, nil
 	}
-	seq, ok := dialect.ParseSeqID(v)
+	at, ok := dialect.ParseID(v)
 	if !ok {
-		return 0, apiErr(http.StatusBadRequest, errcode.InvalidLastEventID, "Last-Event-ID must be an event id this server sent")
+		return dialect.ID{}, apiErr(http.StatusBadRequest, errcode.InvalidLastEventID, "Last-Event-ID must be an event id this server sent")
 	}
-	return seq, nil
+	return at, nil
+}
+
+// resume readies enc for a client that has every frame up to at, on a stream
+// that replays the log after at.Replay() (Follow's position: at's event
+// again when the client has only some of its frames), or from further back.
+// The encoder leaves out the frames the client has (dialect.Encoder.Resume),
+// so no frame is lost or repeated when the cut fell between two frames of
+// one event. A format with state across a run's events (AG-UI, the
+// observable stream) is primed: it reads the run's events up to the
+// position first, writing nothing, so it continues as the stream that
+// dropped would have. The stream opened before has written this process's
+// log out; a position the log does not (yet) hold leaves the encoder
+// unprimed.
+func (s *Server) resume(ctx context.Context, st *run.Stream, enc dialect.Encoder, at dialect.ID, primed bool) {
+	if at == (dialect.ID{}) {
+		return
+	}
+	enc.Resume(at)
+	if !primed || at.Replay() <= 0 {
+		return
+	}
+	var scratch []byte
+	for _, ev := range s.runs.RunUpTo(ctx, scopeOf(ctx), st.Thread(), at.Replay()) {
+		scratch = enc.Encode(scratch[:0], ev) // every frame is at or before at: none is written
+	}
 }

@@ -72,9 +72,9 @@ var ResponseSchema = json.RawMessage(`{"type":"object","properties":{"approved":
 // Encoder writes AG-UI frames for one stream. It is not safe for concurrent use.
 type Encoder struct {
 	seed       bool
-	id         string // SSE id of every frame of the current Encode call
-	threadName string // Options.ThreadID
-	nextRunID  string // NameNextRun
+	frames     dialect.Framer // numbers the frames; its state outlives a canonical run
+	threadName string         // Options.ThreadID
+	nextRunID  string         // NameNextRun
 
 	// Per canonical run.
 	thread    string
@@ -109,11 +109,18 @@ func NewEncoder(opts Options) *Encoder {
 
 var _ dialect.Encoder = (*Encoder)(nil)
 
-// Encode appends the AG-UI frames of ev.
+// Encode appends the AG-UI frames of ev. One event may become several
+// frames (TEXT_MESSAGE_START before its first CONTENT, the frames that close
+// a run before RUN_FINISHED, held events released on resume): each carries
+// its own id (dialect.ID).
 func (e *Encoder) Encode(dst []byte, ev event.Event) []byte {
-	e.id = dialect.SeqID(ev)
-	return e.encode(dst, ev)
+	e.frames.Begin(ev.Seq)
+	dst = e.encode(dst, ev)
+	return e.frames.End(dst, false)
 }
+
+// Resume leaves out the frames up to after (dialect.Encoder).
+func (e *Encoder) Resume(after dialect.ID) { e.frames.Resume(after) }
 
 // KeepAlive appends a `: keep-alive` comment.
 func (e *Encoder) KeepAlive(dst []byte, _ time.Time) []byte {
@@ -123,7 +130,6 @@ func (e *Encoder) KeepAlive(dst []byte, _ time.Time) []byte {
 // Abort appends a RUN_ERROR carrying info: AG-UI has no way to say "reconnect",
 // so the client sees the run end with info's code; the run itself goes on.
 func (e *Encoder) Abort(dst []byte, info event.ErrorInfo) []byte {
-	e.id = ""
 	v := runError{Type: RunError, Message: info.Message, Code: info.Code}
 	if e.seed && e.live {
 		v.scope = &scope{ThreadID: e.thread, RunID: e.runID}
@@ -261,7 +267,7 @@ func (e *Encoder) encode(dst []byte, ev event.Event) []byte {
 
 // reset forgets the previous canonical run.
 func (e *Encoder) reset(run string) {
-	*e = Encoder{seed: e.seed, id: e.id, threadName: e.threadName, nextRunID: e.nextRunID, thread: e.thread, run: run, ends: e.ends, onFrame: e.onFrame,
+	*e = Encoder{seed: e.seed, frames: e.frames, threadName: e.threadName, nextRunID: e.nextRunID, thread: e.thread, run: run, ends: e.ends, onFrame: e.onFrame,
 		started: map[string]bool{}, calls: map[string]*toolCall{}}
 }
 
@@ -663,7 +669,7 @@ func (e *Encoder) frame(dst []byte, typ string, v any) []byte {
 	if e.onFrame != nil {
 		e.onFrame(typ, v)
 	}
-	return dialect.AppendFrame(dst, dialect.Frame{ID: e.id, Event: typ, Data: b})
+	return e.frames.Append(dst, typ, b) // outside Encode (Abort): no id
 }
 
 func ts(ev event.Event) int64 { return millis(ev.Time) }

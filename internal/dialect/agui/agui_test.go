@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/dialect/agui"
 	"github.com/agentchat/agentchat/internal/dialect/dialecttest"
 	"github.com/agentchat/agentchat/internal/event"
@@ -385,5 +386,27 @@ func TestZeroPayloadsVerify(t *testing.T) {
 	t.Parallel()
 	for _, m := range modes {
 		encode(t, m.mode, dialecttest.ZeroEvents())
+	}
+}
+
+// Every frame has its own id, and a client that resumes after any frame
+// gets exactly the frames after it, in both modes and in the thread
+// stream's exchange: a text message's START and first CONTENT, the frames
+// that close a run before RUN_FINISHED, and held events released on
+// resume are frames of one event each.
+func TestResumeAfterEveryFrame(t *testing.T) {
+	t.Parallel()
+	encs := map[string]func() dialect.Encoder{
+		"agui":      func() dialect.Encoder { return agui.NewEncoder(agui.Options{Mode: agui.Standard}) },
+		"agui-seed": func() dialect.Encoder { return agui.NewEncoder(agui.Options{Mode: agui.Seed}) },
+		"thread":    func() dialect.Encoder { return agui.NewThreadExchange("client-thread", nil) },
+	}
+	for encName, newEnc := range encs {
+		for _, name := range dialecttest.Names() {
+			t.Run(encName+"/"+name, func(t *testing.T) {
+				t.Parallel()
+				dialecttest.CheckResume(t, newEnc, dialecttest.Script(name))
+			})
+		}
 	}
 }

@@ -1,6 +1,9 @@
 // Package agui is the AG-UI 1.0 stream (seeds 001 and 004): frames
-// `id: <seq>`, `event: <TYPE>`, `data: <json>` where TYPE equals the JSON
-// "type", and `: keep-alive` comments.
+// `id: <id>`, `event: <TYPE>`, `data: <json>` where TYPE equals the JSON
+// "type", and `: keep-alive` comments. The id is the canonical event's seq,
+// or "<seq>.<k>" for a frame that more frames of the same event follow
+// (dialect.ID): every frame has its own id, so Last-Event-ID (seed 004)
+// resumes between any two frames.
 //
 // The shapes follow @ag-ui/core 1.0 (its zod schemas and the client's
 // verifyEvents), and win where a seed shape would be rejected by the real
@@ -67,8 +70,8 @@
 // order, after the continuation's RUN_STARTED. Each AG-UI run therefore ends
 // with exactly one interrupt; a second call awaiting in the same pause
 // surfaces when the first is decided, which is also the order in which the
-// engine resumes. Frames released this way carry the id of the event that
-// released them, so SSE ids never go backwards.
+// engine resumes. Frames released this way are frames of the event that
+// released them, numbered with it, so SSE ids never go backwards.
 //
 // A stream that starts mid-run (a replay after Last-Event-ID) gets a
 // RUN_STARTED made up for the run before its first frame, so the client's

@@ -226,6 +226,12 @@ func (e *Encoder) start(dst []byte, ev event.Event, c call, id string) []byte {
 	return e.frame(dst, ev, CallStart, c)
 }
 
+// Resume leaves out the frames up to after, as Options.After does
+// (dialect.Encoder). A chain frame is an event of its own: its id is the
+// frame's number, never "<n>.<k>", so after.Part is 0 (the caller refuses a
+// Last-Event-ID with one).
+func (e *Encoder) Resume(after dialect.ID) { e.after = max(after.Seq, 0) }
+
 // KeepAlive appends a `: keep-alive` comment.
 func (e *Encoder) KeepAlive(dst []byte, _ time.Time) []byte {
 	return dialect.AppendComment(dst, "keep-alive")

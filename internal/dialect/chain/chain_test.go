@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/dialect/chain"
 	"github.com/agentchat/agentchat/internal/dialect/dialecttest"
 	"github.com/agentchat/agentchat/internal/event"
@@ -237,5 +238,23 @@ func BenchmarkEncodeChain(b *testing.B) {
 		for _, ev := range evs {
 			dst = enc.Encode(dst[:0], ev)
 		}
+	}
+}
+
+// A chain frame is numbered by itself (never "<n>.<k>"), and a client that
+// resumes after any frame (the run replayed from its start) gets exactly the
+// frames after it.
+func TestResumeAfterEveryFrame(t *testing.T) {
+	t.Parallel()
+	for _, name := range dialecttest.Names() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dialecttest.CheckReplayResume(t, func() dialect.Encoder { return chain.NewEncoder(chain.Options{}) }, dialecttest.Script(name))
+			for _, f := range ssetest.Parse(t, dialecttest.Encode(chain.NewEncoder(chain.Options{}), dialecttest.Script(name))) {
+				if strings.Contains(f.ID, ".") {
+					t.Fatalf("chain frame id %q", f.ID)
+				}
+			}
+		})
 	}
 }

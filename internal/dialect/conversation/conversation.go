@@ -1,7 +1,9 @@
 // Package conversation is seed 002's observable conversation stream: frames
-// `event: <name>`, `id: <seq>`, `data: <json>` where the JSON repeats the
+// `event: <name>`, `id: <id>`, `data: <json>` where the JSON repeats the
 // name as "type" and every event carries the turn_id that groups one user
-// input's events, and `: keep-alive` comments.
+// input's events, and `: keep-alive` comments. The id is the canonical
+// event's seq, or "<seq>.<k>" for a frame that more frames of the same event
+// follow (dialect.ID).
 //
 // # Events
 //
@@ -61,6 +63,7 @@ const (
 // Encoder writes the observable stream. It is not safe for concurrent use.
 type Encoder struct {
 	dialect.Follow
+	frames     dialect.Framer
 	run, turn  string
 	streamed   map[string]bool // message ids that got text deltas
 	calls      map[string]bool // tool calls announced
@@ -133,61 +136,70 @@ type done struct {
 	MessageID  string `json:"message_id,omitempty"`
 }
 
-// Encode appends the frames of ev.
+// Encode appends the frames of ev, each with its own id (dialect.ID): a
+// tool_result that announces its call first is two frames, "S.1" and "S".
 func (e *Encoder) Encode(dst []byte, ev event.Event) []byte {
+	e.frames.Begin(ev.Seq)
+	dst = e.encode(dst, ev)
+	return e.frames.End(dst, false)
+}
+
+// Resume leaves out the frames up to after (dialect.Encoder).
+func (e *Encoder) Resume(after dialect.ID) { e.frames.Resume(after) }
+
+func (e *Encoder) encode(dst []byte, ev event.Event) []byte {
 	if ev.Run != e.run {
-		*e = Encoder{run: ev.Run, streamed: map[string]bool{}, calls: map[string]bool{}}
+		*e = Encoder{frames: e.frames, run: ev.Run, streamed: map[string]bool{}, calls: map[string]bool{}}
 	}
 	e.turn = ev.Turn
 	h := func(name string) head { return head{Type: name, TurnID: ev.Turn, RunID: ev.Run} }
-	id := dialect.SeqID(ev)
 	switch p := ev.Payload.(type) {
 	case event.IterationData:
 		e.iterations = max(e.iterations, ev.Iteration)
-		return frame(dst, id, iterationStart{h(IterationStart), ev.Iteration})
+		return e.frame(dst, iterationStart{h(IterationStart), ev.Iteration})
 	case event.TextDeltaData:
 		if p.Delta == "" {
 			return dst
 		}
 		e.streamed[p.MessageID] = true
 		e.message = p.MessageID
-		return frame(dst, id, text{h(Text), ev.Iteration, p.MessageID, p.Delta})
+		return e.frame(dst, text{h(Text), ev.Iteration, p.MessageID, p.Delta})
 	case event.MessageCompletedData:
 		e.message = p.MessageID
 		if e.streamed[p.MessageID] || p.Content == "" {
 			return dst
 		}
 		e.streamed[p.MessageID] = true
-		return frame(dst, id, text{h(Text), ev.Iteration, p.MessageID, p.Content})
+		return e.frame(dst, text{h(Text), ev.Iteration, p.MessageID, p.Content})
 	case event.ToolCallReadyData:
-		return e.toolCall(dst, id, h(ToolCall), ev.Iteration, p.ToolCallID, p.Name, p.Args)
+		return e.toolCall(dst, h(ToolCall), ev.Iteration, p.ToolCallID, p.Name, p.Args)
 	case event.ToolAwaitingData:
-		return e.toolCall(dst, id, h(ToolCall), ev.Iteration, p.ToolCallID, p.Name, p.Args)
+		return e.toolCall(dst, h(ToolCall), ev.Iteration, p.ToolCallID, p.Name, p.Args)
 	case event.ToolResultData:
-		dst = e.toolCall(dst, id, h(ToolCall), ev.Iteration, p.ToolCallID, p.Name, p.Args)
+		dst = e.toolCall(dst, h(ToolCall), ev.Iteration, p.ToolCallID, p.Name, p.Args)
 		e.results++
 		result := p.Output
 		if !validJSON(result) {
 			result, _ = json.Marshal(p.Content)
 		}
-		return frame(dst, id, toolResult{h(ToolResult), ev.Iteration, p.ToolCallID, p.Name,
+		return e.frame(dst, toolResult{h(ToolResult), ev.Iteration, p.ToolCallID, p.Name,
 			cmp.Or(p.Status, event.ToolSuccess), result, p.Content, p.Error, p.Denied})
 	case event.RetrievalData:
 		if len(p.Hits) == 0 {
 			return dst
 		}
-		return frame(dst, id, retrieval{h(Retrieval), p.Query, p.Hits})
+		return e.frame(dst, retrieval{h(Retrieval), p.Query, p.Hits})
 	case event.ErrorData:
-		return frame(dst, id, errorData{h(Error), p.Code, p.Message})
+		return e.frame(dst, errorData{h(Error), p.Code, p.Message})
 	case event.RunFinishedData:
-		return frame(dst, id, done{h(Done), p.Status, e.iterations, e.results, e.message})
+		return e.frame(dst, done{h(Done), p.Status, e.iterations, e.results, e.message})
 	}
 	return dst
 }
 
 // toolCall announces a call once, when its arguments are complete (or, for a
 // stream joined late, with its result).
-func (e *Encoder) toolCall(dst []byte, id string, h head, iteration int, callID, name string, args json.RawMessage) []byte {
+func (e *Encoder) toolCall(dst []byte, h head, iteration int, callID, name string, args json.RawMessage) []byte {
 	if e.calls[callID] {
 		return dst
 	}
@@ -195,7 +207,7 @@ func (e *Encoder) toolCall(dst []byte, id string, h head, iteration int, callID,
 	if !validJSON(args) {
 		args = json.RawMessage(`{}`)
 	}
-	return frame(dst, id, toolCall{h, iteration, callID, name, args})
+	return e.frame(dst, toolCall{h, iteration, callID, name, args})
 }
 
 // KeepAlive appends a `: keep-alive` comment.
@@ -206,22 +218,23 @@ func (e *Encoder) KeepAlive(dst []byte, _ time.Time) []byte {
 // Abort appends an error event without an id: the stream ends early and the
 // client may reconnect with Last-Event-ID; the run goes on.
 func (e *Encoder) Abort(dst []byte, info event.ErrorInfo) []byte {
-	return frame(dst, "", errorData{head{Type: Error, TurnID: e.turn, RunID: e.run}, info.Code, info.Message})
+	return e.frame(dst, errorData{head{Type: Error, TurnID: e.turn, RunID: e.run}, info.Code, info.Message})
 }
 
 type named interface{ name() string }
 
 func (h head) name() string { return h.Type }
 
-// frame marshals one event. Only plain data and checked RawMessages reach
-// here; should Marshal still fail, an error event says so.
-func frame(dst []byte, id string, v named) []byte {
+// frame marshals one event; outside Encode (Abort) it carries no id. Only
+// plain data and checked RawMessages reach here; should Marshal still fail,
+// an error event says so.
+func (e *Encoder) frame(dst []byte, v named) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
 		b, _ = json.Marshal(errorData{head{Type: Error}, errcode.EncodeFailed, "an event could not be encoded"})
-		return dialect.AppendFrame(dst, dialect.Frame{ID: id, Event: Error, Data: b})
+		return e.frames.Append(dst, Error, b)
 	}
-	return dialect.AppendFrame(dst, dialect.Frame{ID: id, Event: v.name(), Data: b})
+	return e.frames.Append(dst, v.name(), b)
 }
 
 func validJSON(raw []byte) bool {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/dialect/conversation"
 	"github.com/agentchat/agentchat/internal/dialect/dialecttest"
 	"github.com/agentchat/agentchat/internal/event"
@@ -130,5 +131,36 @@ func BenchmarkEncodeConversation(b *testing.B) {
 		for _, ev := range evs {
 			dst = enc.Encode(dst[:0], ev)
 		}
+	}
+}
+
+// Every frame has its own id, and a client that resumes after any frame
+// gets exactly the frames after it. A tool_result whose call was never
+// announced (a stream that missed the call's ready event) announces it
+// first: two frames of one event, "S.1" and "S".
+func TestResumeAfterEveryFrame(t *testing.T) {
+	t.Parallel()
+	newEnc := func() dialect.Encoder { return conversation.NewEncoder() }
+	for _, name := range dialecttest.Names() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dialecttest.CheckResume(t, newEnc, dialecttest.Script(name))
+		})
+	}
+	var evs []event.Event
+	for i, p := range []event.Payload{
+		event.IterationData{},
+		event.ToolResultData{ToolCallID: "c1", Name: "calculator", Args: json.RawMessage(`{"expression":"2+2"}`), Status: event.ToolSuccess, Content: "4"},
+		event.RunFinishedData{Status: event.StatusSucceeded},
+	} {
+		evs = append(evs, event.Event{Run: "r", Turn: "t", Seq: int64(i + 1), Iteration: 1, Type: p.EventType(), Payload: p})
+	}
+	dialecttest.CheckResume(t, newEnc, evs)
+	var got []string
+	for _, f := range ssetest.Parse(t, dialecttest.Encode(newEnc(), evs)) {
+		got = append(got, f.ID+" "+f.Event)
+	}
+	if want := []string{"1 iteration_start", "2.1 tool_call", "2 tool_result", "3 done"}; !slices.Equal(got, want) {
+		t.Errorf("frames %q, want %q", got, want)
 	}
 }

@@ -1,6 +1,8 @@
 // Package native is agentchat's own stream (seed 000): frames
-// `event: <name>`, `id: <seq>`, `data: {"event":"<name>","data":{…}}`, with
-// `ping` events as keep-alive.
+// `event: <name>`, `id: <id>`, `data: {"event":"<name>","id":"<id>","data":{…}}`,
+// with `ping` events as keep-alive. The id is the event's seq, or "<seq>.<k>"
+// for a frame that more frames of the same event follow (dialect.ID): a tool
+// awaiting input is tool.state "S.1", then tool.awaiting_input "S".
 //
 // What it drops: step and iteration boundaries, tool-call argument fragments
 // (the complete input arrives with tool.state pending), plan and check events
@@ -163,22 +165,34 @@ type envelope struct {
 	Data  any    `json:"data"`
 }
 
-// Encoder writes native frames. It is stateless.
-type Encoder struct{ dialect.Follow }
+// Encoder writes native frames. Its only state is the numbering of frames:
+// the native events of a canonical event are a pure function of it (Map).
+type Encoder struct {
+	dialect.Follow
+	frames dialect.Framer
+}
 
 // NewEncoder returns a native encoder.
 func NewEncoder() *Encoder { return &Encoder{} }
 
 var _ dialect.Exchange = (*Encoder)(nil)
 
-// Encode appends the native frames of ev.
-func (Encoder) Encode(dst []byte, ev event.Event) []byte {
-	id := dialect.SeqID(ev)
-	for _, n := range Map(ev) {
-		dst = appendNamed(dst, id, n)
+// Encode appends the native frames of ev. Each has its own id (a tool
+// awaiting input is tool.state "S.1", then tool.awaiting_input "S"), which
+// the envelope repeats.
+func (e *Encoder) Encode(dst []byte, ev event.Event) []byte {
+	names := Map(ev)
+	e.frames.Begin(ev.Seq)
+	for i, n := range names {
+		if id, write := e.frames.Next(i == len(names)-1); write {
+			dst = appendNamed(dst, id.String(), n)
+		}
 	}
-	return dst
+	return e.frames.End(dst, false)
 }
+
+// Resume leaves out the frames up to after (dialect.Encoder).
+func (e *Encoder) Resume(after dialect.ID) { e.frames.Resume(after) }
 
 func appendNamed(dst []byte, id string, n Named) []byte {
 	b, err := json.Marshal(envelope{Event: n.Name, ID: id, Data: n.Data})
@@ -189,13 +203,13 @@ func appendNamed(dst []byte, id string, n Named) []byte {
 }
 
 // KeepAlive appends a ping event (seed 000 CHAT-060). Pings carry no id: they are not replayed.
-func (Encoder) KeepAlive(dst []byte, now time.Time) []byte {
+func (*Encoder) KeepAlive(dst []byte, now time.Time) []byte {
 	return appendNamed(dst, "", Named{Ping, struct {
 		At string `json:"at"`
 	}{dialect.Millis(now)}})
 }
 
 // Abort appends an error event telling the client to reconnect.
-func (Encoder) Abort(dst []byte, info event.ErrorInfo) []byte {
+func (*Encoder) Abort(dst []byte, info event.ErrorInfo) []byte {
 	return appendNamed(dst, "", Named{Error, errorData{Code: info.Code, Message: info.Message}})
 }

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"testing"
 
+	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/dialect/dialecttest"
 	"github.com/agentchat/agentchat/internal/dialect/native"
 	"github.com/agentchat/agentchat/internal/event"
@@ -51,5 +52,18 @@ func BenchmarkEncodeNative(b *testing.B) {
 		for _, ev := range evs {
 			dst = enc.Encode(dst[:0], ev)
 		}
+	}
+}
+
+// Every frame has its own id, and a client that resumes after any frame
+// gets exactly the frames after it: the two frames of a tool awaiting input
+// included (they once shared one id, and a cut between them lost the second).
+func TestResumeAfterEveryFrame(t *testing.T) {
+	t.Parallel()
+	for _, name := range dialecttest.Names() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dialecttest.CheckResume(t, func() dialect.Encoder { return native.NewEncoder() }, dialecttest.Script(name))
+		})
 	}
 }

@@ -51,6 +51,7 @@ func NewExchange(opts ExchangeOptions) *Exchange {
 // Encode appends the chunks of ev and follows the run towards its pause.
 func (x *Exchange) Encode(dst []byte, ev event.Event) []byte {
 	x.pause.see(ev)
+	x.hold = x.pause.paused() // Idle may end the message after this event
 	return x.Encoder.Encode(dst, ev)
 }
 
@@ -71,8 +72,14 @@ func (x *Exchange) Idle(dst []byte) ([]byte, bool) {
 	if !x.pause.paused() {
 		return dst, false
 	}
-	dst = x.Pause(dst)
-	return dialect.AppendFrame(dst, dialect.Frame{Data: []byte("[DONE]")}), true
+	// The tail is numbered after the last event, which was held open for
+	// it: `[DONE]` carries its bare seq, so a client that reconnects after
+	// any chunk of the tail gets the rest of it, and one that has it all
+	// gets nothing more.
+	x.frames.Continue()
+	dst = x.pauseChunks(dst)
+	dst = x.frames.Append(dst, "", done)
+	return x.frames.End(dst, false), true
 }
 
 // pauseWatch follows a run's events to tell when it has paused for a

@@ -1,9 +1,12 @@
 // Package vercel is the AI SDK UI message stream (AI SDK 5, 6 and 7; the
 // response carries the header `x-vercel-ai-ui-message-stream: v1`, see
-// HeaderName). Frames are `id: <seq>` and `data: <json chunk>`, the stream
-// ends with `data: [DONE]`, and keep-alives are `: keep-alive` comments.
-// The AI SDK reads the stream with eventsource-parser, which accepts id lines
-// and comments; it skips [DONE].
+// HeaderName). Frames are `id: <id>` and `data: <json chunk>`, the stream
+// ends with `data: [DONE]`, and keep-alives are `: keep-alive` comments. The
+// id is the canonical event's seq, or "<seq>.<k>" for a chunk that more
+// chunks of the same event follow (dialect.ID); the tail that ends a paused
+// response is numbered after the event it follows, `[DONE]` last with the
+// bare seq. The AI SDK reads the stream with eventsource-parser, which
+// accepts id lines and comments; it skips [DONE].
 //
 // The client validates every chunk against a union of strict objects, so
 // only the protocol's chunk types and fields are written (an unknown field
@@ -99,8 +102,9 @@ type Options struct {
 // Encoder writes UI message stream frames for one stream. It is not safe for
 // concurrent use.
 type Encoder struct {
-	opts Options
-	id   string
+	opts   Options
+	frames dialect.Framer
+	hold   bool // the Exchange sees the run paused: Pause may follow this event
 
 	run       string
 	started   bool // a `start` was sent and no `finish` since
@@ -120,9 +124,19 @@ func NewEncoder(opts Options) *Encoder {
 
 var _ dialect.Encoder = (*Encoder)(nil)
 
-// Encode appends the chunks of ev.
+// Encode appends the chunks of ev, each with its own id (dialect.ID).
 func (e *Encoder) Encode(dst []byte, ev event.Event) []byte {
-	e.id = dialect.SeqID(ev)
+	e.frames.Begin(ev.Seq)
+	dst = e.encode(dst, ev)
+	// The tail Pause writes once the stream is idle continues this event's
+	// numbering: it must sort before the bare seq, which it then ends with.
+	return e.frames.End(dst, e.hold)
+}
+
+// Resume leaves out the frames up to after (dialect.Encoder).
+func (e *Encoder) Resume(after dialect.ID) { e.frames.Resume(after) }
+
+func (e *Encoder) encode(dst []byte, ev event.Event) []byte {
 	switch p := ev.Payload.(type) {
 	case event.ConversationCreatedData:
 		dst = e.start(dst, ev)
@@ -246,7 +260,7 @@ func (e *Encoder) Encode(dst []byte, ev event.Event) []byte {
 		}
 		dst = e.finish(dst, reason)
 		e.paused = false
-		return dialect.AppendFrame(dst, dialect.Frame{ID: e.id, Data: []byte("[DONE]")})
+		return e.frames.Append(dst, "", done)
 	}
 	return dst // step.*, tool.running
 }
@@ -259,7 +273,6 @@ func (e *Encoder) KeepAlive(dst []byte, _ time.Time) []byte {
 // Abort appends an `error` chunk: the stream ends early and the client may
 // reconnect; the run goes on.
 func (e *Encoder) Abort(dst []byte, info event.ErrorInfo) []byte {
-	e.id = ""
 	return e.chunk(dst, errorChunk{"error", cmp.Or(info.Message, "The stream ended early.")})
 }
 
@@ -360,8 +373,15 @@ func (e *Encoder) awaiting(dst []byte, ev event.Event, p event.ToolAwaitingData)
 
 // Pause ends the message of a run that waits for a person (Options.ExplicitPause):
 // `finish-step` if a step is open and `finish` {finishReason:"tool-calls"}.
-// It writes nothing when no message is open.
+// It writes nothing when no message is open. Its chunks follow the last
+// event encoded, numbered with it.
 func (e *Encoder) Pause(dst []byte) []byte {
+	e.frames.Continue()
+	dst = e.pauseChunks(dst)
+	return e.frames.End(dst, false)
+}
+
+func (e *Encoder) pauseChunks(dst []byte) []byte {
 	if !e.started {
 		return dst
 	}
@@ -404,8 +424,11 @@ func (e *Encoder) chunk(dst []byte, v any) []byte {
 	if err != nil {
 		b, _ = json.Marshal(errorChunk{"error", "an event could not be encoded"})
 	}
-	return dialect.AppendFrame(dst, dialect.Frame{ID: e.id, Data: b})
+	return e.frames.Append(dst, "", b) // outside Encode (Abort): no id
 }
+
+// done is the data of the stream's last frame.
+var done = []byte("[DONE]")
 
 // The chunk shapes, field for field as the AI SDK's uiMessageChunkSchema.
 

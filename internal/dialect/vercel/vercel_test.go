@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/dialect/dialecttest"
 	"github.com/agentchat/agentchat/internal/dialect/vercel"
 	"github.com/agentchat/agentchat/internal/event"
@@ -367,5 +368,36 @@ func TestExplicitPause(t *testing.T) {
 	// Pause on a stream with no open message writes nothing.
 	if got := vercel.NewEncoder(vercel.Options{ExplicitPause: true}).Pause(nil); len(got) != 0 {
 		t.Errorf("pause without a message: %q", got)
+	}
+}
+
+// Every chunk has its own id, and a client that resumes after any chunk gets
+// exactly the chunks after it: the encoder in both variants, and the chat
+// response's exchange, whose tail when the run pauses (finish-step, finish,
+// [DONE], written once the stream is idle) is numbered after the event it
+// follows, [DONE] last with the bare seq.
+func TestResumeAfterEveryFrame(t *testing.T) {
+	t.Parallel()
+	encs := map[string]func() dialect.Encoder{
+		"vercel":      func() dialect.Encoder { return vercel.NewEncoder(vercel.Options{}) },
+		"vercel-sdk5": func() dialect.Encoder { return vercel.NewEncoder(vercel.Options{AISDK5: true}) },
+		"exchange":    func() dialect.Encoder { return vercel.NewExchange(vercel.ExchangeOptions{}) },
+	}
+	for encName, newEnc := range encs {
+		for _, name := range dialecttest.Names() {
+			t.Run(encName+"/"+name, func(t *testing.T) {
+				t.Parallel()
+				dialecttest.CheckResume(t, newEnc, dialecttest.Script(name))
+			})
+		}
+	}
+	// The tail's ids, for the script that ends paused.
+	frames := ssetest.Parse(t, dialecttest.Stream(vercel.NewExchange(vercel.ExchangeOptions{}), dialecttest.Script(dialecttest.Awaiting)))
+	var tail []string
+	for _, f := range frames[len(frames)-3:] {
+		tail = append(tail, f.ID+" "+f.Data)
+	}
+	if want := []string{`9.3 {"type":"finish-step"}`, `9.4 {"type":"finish","finishReason":"tool-calls"}`, `9 [DONE]`}; !slices.Equal(tail, want) {
+		t.Errorf("tail %q, want %q", tail, want)
 	}
 }
