@@ -66,7 +66,7 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// runEvents attaches to a run's native stream: replay after Last-Event-ID, then live.
+// runEvents attaches to a run's stream: replay after Last-Event-ID, then live.
 func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) error {
 	return s.events(w, r, "", r.PathValue("runId"), runErr)
 }
@@ -76,9 +76,20 @@ func (s *Server) conversationEvents(w http.ResponseWriter, r *http.Request) erro
 	return s.events(w, r, r.PathValue("id"), "", conversationErr)
 }
 
-// events serves a thread's or a run's native stream from the client's
+// events serves a thread's or a run's stream, native or, with
+// ?format=conversation, seed 002's observable stream, from the client's
 // Last-Event-ID on.
 func (s *Server) events(w http.ResponseWriter, r *http.Request, thread, runID string, notFound func(error) error) error {
+	var enc dialect.Exchange
+	primed := false // native frames are a function of their event alone
+	switch f := r.URL.Query().Get("format"); f {
+	case "", "native":
+		enc = native.NewEncoder()
+	case "conversation":
+		enc, primed = conversation.NewEncoder(), true
+	default:
+		return apiErr(http.StatusBadRequest, errcode.UnsupportedFormat, "format %q is not supported here; use native or conversation", f)
+	}
 	at, err := lastEventID(r)
 	if err != nil {
 		return err
@@ -88,8 +99,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, thread, runID st
 	if err != nil {
 		return notFound(err)
 	}
-	enc := native.NewEncoder()
-	s.resume(ctx, st, enc, at, false) // native frames are a function of their event alone
+	s.resume(ctx, st, enc, at, primed)
 	s.serveStream(w, r, st, enc)
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/dialect/vercel"
 	"github.com/agentchat/agentchat/internal/errcode"
 	"github.com/agentchat/agentchat/internal/run"
@@ -76,7 +77,7 @@ func (s *Server) vercelChat(w http.ResponseWriter, r *http.Request) error {
 			case err != nil:
 				return conversationErr(err)
 			}
-			s.serveChat(w, r, started.Run.ID, started.Conversation.ID, started.Stream, vercel.ExchangeOptions{})
+			s.serveChat(w, r, started.Run.ID, started.Conversation.ID, started.Stream, vercel.ExchangeOptions{}, dialect.ID{})
 			return nil
 		}
 		if after, ok := body.Edits(); ok {
@@ -92,16 +93,19 @@ func (s *Server) vercelChat(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return conversationErr(err)
 	}
-	s.serveChat(w, r, started.Run.ID, started.Conversation.ID, started.Stream, vercel.ExchangeOptions{})
+	s.serveChat(w, r, started.Run.ID, started.Conversation.ID, started.Stream, vercel.ExchangeOptions{}, dialect.ID{})
 	return nil
 }
 
-// serveChat streams a run as the response.
-func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, runID, convID string, st *run.Stream, opts vercel.ExchangeOptions) {
+// serveChat streams a run as the response, leaving out the frames up to at
+// (the zero ID: none).
+func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, runID, convID string, st *run.Stream, opts vercel.ExchangeOptions, at dialect.ID) {
 	w.Header().Set("X-Run-ID", runID)
 	w.Header().Set("X-Conversation-ID", convID)
 	opts.AISDK5 = r.URL.Query().Get("sdk") == "5"
-	s.serveStream(w, r, st, vercel.NewExchange(opts))
+	x := vercel.NewExchange(opts)
+	s.resume(r.Context(), st, x, at, false) // the stream replays the run from its start
+	s.serveStream(w, r, st, x)
 }
 
 // vercelContinue applies the decisions in the assistant message msg and
@@ -144,19 +148,26 @@ func (s *Server) vercelContinue(w http.ResponseWriter, r *http.Request, convID s
 	for _, d := range c.Decided {
 		opts.Decided = append(opts.Decided, d.ToolCallID)
 	}
-	s.serveChat(w, r, c.RunID, convID, st, opts)
+	s.serveChat(w, r, c.RunID, convID, st, opts, dialect.ID{})
 	return nil
 }
 
 // vercelResume serves GET /v1/agent/chat/{chatId}/stream?format=vercel-ai:
 // 204 when the chat has no active run, else the run's whole response from
-// its start, then live. (The AI SDK replays a resumed stream from its first
-// `start`, so Last-Event-ID is not used here.)
+// its start, then live. The AI SDK replays a resumed stream from its first
+// `start` and sends no Last-Event-ID; a client that sends one (an
+// EventSource reconnecting) gets the frames after it: the run is encoded
+// from its start all the same, so the frames, their state and their ids are
+// those it was reading.
 func (s *Server) vercelResume(w http.ResponseWriter, r *http.Request) error {
 	switch f := r.URL.Query().Get("format"); f {
 	case "", "vercel-ai":
 	default:
 		return apiErr(http.StatusBadRequest, errcode.UnsupportedFormat, "format %q is not supported here; use vercel-ai", f)
+	}
+	at, err := lastEventID(r)
+	if err != nil {
+		return err
 	}
 	ctx, sc := r.Context(), scopeOf(r.Context())
 	chatID := r.PathValue("chatId")
@@ -175,7 +186,7 @@ func (s *Server) vercelResume(w http.ResponseWriter, r *http.Request) error {
 	if err == nil {
 		var st *run.Stream
 		if st, err = s.runs.Follow(ctx, sc, "", active.ID, 0); err == nil {
-			s.serveChat(w, r, active.ID, convID, st, vercel.ExchangeOptions{})
+			s.serveChat(w, r, active.ID, convID, st, vercel.ExchangeOptions{}, at)
 			return nil
 		}
 	}
