@@ -77,7 +77,8 @@ func (st *Stream) Check(ctx context.Context) error {
 }
 
 // Follow opens a stream of a thread (runID empty) or of one run, after seq
-// `after` (a Last-Event-ID; 0 from the start).
+// `after` (the seq a client's Last-Event-ID replays after,
+// dialect.ID.Replay; 0 from the start).
 func (s *Service) Follow(ctx context.Context, sc chat.Scope, thread, runID string, after int64) (*Stream, error) {
 	var err error
 	ended := false

@@ -16,8 +16,9 @@
 //
 // A stream entry's id is "<seq>-0" and its fields are "seq" (decimal) and "ev"
 // (the event as event.Event.MarshalJSON encodes it). Seq increases per thread
-// across runs, so these ids increase as Redis requires, and a Last-Event-ID is
-// directly a stream position on every replica. Publishing an event whose seq
+// across runs, so these ids increase as Redis requires, and the seq of a
+// Last-Event-ID (dialect.ID.Replay) is directly a stream position on every
+// replica. Publishing an event whose seq
 // is not above the stream's last id (a retry, or a re-publish after a
 // takeover) is accepted as a no-op rather than an error, which also makes
 // go-redis's network retries of XADD safe. Each publish is one pipelined round
