@@ -30,6 +30,7 @@ import (
 	"github.com/agentchat/agentchat/internal/llm/anthropic"
 	"github.com/agentchat/agentchat/internal/llm/openai"
 	"github.com/agentchat/agentchat/internal/llm/scripted"
+	"github.com/agentchat/agentchat/internal/lockfile"
 	"github.com/agentchat/agentchat/internal/run"
 	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/store/sqlitestore"
@@ -175,6 +176,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	log := newLogger(cfg, stderr)
 	slog.SetDefault(log)
 
+	unlock, err := lockData(cfg)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
 	tokens, err := authTokens(cfg, stdout)
 	if err != nil {
 		return err
@@ -305,6 +312,51 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	srv.Shutdown(sctx)
 	runs.Shutdown(sctx)
 	return nil
+}
+
+// lockData keeps the data directory, and the SQLite file when it is kept
+// elsewhere, to this process until serve returns: a second serve would
+// share the development token and, on SQLite, end the first one's runs as
+// "left by a previous process". The lock is the kernel's, so a killed
+// server leaves nothing to clean up.
+func lockData(cfg config.Config) (unlock func(), err error) {
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("data-dir: %w", err)
+	}
+	type lockPath struct{ path, what, other string }
+	paths := []lockPath{{filepath.Join(cfg.DataDir, "agentchat.lock"), "the data directory " + cfg.DataDir, "--data-dir"}}
+	if mustKind(cfg) == "sqlite" {
+		if db := cfg.SQLitePath(); filepath.Clean(filepath.Dir(db)) != filepath.Clean(cfg.DataDir) {
+			if err := os.MkdirAll(filepath.Dir(db), 0o750); err != nil {
+				return nil, fmt.Errorf("store: %w", err)
+			}
+			paths = append(paths, lockPath{db + ".lock", "the SQLite file " + db, "--store"})
+		}
+	}
+	var locks []*lockfile.Lock
+	unlock = func() {
+		for _, l := range locks {
+			l.Release()
+		}
+	}
+	for _, p := range paths {
+		l, err := lockfile.Acquire(p.path)
+		var held *lockfile.HeldError
+		if errors.As(err, &held) {
+			unlock()
+			who := "another agentchat serve"
+			if held.PID > 0 {
+				who += fmt.Sprintf(", process %d", held.PID)
+			}
+			return nil, fmt.Errorf("%s is in use by %s (it holds %s): stop it, or give this server another %s", p.what, who, p.path, p.other)
+		}
+		if err != nil {
+			unlock()
+			return nil, fmt.Errorf("lock %s: %w", p.what, err)
+		}
+		locks = append(locks, l)
+	}
+	return unlock, nil
 }
 
 // replicaID names this process in run leases and logs: host, pid and a

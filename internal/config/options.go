@@ -170,7 +170,7 @@ var options = []option{
 		value: number(func(c *Config) *int { return &c.InlinePayloadBytes }, DefaultInlinePayloadBytes, atLeast(-1))},
 
 	// Storage
-	{name: "data-dir", env: "AGENTCHAT_DATA_DIR", group: GroupStorage, help: "data directory for the SQLite file and the development token",
+	{name: "data-dir", env: "AGENTCHAT_DATA_DIR", group: GroupStorage, help: "data directory for the SQLite file and the development token; one serve at a time uses it (a lock file)",
 		value: text(func(c *Config) *string { return &c.DataDir }, "./data")},
 	{name: "store", env: "AGENTCHAT_STORE", group: GroupStorage, secret: true, help: "store: sqlite:<path> for SQLite, postgres://… for PostgreSQL",
 		value: text(func(c *Config) *string { return &c.Store }, "", checkStore).shows("SQLite in the data directory")},
