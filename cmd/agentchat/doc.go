@@ -11,6 +11,10 @@
 //     API ends its streams, the HTTP server stops, and the run service stops
 //     within ShutdownTimeout; the bus and the store close last (deferred in
 //     reverse order of opening), so nothing writes to a closed store.
+//   - One serve per data directory (and per SQLite file): serve holds an
+//     exclusive lock (package lockfile) on <data-dir>/agentchat.lock from
+//     before it opens anything until it returns, and a second serve refuses
+//     to start, naming the holder's pid.
 //   - The binary links no test helper: package testing must not appear in
 //     `go list -deps ./cmd/agentchat`, which .ci/run checks.
 //   - Security: with neither AGENTCHAT_TOKENS nor a JWT secret, serve uses a

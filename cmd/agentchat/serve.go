@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -25,11 +26,13 @@ import (
 	"github.com/agentchat/agentchat/internal/bus/membus"
 	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/config"
+	"github.com/agentchat/agentchat/internal/fdbudget"
 	"github.com/agentchat/agentchat/internal/httpapi"
 	"github.com/agentchat/agentchat/internal/llm"
 	"github.com/agentchat/agentchat/internal/llm/anthropic"
 	"github.com/agentchat/agentchat/internal/llm/openai"
 	"github.com/agentchat/agentchat/internal/llm/scripted"
+	"github.com/agentchat/agentchat/internal/lockfile"
 	"github.com/agentchat/agentchat/internal/run"
 	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/store/sqlitestore"
@@ -85,12 +88,16 @@ func openBus(ctx context.Context, cfg config.Config, log *slog.Logger) (bus.Bus,
 	return openRedis(ctx, cfg.Bus, cfg.BusPrefix, log)
 }
 
-func newModel(cfg config.Config) (llm.Model, error) {
+// newModel builds the configured model's adapter. maxConns, when positive,
+// bounds its connections to the provider: one per executing run, as the
+// open-files budget counts them (a call beyond waits for one, rather than
+// failing to dial).
+func newModel(cfg config.Config, maxConns int) (llm.Model, error) {
 	retries := cfg.LLMRetries
 	// Many runs stream from one provider at once: keep their connections
 	// (the default transport keeps two idle per host and redials the rest).
 	httpClient := &http.Client{Transport: &http.Transport{
-		Proxy: http.ProxyFromEnvironment, MaxIdleConns: 1024, MaxIdleConnsPerHost: 512,
+		Proxy: http.ProxyFromEnvironment, MaxIdleConns: 1024, MaxIdleConnsPerHost: 512, MaxConnsPerHost: maxConns,
 		IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second, ForceAttemptHTTP2: true,
 	}}
 	switch cfg.LLM {
@@ -175,6 +182,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	log := newLogger(cfg, stderr)
 	slog.SetDefault(log)
 
+	unlock, err := lockData(cfg)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
 	tokens, err := authTokens(cfg, stdout)
 	if err != nil {
 		return err
@@ -206,16 +219,19 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	health := &telemetry.Health{Store: st, Bus: b}
 	tel := telemetry.New(telemetry.Config{TracerProvider: tracer, TenantLabels: cfg.MetricsTenantLabels, Health: health, ProcessMetrics: true})
-	model, err := newModel(cfg)
-	if err != nil {
-		return fmt.Errorf("llm: %w", err)
-	}
-	model = tel.Model(model, cfg.LLM, modelName(cfg))
 	tools, closeTools, err := newTools(ctx, cfg, log, tel)
 	if err != nil {
 		return err
 	}
 	defer closeTools()
+	// With the store, the bus and the tools open, what is left of the
+	// open-files limit is shared among client connections and runs.
+	budget := planFiles(cfg, st, b, log)
+	model, err := newModel(cfg, budget.Runs)
+	if err != nil {
+		return fmt.Errorf("llm: %w", err)
+	}
+	model = tel.Model(model, cfg.LLM, modelName(cfg))
 	parts, err := newContextParts(cfg, st, model, log)
 	if err != nil {
 		return err
@@ -229,6 +245,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Store: tel.Store(st), Bus: tel.Bus(b), Logger: log, Engine: router, Telemetry: tel,
 		ConfirmTTL: cfg.ConfirmTTL, RunRetention: cfg.RunRetention, MaxInputChars: cfg.MaxInputChars, MaxRunsPerTenant: cfg.MaxRunsPerTenant,
 		LeaseTTL: cfg.LeaseTTL, ReplicaID: replicaID(), Sole: mustKind(cfg) != "postgres", Compactor: parts.compactor,
+		MaxExecutions: cmp.Or(budget.Runs, cfg.MaxExecutingRuns),
 	})
 	readyCtx, cancelReady := context.WithTimeout(ctx, 60*time.Second)
 	err = runs.Ready(readyCtx)
@@ -248,6 +265,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	})
 	srv := &http.Server{
 		Handler:           api,
+		ConnContext:       fdbudget.ConnContext, // marks connections beyond the budget: answered 503 and closed
 		ReadHeaderTimeout: 10 * time.Second,
 		WriteTimeout:      60 * time.Second, // streams extend it per write
 		IdleTimeout:       120 * time.Second,
@@ -257,6 +275,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
+	ln = budget.Listen(ln)
 	log.Info("agentchat listening", "addr", ln.Addr().String(), "store", mustKind(cfg), "llm", model.Name(), "tools", len(tools.List()))
 	fmt.Fprintf(stdout, "agentchat is listening on http://%s (model: %s)\n", ln.Addr(), model.Name())
 	fmt.Fprintf(stdout, "Open the console in a browser: %s\n", consoleURL(ln.Addr()))
@@ -305,6 +324,98 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	srv.Shutdown(sctx)
 	runs.Shutdown(sctx)
 	return nil
+}
+
+// lockData keeps the data directory, and the SQLite file when it is kept
+// elsewhere, to this process until serve returns: a second serve would
+// share the development token and, on SQLite, end the first one's runs as
+// "left by a previous process". The lock is the kernel's, so a killed
+// server leaves nothing to clean up.
+func lockData(cfg config.Config) (unlock func(), err error) {
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("data-dir: %w", err)
+	}
+	type lockPath struct{ path, what, other string }
+	paths := []lockPath{{filepath.Join(cfg.DataDir, "agentchat.lock"), "the data directory " + cfg.DataDir, "--data-dir"}}
+	if mustKind(cfg) == "sqlite" {
+		if db := cfg.SQLitePath(); filepath.Clean(filepath.Dir(db)) != filepath.Clean(cfg.DataDir) {
+			if err := os.MkdirAll(filepath.Dir(db), 0o750); err != nil {
+				return nil, fmt.Errorf("store: %w", err)
+			}
+			paths = append(paths, lockPath{db + ".lock", "the SQLite file " + db, "--store"})
+		}
+	}
+	var locks []*lockfile.Lock
+	unlock = func() {
+		for _, l := range locks {
+			l.Release()
+		}
+	}
+	for _, p := range paths {
+		l, err := lockfile.Acquire(p.path)
+		var held *lockfile.HeldError
+		if errors.As(err, &held) {
+			unlock()
+			who := "another agentchat serve"
+			if held.PID > 0 {
+				who += fmt.Sprintf(", process %d", held.PID)
+			}
+			return nil, fmt.Errorf("%s is in use by %s (it holds %s): stop it, or give this server another %s", p.what, who, p.path, p.other)
+		}
+		if err != nil {
+			unlock()
+			return nil, fmt.Errorf("lock %s: %w", p.what, err)
+		}
+		locks = append(locks, l)
+	}
+	return unlock, nil
+}
+
+// lowFileLimit is an open-files limit worth a warning on a server whatever
+// it is asked to carry: 1024, common on laptops and some container hosts,
+// serves a few hundred chats at most.
+const lowFileLimit = 4096
+
+// planFiles divides the open-files limit (raised to the hard limit) into a
+// reserve for the store's and the bus's pools and everything uncounted,
+// client connections and executing runs, and says so in the log: a warning
+// when the limit is low, or lower than --max-executing-runs asks for.
+func planFiles(cfg config.Config, st store.Store, b bus.Bus, log *slog.Logger) fdbudget.Budget {
+	soft, hard, err := fdbudget.Limit()
+	if err != nil {
+		log.Warn("open files: cannot read the limit; connections and runs are not bounded by it", "err", err)
+		return fdbudget.Budget{}
+	}
+	open := fdbudget.Open()
+	if open < 0 {
+		open = 32 // not Linux: a fair guess at start
+	}
+	reserve := fdbudget.DefaultReserve(soft)
+	// PostgreSQL's and Redis's pools dial as they need: their bounds stay
+	// free. SQLite's connections are open already, so counted in open.
+	type pooled interface{ MaxConns() int }
+	if p, ok := st.(pooled); ok && mustKind(cfg) == "postgres" {
+		reserve += p.MaxConns()
+	}
+	if p, ok := b.(pooled); ok {
+		reserve += p.MaxConns()
+	}
+	budget := fdbudget.Plan(soft, hard, open, reserve, cfg.MaxExecutingRuns)
+	if !budget.Bounded() {
+		log.Info("open files: no limit; connections and runs are not bounded by it")
+		return budget
+	}
+	log.Info("open files", "limit", soft, "hard_limit", hard, "open", open, "reserve", reserve,
+		"connections", budget.Conns, "executing_runs", budget.Runs)
+	switch {
+	case cfg.MaxExecutingRuns > budget.Runs:
+		log.Warn("open files: the limit allows fewer executing runs than --max-executing-runs; raise it (docs/operations.md, \"Open files\")",
+			"limit", soft, "executing_runs", budget.Runs, "max_executing_runs", cfg.MaxExecutingRuns)
+	case soft < lowFileLimit:
+		log.Warn("open files: the limit is low for a server; beyond these chats at once, clients get 503 overloaded; raise it (docs/operations.md, \"Open files\")",
+			"limit", soft, "executing_runs", budget.Runs)
+	}
+	return budget
 }
 
 // replicaID names this process in run leases and logs: host, pid and a

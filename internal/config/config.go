@@ -57,6 +57,10 @@ type Config struct {
 	// MaxRunsPerTenant bounds one tenant's executing runs, counted across all
 	// replicas; 0 means no bound.
 	MaxRunsPerTenant int
+	// MaxExecutingRuns bounds the runs this process executes at once; 0
+	// lets the open-files limit decide (fdbudget), and the limit also caps
+	// a larger value.
+	MaxExecutingRuns int
 
 	// LLM picks the model provider: LLMScripted, LLMOpenAI or LLMAnthropic.
 	// Unset, derive picks it from the keys given.

@@ -170,7 +170,7 @@ var options = []option{
 		value: number(func(c *Config) *int { return &c.InlinePayloadBytes }, DefaultInlinePayloadBytes, atLeast(-1))},
 
 	// Storage
-	{name: "data-dir", env: "AGENTCHAT_DATA_DIR", group: GroupStorage, help: "data directory for the SQLite file and the development token",
+	{name: "data-dir", env: "AGENTCHAT_DATA_DIR", group: GroupStorage, help: "data directory for the SQLite file and the development token; one serve at a time uses it (a lock file)",
 		value: text(func(c *Config) *string { return &c.DataDir }, "./data")},
 	{name: "store", env: "AGENTCHAT_STORE", group: GroupStorage, secret: true, help: "store: sqlite:<path> for SQLite, postgres://… for PostgreSQL",
 		value: text(func(c *Config) *string { return &c.Store }, "", checkStore).shows("SQLite in the data directory")},
@@ -190,6 +190,8 @@ var options = []option{
 		value: number(func(c *Config) *int { return &c.MaxInputChars }, run.DefaultMaxInputChars, atLeast(1))},
 	{name: "max-runs-per-tenant", env: "AGENTCHAT_MAX_RUNS_PER_TENANT", group: GroupLimits, help: "executing runs per tenant, counted across all replicas; above it a start is 429 too_many_runs; 0 for no limit",
 		value: number(func(c *Config) *int { return &c.MaxRunsPerTenant }, 0, atLeast(0)).shows("0")},
+	{name: "max-executing-runs", env: "AGENTCHAT_MAX_EXECUTING_RUNS", group: GroupLimits, help: "runs this process executes at once; beyond it a new run is 503 overloaded; never more than the open-files limit allows",
+		value: number(func(c *Config) *int { return &c.MaxExecutingRuns }, 0, atLeast(0)).shows("as many as the open-files limit allows")},
 	{name: "max-iterations", env: "AGENTCHAT_MAX_ITERATIONS", group: GroupLimits, help: "model calls per run",
 		value: number(func(c *Config) *int { return &c.MaxIterations }, engine.DefaultMaxIterations, atLeast(1))},
 	{name: "chain-hard-limit", env: "CHAIN_HARD_LIMIT", group: GroupLimits, help: "most steps a chain may take; a larger max_steps runs nothing",

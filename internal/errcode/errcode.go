@@ -116,6 +116,9 @@ const (
 	TooManyRuns = "too_many_runs"
 	// ShuttingDown: the server no longer starts runs (503).
 	ShuttingDown = "shutting_down"
+	// Overloaded: the server has no room for another run or connection now,
+	// by its open-files budget; Retry-After says when to try again (503).
+	Overloaded = "overloaded"
 	// StoreUnavailable: the database cannot be reached (503).
 	StoreUnavailable = "store_unavailable"
 	// BusUnavailable: the event bus cannot be reached (503).

@@ -83,6 +83,8 @@ func toAPIError(err error, notFoundCode, what string) *Error {
 	case errors.Is(err, run.ErrTooManyRuns):
 		return &Error{Status: http.StatusTooManyRequests, Code: errcode.TooManyRuns, RetryAfter: 2,
 			Message: "this tenant already has as many runs in progress as it may; try again when one has finished"}
+	case errors.Is(err, run.ErrOverloaded):
+		return errOverloaded
 	case errors.Is(err, run.ErrShuttingDown):
 		return apiErr(http.StatusServiceUnavailable, errcode.ShuttingDown, "the server is shutting down; try again shortly")
 	case errors.Is(err, store.ErrUnavailable):
@@ -93,9 +95,16 @@ func toAPIError(err error, notFoundCode, what string) *Error {
 	return &Error{Status: http.StatusInternalServerError, Code: errcode.InternalError, Message: "something went wrong on our side", Cause: err}
 }
 
+// errOverloaded answers a request the server has no room for now: no
+// descriptor for another connection, or no place for another run
+// (fdbudget). It is not logged as a failure: under load there would be one
+// line per refusal, and the access log has them.
+var errOverloaded = &Error{Status: http.StatusServiceUnavailable, Code: errcode.Overloaded, RetryAfter: 1,
+	Message: "the server is at capacity; try again in a moment"}
+
 // writeError answers with the JSON error body, logging server-side causes once.
 func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, e *Error) {
-	if e.Status >= 500 {
+	if e.Status >= 500 && e != errOverloaded {
 		log.ErrorContext(r.Context(), "request failed", "code", e.Code, "err", e.Cause)
 	}
 	body := map[string]any{"code": e.Code, "message": e.Message}

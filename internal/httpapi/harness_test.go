@@ -24,6 +24,7 @@ import (
 	"github.com/agentchat/agentchat/internal/config"
 	"github.com/agentchat/agentchat/internal/engine"
 	"github.com/agentchat/agentchat/internal/engine/local"
+	"github.com/agentchat/agentchat/internal/fdbudget"
 	"github.com/agentchat/agentchat/internal/httpapi"
 	"github.com/agentchat/agentchat/internal/llm"
 	"github.com/agentchat/agentchat/internal/llm/scripted"
@@ -80,6 +81,10 @@ type options struct {
 	tracer trace.TracerProvider
 	// maxRunsPerTenant is run.Config.MaxRunsPerTenant (0: no limit).
 	maxRunsPerTenant int
+	// maxExecutions is run.Config.MaxExecutions; budget, when bounded, wraps
+	// the listener as serve does (overload_test.go).
+	maxExecutions int
+	budget        fdbudget.Budget
 }
 
 type env struct {
@@ -152,12 +157,18 @@ func setup(t *testing.T, o options) *env {
 		Store: tel.Store(st), Bus: tel.Bus(b), ConfirmTTL: o.confirmTTL, SweepInterval: 20 * time.Millisecond, Engine: router, Compactor: parts.compactor,
 		Telemetry: tel, Sole: true, // one process over its store, as serve runs SQLite
 		MaxRunsPerTenant: o.maxRunsPerTenant,
+		MaxExecutions:    o.maxExecutions,
 	})
 	tokens, _ := config.ParseTokens("alice-token:acme:alice,bob-token:acme:bob,root-token:acme:root:admin,eve-token:evil:eve,mallory-token:evil:mallory:admin")
 	api := httpapi.New(httpapi.Config{Runs: runs, Tools: reg, Auth: auth.New(tokens, jwtSecret), PingInterval: o.ping, MaxBodyBytes: 64 << 10,
 		CORSOrigins: o.corsOrigins, BodyTimeout: o.bodyTimeout, Retrieval: parts.retrieval, Compactor: parts.compactor,
 		Telemetry: tel, Health: health, MetricsToken: metricsToken})
-	srv := httptest.NewServer(api)
+	srv := httptest.NewUnstartedServer(api)
+	if o.budget.Bounded() {
+		srv.Listener = o.budget.Listen(srv.Listener)
+		srv.Config.ConnContext = fdbudget.ConnContext
+	}
+	srv.Start()
 	e := &env{t: t, url: srv.URL, client: &http.Client{Transport: validating{t, &http.Transport{}}}, store: st, runs: runs, api: api, srv: srv, dbPath: o.dbPath, tel: tel}
 	t.Cleanup(e.stop)
 	return e

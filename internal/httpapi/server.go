@@ -17,6 +17,7 @@ import (
 	"github.com/agentchat/agentchat/internal/cors"
 	enginechain "github.com/agentchat/agentchat/internal/engine/chain"
 	"github.com/agentchat/agentchat/internal/errcode"
+	"github.com/agentchat/agentchat/internal/fdbudget"
 	"github.com/agentchat/agentchat/internal/retrieval"
 	"github.com/agentchat/agentchat/internal/run"
 	"github.com/agentchat/agentchat/internal/telemetry"
@@ -262,6 +263,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.handleCORS(rec, r) { // cors.go: preflights and refused origins end here
 		return
+	}
+	if fdbudget.Overflowed(r.Context()) {
+		// The connection is beyond the open-files budget (fdbudget.Listener):
+		// answered at once and closed, so its descriptor is free again in a
+		// moment. Liveness is still answered: an overloaded process is alive.
+		rec.Header().Set("Connection", "close")
+		if r.URL.Path != "/healthz" {
+			writeError(rec, r, s.log, errOverloaded)
+			return
+		}
 	}
 	if pattern == "" {
 		s.noRoute(rec, r)

@@ -23,6 +23,7 @@ type execution struct {
 	run    chat.Run
 	cancel context.CancelCauseFunc
 	done   chan struct{}
+	placed bool // holds its place in the service's capacity already (a new run's)
 
 	mu        sync.Mutex
 	seq       int64 // last seq given out on the thread
@@ -85,6 +86,9 @@ func (x *execution) store(what string, op func(context.Context) error) bool {
 
 // launch executes body in the background and finishes the run with its outcome.
 func (s *Service) launch(x *execution, body func(ctx context.Context) engine.Outcome) {
+	if !x.placed {
+		s.exec.take()
+	}
 	ctx, cancel := context.WithCancelCause(s.ctx)
 	x.cancel = cancel
 	ctx = x.tel.Begin(ctx)
@@ -96,6 +100,7 @@ func (s *Service) launch(x *execution, body func(ctx context.Context) engine.Out
 		defer s.wg.Done()
 		defer close(x.done)
 		defer s.release()
+		defer s.exec.give()
 		defer func() {
 			s.mu.Lock()
 			if s.executing[x.run.ID] == x {

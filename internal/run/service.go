@@ -65,6 +65,11 @@ type Config struct {
 	// MaxRunsPerTenant bounds a tenant's executing (queued or running) runs,
 	// counted across every replica sharing the store. 0: no bound.
 	MaxRunsPerTenant int
+	// MaxExecutions bounds the runs this process executes at once, each
+	// holding a connection to the model provider: beyond it Start refuses
+	// a new run with ErrOverloaded (continuations are never refused; see
+	// capacity). serve sets it from the open-files limit. 0: no bound.
+	MaxExecutions int
 	// LeaseTTL is how long a replica's heartbeat may go unrenewed before
 	// other replicas end its runs. Default DefaultLeaseTTL.
 	LeaseTTL time.Duration
@@ -99,6 +104,8 @@ type Service struct {
 
 	live liveness // this replica's term
 
+	exec capacity // executions in this process, against MaxExecutions
+
 	// continuations maps a confirmation id to the run id its deciding client
 	// chose (DecideFor), for whichever resume of this process continues the
 	// run: another may claim it first (resumeDecided, when the decision
@@ -131,6 +138,7 @@ func New(cfg Config) *Service {
 		cfg: cfg, st: cfg.Store, bus: cfg.Bus, eng: cfg.Engine, log: cfg.Logger,
 		evlog: newEventLog(cfg.Store, cfg.Logger), ctx: ctx, cancel: cancel,
 		executing: map[string]*execution{}, live: liveness{ready: make(chan struct{}), next: make(chan struct{}), recovered: make(chan struct{})},
+		exec: capacity{max: int64(max(cfg.MaxExecutions, 0))},
 	}
 	s.pub = &publisher{bus: cfg.Bus, s: s}
 	s.wg.Add(3)
@@ -253,6 +261,16 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 	if n := utf8.RuneCountInString(req.Input); n > s.cfg.MaxInputChars {
 		return Started{}, invalidInput("input has %d characters, the limit is %d", n, s.cfg.MaxInputChars)
 	}
+	// Refused before anything is written: the client tries again.
+	if !s.exec.tryTake() {
+		return Started{}, ErrOverloaded
+	}
+	placed := true
+	defer func() {
+		if placed {
+			s.exec.give()
+		}
+	}()
 	if !s.admit() {
 		return Started{}, ErrShuttingDown
 	}
@@ -316,6 +334,7 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 		userMsg = chat.Message{}
 	}
 	x := s.newExecution(t, sc, r, last, tel)
+	x.placed = true
 	if follow {
 		q, err := s.bus.Subscribe(ctx, sc.Tenant, conv.ID, last)
 		if err != nil {
@@ -325,7 +344,7 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 		}
 		out.Stream = &Stream{s: s, sc: sc, thread: conv.ID, runID: r.ID, q: q, last: last}
 	}
-	admitted = false // the execution releases it
+	admitted, placed = false, false // the execution releases both
 	s.launch(x, func(ctx context.Context) engine.Outcome {
 		if out.Created {
 			x.Emit(ctx, event.New(event.ConversationCreatedData{ConversationID: conv.ID, Title: conv.Title}))

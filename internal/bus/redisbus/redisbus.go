@@ -151,6 +151,11 @@ func (b *Bus) isClosed() bool {
 	return b.closed
 }
 
+// MaxConns is how many connections the bus may hold besides its readers'
+// (its client's pool and the control subscription), which the process's
+// open-files budget keeps in reserve. Readers add one per 128 live threads.
+func (b *Bus) MaxConns() int { return b.rdb.Options().PoolSize + 1 }
+
 // Close ends every subscription with bus.ErrClosed and every Controls stream,
 // waits for the bus's goroutines and releases its connections.
 func (b *Bus) Close() error {

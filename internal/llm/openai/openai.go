@@ -349,7 +349,7 @@ func (d *decoder) inStreamError(data []byte) *llm.Error {
 	switch kind := strings.ToLower(body.Error.Type + " " + fmt.Sprint(body.Error.Code)); {
 	case strings.Contains(kind, "rate_limit"):
 		code = llm.CodeRateLimited
-	case strings.Contains(kind, "server_error"), strings.Contains(kind, "overloaded"):
+	case strings.Contains(kind, "server_error"), strings.Contains(kind, "overload"): // the provider's "overloaded", "overloaded_error"
 		code = llm.CodeUnavailable
 	}
 	msg := d.provider.Scrub(cmp.Or(body.Error.Message, "no message"))

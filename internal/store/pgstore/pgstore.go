@@ -168,6 +168,12 @@ func (s *Store) migrate(ctx context.Context, schema string) error {
 	return nil
 }
 
+// MaxConns is how many connections the store may hold at once (its pools'
+// bounds), which the process's open-files budget keeps in reserve.
+func (s *Store) MaxConns() int {
+	return int(s.pool.Config().MaxConns + s.live.Config().MaxConns)
+}
+
 // Close closes the pool, waiting for connections in use to be returned.
 func (s *Store) Close() error {
 	s.pool.Close()

@@ -43,15 +43,20 @@ func Open(ctx context.Context, path string) (*Store, error) {
 			return nil, err
 		}
 	}
-	// A 16 MiB page cache (per connection) keeps the event log's index pages in memory under load.
-	pragmas := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-16384)"
+	// A 16 MiB page cache (per connection) keeps the event log's index pages
+	// in memory under load. Temporary tables and sorts stay in memory too:
+	// a temporary file is a file descriptor, which a busy process may not
+	// have to spare.
+	pragmas := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-16384)&_pragma=temp_store(MEMORY)"
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + pragmas
 	write, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}
-	write.SetMaxOpenConns(1)
-	write.SetConnMaxIdleTime(0)
+	if err := keepOpen(ctx, write, 1); err != nil {
+		write.Close()
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
 	s := &Store{write: write}
 	if err := s.migrate(ctx); err != nil {
 		write.Close()
@@ -62,9 +67,48 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		write.Close()
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}
-	read.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)))
+	if err := keepOpen(ctx, read, max(4, runtime.GOMAXPROCS(0))); err != nil {
+		read.Close()
+		write.Close()
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
 	s.read = read
 	return s, nil
+}
+
+// keepOpen opens db's n connections now and keeps them for the life of the
+// store. database/sql would close all but two idle ones and reopen them on
+// demand, and each reopen needs new file descriptors (the database, its
+// WAL), which a process at its open-files limit cannot get: a run's
+// knowledge search or history read then failed with "unable to open
+// database file (14)". Opened at start, they never need another.
+func keepOpen(ctx context.Context, db *sql.DB, n int) error {
+	db.SetMaxOpenConns(n)
+	db.SetMaxIdleConns(n)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	conns := make([]*sql.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Close() // back to the pool, which keeps it
+		}
+	}()
+	for range n {
+		c, err := db.Conn(ctx) // held: the next one is a new connection
+		if err != nil {
+			return err
+		}
+		conns = append(conns, c)
+		if err := c.PingContext(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// MaxConns is how many connections the store holds, all opened by Open.
+func (s *Store) MaxConns() int {
+	return s.write.Stats().MaxOpenConnections + s.read.Stats().MaxOpenConnections
 }
 
 // Migrate applies pending migrations to the database at path and closes it.
