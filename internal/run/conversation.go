@@ -94,7 +94,7 @@ func (s *Service) History(ctx context.Context, sc chat.Scope, thread string, pic
 		return HistoryRead{}, err
 	}
 	if active, err := s.st.ActiveRun(ctx, sc, thread); err == nil {
-		if first, err := s.st.ListEvents(ctx, sc, thread, active.ID, 0, 0, 1); err == nil && len(first) > 0 && first[0].Seq <= h.Point {
+		if first, err := s.st.ListEvents(ctx, sc, store.ListEventsParams{Thread: thread, RunID: active.ID, Limit: 1}); err == nil && len(first) > 0 && first[0].Seq <= h.Point {
 			h.Point = first[0].Seq - 1
 		}
 	}
@@ -141,7 +141,7 @@ func (s *Service) Snapshot(ctx context.Context, sc chat.Scope, thread string) ([
 // and including it: what a client resuming there has seen of that run.
 // None when the log does not (yet) hold seq.
 func (s *Service) RunUpTo(ctx context.Context, sc chat.Scope, thread string, seq int64) []event.Event {
-	at, err := s.st.ListEvents(ctx, sc, thread, "", seq-1, seq, 1)
+	at, err := s.st.ListEvents(ctx, sc, store.ListEventsParams{Thread: thread, AfterSeq: seq - 1, UntilSeq: seq, Limit: 1})
 	if err != nil || len(at) == 0 {
 		return nil
 	}

@@ -156,7 +156,7 @@ func checkEnd(t *testing.T, st store.Store, thread string, got []event.Event) {
 	}
 	// Every seq the bus carried names one event: the log agrees with what
 	// a client saw, and the end comes after all of it.
-	logged, err := st.ListEvents(t.Context(), alice, thread, "", 0, 0, 0)
+	logged, err := st.ListEvents(t.Context(), alice, store.ListEventsParams{Thread: thread})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,7 +71,7 @@ func (s *Service) takeOver(r chat.Run) (*term, bool) {
 	if err != nil {
 		return nil, false
 	}
-	ok, err := s.st.TakeOverRun(s.ctx, r.Tenant, r.ID, s.cfg.ReplicaID, t.epoch, time.Now())
+	ok, err := s.st.TakeOverRun(s.ctx, store.TakeOverRunParams{Tenant: r.Tenant, RunID: r.ID, Owner: s.cfg.ReplicaID, Epoch: t.epoch, Now: time.Now()})
 	if err != nil {
 		s.runLog(r).Warn("take over an orphaned run", "err", err)
 		return nil, false
@@ -118,7 +118,7 @@ func (s *Service) writeOrphanEnd(ctx context.Context, r chat.Run) error {
 	// No other run emits on the thread while r is active: if the thread's last
 	// event is r's end, r finished and only its status was not recorded.
 	if last > 0 {
-		tail, err := s.st.ListEvents(ctx, sc, r.ConversationID, r.ID, last-1, last, 1)
+		tail, err := s.st.ListEvents(ctx, sc, store.ListEventsParams{Thread: r.ConversationID, RunID: r.ID, AfterSeq: last - 1, UntilSeq: last, Limit: 1})
 		if err != nil {
 			return err
 		}
@@ -151,7 +151,7 @@ func (s *Service) writeOrphanEnd(ctx context.Context, r chat.Run) error {
 		o = engine.Outcome{Status: engine.StatusCancelled}
 		reason = unfinishedReason(o.Status)
 	}
-	logged, err := s.st.ListEvents(ctx, sc, r.ConversationID, r.ID, 0, 0, 0)
+	logged, err := s.st.ListEvents(ctx, sc, store.ListEventsParams{Thread: r.ConversationID, RunID: r.ID})
 	if err != nil {
 		return err
 	}
@@ -204,7 +204,7 @@ func (s *Service) claimRun(ctx context.Context, r chat.Run, confirmationID strin
 	if err != nil {
 		return nil
 	}
-	r, err = s.st.ClaimRun(ctx, r.Tenant, r.ID, confirmationID, s.cfg.ReplicaID, t.epoch)
+	r, err = s.st.ClaimRun(ctx, store.ClaimRunParams{Tenant: r.Tenant, RunID: r.ID, ConfirmationID: confirmationID, Owner: s.cfg.ReplicaID, Epoch: t.epoch})
 	if err != nil {
 		if !errors.Is(err, store.ErrConflict) {
 			log.Warn("claim a waiting run", "err", err)
@@ -233,7 +233,7 @@ func (s *Service) claimRun(ctx context.Context, r chat.Run, confirmationID strin
 	// The calls begun before the pause are this execution's to end if the
 	// run ends without them; a run that waited asked for a confirmation.
 	x.asked = true
-	if evs, err := s.st.ListEvents(ctx, sc, r.ConversationID, r.ID, 0, 0, 0); err == nil {
+	if evs, err := s.st.ListEvents(ctx, sc, store.ListEventsParams{Thread: r.ConversationID, RunID: r.ID}); err == nil {
 		for _, ev := range evs {
 			x.calls.note(ev)
 		}

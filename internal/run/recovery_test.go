@@ -148,7 +148,7 @@ func ended(r chat.Run) bool { return !chat.Active(r.Status) }
 // published under that seq. It returns the events clients see.
 func checkLog(t *testing.T, st store.Store, b *retainingBus, thread string) []event.Event {
 	t.Helper()
-	evs, err := st.ListEvents(context.Background(), alice, thread, "", 0, 0, 0)
+	evs, err := st.ListEvents(context.Background(), alice, store.ListEventsParams{Thread: thread})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,11 +322,11 @@ func (u *unavailable) RegisterReplica(ctx context.Context, id string, until time
 	return u.Store.RegisterReplica(ctx, id, until, sole)
 }
 
-func (u *unavailable) TakeOverRun(ctx context.Context, tenant, runID, owner string, epoch int64, now time.Time) (bool, error) {
+func (u *unavailable) TakeOverRun(ctx context.Context, p store.TakeOverRunParams) (bool, error) {
 	if u.down.Load() {
 		return false, errDown
 	}
-	return u.Store.TakeOverRun(ctx, tenant, runID, owner, epoch, now)
+	return u.Store.TakeOverRun(ctx, p)
 }
 
 func (u *unavailable) UpdateRun(ctx context.Context, tenant, id string, up store.RunUpdate) (chat.Run, error) {

@@ -239,7 +239,7 @@ func (s *Service) finishing(ctx context.Context, sc chat.Scope, runID string) bo
 	if err != nil || last == 0 {
 		return false
 	}
-	evs, err := s.st.ListEvents(ctx, sc, r.ConversationID, "", last-1, last, 1)
+	evs, err := s.st.ListEvents(ctx, sc, store.ListEventsParams{Thread: r.ConversationID, AfterSeq: last - 1, UntilSeq: last, Limit: 1})
 	return err == nil && len(evs) == 1 && evs[0].Run == runID && evs[0].Terminal()
 }
 
@@ -477,7 +477,7 @@ func (s *Service) Timeline(ctx context.Context, sc chat.Scope, runID string) (ch
 	if err := s.evlog.Flush(ctx); err != nil {
 		return chat.Run{}, nil, err
 	}
-	evs, err := s.st.ListEvents(ctx, sc, r.ConversationID, r.ID, 0, 0, 0)
+	evs, err := s.st.ListEvents(ctx, sc, store.ListEventsParams{Thread: r.ConversationID, RunID: r.ID})
 	return r, slices.DeleteFunc(evs, func(ev event.Event) bool { return ev.Type == event.SeqSkipped }), err
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/agentchat/agentchat/internal/bus"
 	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/event"
+	"github.com/agentchat/agentchat/internal/store"
 )
 
 // Stream follows a thread, or one run of it, from a position: first what the
@@ -68,7 +69,7 @@ func (st *Stream) Check(ctx context.Context) error {
 	if err != nil || last <= st.last {
 		return err
 	}
-	evs, err := st.s.st.ListEvents(ctx, st.sc, st.thread, "", st.last, last, 0)
+	evs, err := st.s.st.ListEvents(ctx, st.sc, store.ListEventsParams{Thread: st.thread, AfterSeq: st.last, UntilSeq: last})
 	if err != nil {
 		return err
 	}
@@ -106,7 +107,7 @@ func (s *Service) Follow(ctx context.Context, sc chat.Scope, thread, runID strin
 		st.Close()
 		return nil, err
 	}
-	if st.backlog, err = s.st.ListEvents(ctx, sc, thread, runID, after, 0, 0); err != nil {
+	if st.backlog, err = s.st.ListEvents(ctx, sc, store.ListEventsParams{Thread: thread, RunID: runID, AfterSeq: after}); err != nil {
 		st.Close()
 		return nil, err
 	}
@@ -207,7 +208,7 @@ func (st *Stream) fill(ctx context.Context, until int64) ([]event.Event, error) 
 		if err := st.s.evlog.Flush(ctx); err != nil {
 			return nil, err
 		}
-		evs, err := st.s.st.ListEvents(ctx, st.sc, st.thread, "", st.last, until, 0)
+		evs, err := st.s.st.ListEvents(ctx, st.sc, store.ListEventsParams{Thread: st.thread, AfterSeq: st.last, UntilSeq: until})
 		if err != nil {
 			return nil, err
 		}

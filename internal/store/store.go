@@ -86,6 +86,45 @@ type RunStarted struct {
 	LastSeq      int64
 }
 
+// ClaimRunParams are the arguments of ClaimRun.
+type ClaimRunParams struct {
+	// Tenant and RunID name the run awaiting input.
+	Tenant string
+	RunID  string
+	// ConfirmationID, when set, is the decided confirmation of the run that
+	// the claim applies; "" claims without applying one (a cancel).
+	ConfirmationID string
+	// Owner and Epoch are the claiming term: the run's executor from now on.
+	Owner string
+	Epoch int64
+}
+
+// TakeOverRunParams are the arguments of TakeOverRun.
+type TakeOverRunParams struct {
+	// Tenant and RunID name the orphaned run.
+	Tenant string
+	RunID  string
+	// Owner and Epoch are the taking term: the run's executor from now on.
+	Owner string
+	Epoch int64
+	// Now is the taker's clock, against which the executing term's end is judged.
+	Now time.Time
+}
+
+// ListEventsParams are the arguments of ListEvents.
+type ListEventsParams struct {
+	// Thread is the conversation whose log is read.
+	Thread string
+	// RunID, when set, keeps only that run's events.
+	RunID string
+	// AfterSeq is exclusive: events with seq > AfterSeq.
+	AfterSeq int64
+	// UntilSeq is inclusive: events with seq <= UntilSeq; 0 is no upper bound.
+	UntilSeq int64
+	// Limit bounds how many events are returned; 0 is no limit.
+	Limit int
+}
+
 // Store is everything agentchat persists. It is deliberately wide: one seam,
 // owned here, with one contract suite (storetest).
 type Store interface {
@@ -141,31 +180,29 @@ type Store interface {
 	// TakeOverRun makes the term (owner, epoch) the executor of an active run
 	// that is orphaned at now, or already that term's. Of racing takers
 	// exactly one wins; it reports whether the caller did.
-	TakeOverRun(ctx context.Context, tenant, runID, owner string, epoch int64, now time.Time) (bool, error)
+	TakeOverRun(ctx context.Context, p TakeOverRunParams) (bool, error)
 	// ReserveSeqs raises the run's SeqReserved to upTo (never lowers it).
 	ReserveSeqs(ctx context.Context, tenant, runID string, upTo int64) error
 	// CancelRequests lists the ids of queued or running runs of the term
 	// (owner, epoch) that someone asked to stop: the durable form of the
 	// cancel message, for an executor that missed it.
 	CancelRequests(ctx context.Context, owner string, epoch int64) ([]string, error)
-	// ClaimRun continues a run awaiting input: it becomes running, leased to
-	// owner until until, in one atomic step, so exactly one of racing
-	// claimers (on any replica) wins. With confirmationID set, the claim also
-	// applies that decided confirmation of the run (sets its AppliedAt) and
-	// requires it to be decided and not yet applied. A refused claim is
-	// ErrConflict (ErrNotFound when the run does not exist). The run's
-	// executor becomes the term (owner, epoch).
-	ClaimRun(ctx context.Context, tenant, runID, confirmationID, owner string, epoch int64) (chat.Run, error)
+	// ClaimRun continues a run awaiting input: it becomes running, executed
+	// by the term (p.Owner, p.Epoch), in one atomic step, so exactly one of
+	// racing claimers (on any replica) wins. With p.ConfirmationID set, the
+	// claim also applies that decided confirmation of the run (sets its
+	// AppliedAt) and requires it to be decided and not yet applied. A
+	// refused claim is ErrConflict (ErrNotFound when the run does not exist).
+	ClaimRun(ctx context.Context, p ClaimRunParams) (chat.Run, error)
 	// DeleteRunsEndedBefore removes finished runs (and their events) older than t; it returns how many.
 	DeleteRunsEndedBefore(ctx context.Context, t time.Time) (int, error)
 
 	// Event log. AppendEvents stores events in order; (thread, seq) is unique
 	// and a duplicate is ErrConflict. Batches may span threads.
 	AppendEvents(ctx context.Context, evs []event.Event) error
-	// ListEvents returns the thread's events with afterSeq < seq <= untilSeq
-	// (untilSeq 0: no upper bound), ascending, at most limit (0: no limit).
-	// runID, when set, keeps only that run's events.
-	ListEvents(ctx context.Context, s chat.Scope, thread, runID string, afterSeq, untilSeq int64, limit int) ([]event.Event, error)
+	// ListEvents returns the events of the thread p.Thread with
+	// p.AfterSeq < seq <= p.UntilSeq, ascending (ListEventsParams).
+	ListEvents(ctx context.Context, s chat.Scope, p ListEventsParams) ([]event.Event, error)
 	// LastSeq is the thread's highest stored seq, 0 when it has none.
 	LastSeq(ctx context.Context, tenant, thread string) (int64, error)
 

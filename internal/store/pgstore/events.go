@@ -69,7 +69,8 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 // key over the rows overlapping (after, until], from the last row starting at
 // or before after (which may hold after+1). Each row read holds at least one
 // wanted event, so limit rows hold enough.
-func (s *Store) ListEvents(ctx context.Context, sc chat.Scope, thread, runID string, after, until int64, limit int) ([]event.Event, error) {
+func (s *Store) ListEvents(ctx context.Context, sc chat.Scope, p store.ListEventsParams) ([]event.Event, error) {
+	thread, after, until, limit := p.Thread, p.AfterSeq, p.UntilSeq, p.Limit
 	if until <= 0 {
 		until = math.MaxInt64
 	}
@@ -78,8 +79,8 @@ func (s *Store) ListEvents(ctx context.Context, sc chat.Scope, thread, runID str
 		AND seq >= COALESCE((SELECT max(seq) FROM events WHERE thread_id = $1 AND seq <= $3), 0)
 		AND COALESCE(seq_end, seq) > $3 AND seq <= $4`
 	args := []any{thread, sc.Tenant, after, until}
-	if runID != "" {
-		args = append(args, runID)
+	if p.RunID != "" {
+		args = append(args, p.RunID)
 		q += ` AND run_id = $` + strconv.Itoa(len(args))
 	}
 	q += ` ORDER BY seq`

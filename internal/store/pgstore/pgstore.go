@@ -610,7 +610,7 @@ func (s *Store) ListRuns(ctx context.Context, sc chat.Scope, conversationID stri
 // is the compare-and-set (its row lock orders racing claimers, and the loser
 // re-reads the status it changed), and the confirmation is marked applied
 // only when that UPDATE matched.
-func (s *Store) ClaimRun(ctx context.Context, tenant, runID, confirmationID, owner string, epoch int64) (chat.Run, error) {
+func (s *Store) ClaimRun(ctx context.Context, p store.ClaimRunParams) (chat.Run, error) {
 	r, err := scanRun(s.pool.QueryRow(ctx, `WITH r AS (
 			UPDATE runs SET status = 'running', lease_owner = $3, lease_epoch = $4
 			WHERE id = $1 AND tenant = $2 AND status = 'awaiting_input'
@@ -621,15 +621,15 @@ func (s *Store) ClaimRun(ctx context.Context, tenant, runID, confirmationID, own
 			UPDATE confirmations SET applied_at = $6 WHERE id = $5 AND $5 <> '' AND EXISTS (SELECT 1 FROM r)
 		)
 		SELECT `+runCols+` FROM r`,
-		runID, tenant, owner, epoch, confirmationID, now()))
+		p.RunID, p.Tenant, p.Owner, p.Epoch, p.ConfirmationID, now()))
 	if errors.Is(err, pgx.ErrNoRows) {
 		var cur string
-		if err = s.pool.QueryRow(ctx, `SELECT status FROM runs WHERE id = $1 AND tenant = $2`, runID, tenant).Scan(&cur); err == nil {
-			err = fmt.Errorf("%w: run %s is %s, or the decision is pending or applied", store.ErrConflict, runID, cur)
+		if err = s.pool.QueryRow(ctx, `SELECT status FROM runs WHERE id = $1 AND tenant = $2`, p.RunID, p.Tenant).Scan(&cur); err == nil {
+			err = fmt.Errorf("%w: run %s is %s, or the decision is pending or applied", store.ErrConflict, p.RunID, cur)
 		}
 	}
 	if err != nil {
-		return chat.Run{}, fmt.Errorf("claim run %s: %w", runID, interpretError(err))
+		return chat.Run{}, fmt.Errorf("claim run %s: %w", p.RunID, interpretError(err))
 	}
 	return r, nil
 }

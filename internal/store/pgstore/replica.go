@@ -72,13 +72,13 @@ func (s *Store) OrphanedRuns(ctx context.Context, at time.Time, limit int) ([]ch
 // TakeOverRun makes a term the executor of an orphaned run with one
 // conditional UPDATE: the row lock orders racing takers, and a loser's
 // re-check finds the run held by the winner's live term.
-func (s *Store) TakeOverRun(ctx context.Context, tenant, runID, owner string, epoch int64, at time.Time) (bool, error) {
+func (s *Store) TakeOverRun(ctx context.Context, p store.TakeOverRunParams) (bool, error) {
 	tag, err := s.pool.Exec(ctx, `UPDATE runs SET lease_owner = $3, lease_epoch = $4
 		WHERE id = $1 AND tenant = $2 AND status IN `+activeStatuses+`
 		AND ((lease_owner = $3 AND lease_epoch = $4) OR `+orphaned("$5")+`)`,
-		runID, tenant, owner, epoch, ms(at))
+		p.RunID, p.Tenant, p.Owner, p.Epoch, ms(p.Now))
 	if err != nil {
-		return false, fmt.Errorf("take over run %s: %w", runID, interpretError(err))
+		return false, fmt.Errorf("take over run %s: %w", p.RunID, interpretError(err))
 	}
 	return tag.RowsAffected() == 1, nil
 }

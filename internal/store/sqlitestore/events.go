@@ -67,7 +67,8 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 // overlapping (after, until]: from the last row starting at or before after
 // (which may hold after+1), found by one probe, up to until. Each holds at
 // least one wanted event, so limit rows hold enough.
-func (s *Store) ListEvents(ctx context.Context, sc chat.Scope, thread, runID string, after, until int64, limit int) ([]event.Event, error) {
+func (s *Store) ListEvents(ctx context.Context, sc chat.Scope, p store.ListEventsParams) ([]event.Event, error) {
+	thread, after, until, limit := p.Thread, p.AfterSeq, p.UntilSeq, p.Limit
 	if _, err := s.GetConversation(ctx, sc, thread); err != nil {
 		return nil, err
 	}
@@ -80,9 +81,9 @@ func (s *Store) ListEvents(ctx context.Context, sc chat.Scope, thread, runID str
 		q += ` AND seq <= ?`
 		args = append(args, until)
 	}
-	if runID != "" {
+	if p.RunID != "" {
 		q += ` AND run_id = ?`
-		args = append(args, runID)
+		args = append(args, p.RunID)
 	}
 	q += ` ORDER BY seq`
 	if limit > 0 {

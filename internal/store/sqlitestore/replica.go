@@ -57,13 +57,13 @@ func (s *Store) OrphanedRuns(ctx context.Context, at time.Time, limit int) ([]ch
 
 // TakeOverRun makes a term the executor of an orphaned run. SQLite's one
 // writer makes the conditional UPDATE the compare-and-set.
-func (s *Store) TakeOverRun(ctx context.Context, tenant, runID, owner string, epoch int64, at time.Time) (bool, error) {
+func (s *Store) TakeOverRun(ctx context.Context, p store.TakeOverRunParams) (bool, error) {
 	res, err := s.write.ExecContext(ctx, `UPDATE runs SET lease_owner = ?, lease_epoch = ?
 		WHERE id = ? AND tenant = ? AND status IN ('queued','running','awaiting_input')
 		AND ((lease_owner = ? AND lease_epoch = ?) OR `+orphaned+`)`,
-		owner, epoch, runID, tenant, owner, epoch, ms(at))
+		p.Owner, p.Epoch, p.RunID, p.Tenant, p.Owner, p.Epoch, ms(p.Now))
 	if err != nil {
-		return false, fmt.Errorf("take over run %s: %w", runID, interpret(err))
+		return false, fmt.Errorf("take over run %s: %w", p.RunID, interpret(err))
 	}
 	n, _ := res.RowsAffected()
 	return n == 1, nil

@@ -654,7 +654,8 @@ func (s *Store) ListRuns(ctx context.Context, sc chat.Scope, conversationID stri
 
 // ClaimRun continues a run awaiting input, in one transaction (SQLite has one
 // writer, so the read and the writes cannot interleave with another claim).
-func (s *Store) ClaimRun(ctx context.Context, tenant, runID, confirmationID, owner string, epoch int64) (chat.Run, error) {
+func (s *Store) ClaimRun(ctx context.Context, p store.ClaimRunParams) (chat.Run, error) {
+	tenant, runID, confirmationID := p.Tenant, p.RunID, p.ConfirmationID
 	var r chat.Run
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		var err error
@@ -676,8 +677,8 @@ func (s *Store) ClaimRun(ctx context.Context, tenant, runID, confirmationID, own
 				return fmt.Errorf("%w: decision %s of run %s is pending or applied", store.ErrConflict, confirmationID, runID)
 			}
 		}
-		r.Status, r.LeaseOwner, r.LeaseEpoch = chat.RunRunning, owner, epoch
-		_, err = tx.ExecContext(ctx, `UPDATE runs SET status = ?, lease_owner = ?, lease_epoch = ? WHERE id = ?`, r.Status, owner, epoch, runID)
+		r.Status, r.LeaseOwner, r.LeaseEpoch = chat.RunRunning, p.Owner, p.Epoch
+		_, err = tx.ExecContext(ctx, `UPDATE runs SET status = ?, lease_owner = ?, lease_epoch = ? WHERE id = ?`, r.Status, p.Owner, p.Epoch, runID)
 		return err
 	})
 	if err != nil {

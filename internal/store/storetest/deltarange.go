@@ -132,7 +132,7 @@ func testDeltaRangesRoundTrip(t *testing.T, s store.Store) {
 		for i := range want {
 			want[i].Time = want[i].Time.Add(123456 * time.Nanosecond).Truncate(time.Millisecond)
 		}
-		sameEvents(t, "thread "+sc.thread, must[[]event.Event](t)(s.ListEvents(ctx(t), alice, sc.thread, "", 0, 0, 0)), want)
+		sameEvents(t, "thread "+sc.thread, must[[]event.Event](t)(s.ListEvents(ctx(t), alice, store.ListEventsParams{Thread: sc.thread})), want)
 		if n := must[int64](t)(s.LastSeq(ctx(t), "acme", sc.thread)); n != sc.seq {
 			t.Fatalf("last seq %d, want %d", n, sc.seq)
 		}
@@ -167,7 +167,7 @@ func testDeltaRangeBounds(t *testing.T, s store.Store) {
 					if until == after {
 						u = 0 // no upper bound
 					}
-					got, err := s.ListEvents(ctx(t), alice, c.ID, run, after, u, limit)
+					got, err := s.ListEvents(ctx(t), alice, store.ListEventsParams{Thread: c.ID, RunID: run, AfterSeq: after, UntilSeq: u, Limit: limit})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -195,9 +195,9 @@ func testDeltaRangesAcrossBatches(t *testing.T, s store.Store) {
 		}
 	}
 	all := stored(sc.evs)
-	sameEvents(t, "all", must[[]event.Event](t)(s.ListEvents(ctx(t), alice, c.ID, "", 0, 0, 0)), all)
-	sameEvents(t, "(3, 8]", must[[]event.Event](t)(s.ListEvents(ctx(t), alice, c.ID, "", 3, 8, 0)), all[3:8])
-	sameEvents(t, "after 4, 2", must[[]event.Event](t)(s.ListEvents(ctx(t), alice, c.ID, "r", 4, 0, 2)), all[4:6])
+	sameEvents(t, "all", must[[]event.Event](t)(s.ListEvents(ctx(t), alice, store.ListEventsParams{Thread: c.ID})), all)
+	sameEvents(t, "(3, 8]", must[[]event.Event](t)(s.ListEvents(ctx(t), alice, store.ListEventsParams{Thread: c.ID, AfterSeq: 3, UntilSeq: 8})), all[3:8])
+	sameEvents(t, "after 4, 2", must[[]event.Event](t)(s.ListEvents(ctx(t), alice, store.ListEventsParams{Thread: c.ID, RunID: "r", AfterSeq: 4, Limit: 2})), all[4:6])
 	if n := must[int64](t)(s.LastSeq(ctx(t), "acme", c.ID)); n != 10 {
 		t.Fatalf("last seq %d", n)
 	}
@@ -248,7 +248,7 @@ func testDeltaRangeConflicts(t *testing.T, s store.Store) {
 	if n := must[int64](t)(s.LastSeq(ctx(t), "acme", c.ID)); n != 10 {
 		t.Fatalf("a refused batch was stored: last seq %d", n)
 	}
-	sameEvents(t, "after refusals", must[[]event.Event](t)(s.ListEvents(ctx(t), alice, c.ID, "", 0, 0, 0)), stored(sc.evs))
+	sameEvents(t, "after refusals", must[[]event.Event](t)(s.ListEvents(ctx(t), alice, store.ListEventsParams{Thread: c.ID})), stored(sc.evs))
 	if err := s.AppendEvents(ctx(t), deltas(11, 12)); err != nil {
 		t.Fatalf("the next seqs: %v", err)
 	}

@@ -62,7 +62,7 @@ func testOrphanedRuns(t *testing.T, s store.Store) {
 		t.Fatalf("orphans while a lives: %v", got)
 	}
 	// A live term's runs cannot be taken.
-	if ok := must[bool](t)(s.TakeOverRun(ctx(t), "acme", live.ID, "b", eb, now)); ok {
+	if ok := must[bool](t)(s.TakeOverRun(ctx(t), store.TakeOverRunParams{Tenant: "acme", RunID: live.ID, Owner: "b", Epoch: eb, Now: now})); ok {
 		t.Fatal("took over a run of a live term")
 	}
 	// a re-registers: its earlier term's runs are orphaned at once.
@@ -72,13 +72,13 @@ func testOrphanedRuns(t *testing.T, s store.Store) {
 		t.Fatalf("orphans after a's new term: %v", got)
 	}
 	// Its own current term may take its old runs, as may another.
-	if ok := must[bool](t)(s.TakeOverRun(ctx(t), "acme", live.ID, "a", ea2, now)); !ok {
+	if ok := must[bool](t)(s.TakeOverRun(ctx(t), store.TakeOverRunParams{Tenant: "acme", RunID: live.ID, Owner: "a", Epoch: ea2, Now: now})); !ok {
 		t.Fatal("a's new term could not take its old run")
 	}
-	if ok := must[bool](t)(s.TakeOverRun(ctx(t), "acme", live.ID, "a", ea2, now)); !ok {
+	if ok := must[bool](t)(s.TakeOverRun(ctx(t), store.TakeOverRunParams{Tenant: "acme", RunID: live.ID, Owner: "a", Epoch: ea2, Now: now})); !ok {
 		t.Fatal("taking a run one holds already is refused")
 	}
-	if ok := must[bool](t)(s.TakeOverRun(ctx(t), "acme", live.ID, "b", eb, now)); ok {
+	if ok := must[bool](t)(s.TakeOverRun(ctx(t), store.TakeOverRunParams{Tenant: "acme", RunID: live.ID, Owner: "b", Epoch: eb, Now: now})); ok {
 		t.Fatal("b took a run a's live term holds")
 	}
 	if r := must[chat.Run](t)(s.GetRunAnyOwner(ctx(t), "acme", live.ID)); r.LeaseOwner != "a" || r.LeaseEpoch != ea2 {
@@ -89,16 +89,16 @@ func testOrphanedRuns(t *testing.T, s store.Store) {
 	if got := ids(must[[]chat.Run](t)(s.OrphanedRuns(ctx(t), later, 10))); !got[live.ID] {
 		t.Fatalf("a lapsed term's run is not orphaned: %v", got)
 	}
-	if ok := must[bool](t)(s.TakeOverRun(ctx(t), "acme", live.ID, "b", eb, later)); !ok {
+	if ok := must[bool](t)(s.TakeOverRun(ctx(t), store.TakeOverRunParams{Tenant: "acme", RunID: live.ID, Owner: "b", Epoch: eb, Now: later})); !ok {
 		t.Fatal("b could not take a lapsed term's run")
 	}
 	// Other tenants find nothing; finished runs are nobody's to take.
-	if ok := must[bool](t)(s.TakeOverRun(ctx(t), "evil", unknown.ID, "b", eb, now)); ok {
+	if ok := must[bool](t)(s.TakeOverRun(ctx(t), store.TakeOverRunParams{Tenant: "evil", RunID: unknown.ID, Owner: "b", Epoch: eb, Now: now})); ok {
 		t.Fatal("took a run of another tenant")
 	}
 	end := time.Now()
 	must[chat.Run](t)(s.UpdateRun(ctx(t), "acme", unknown.ID, store.RunUpdate{Status: chat.RunFailed, EndedAt: &end}))
-	if ok := must[bool](t)(s.TakeOverRun(ctx(t), "acme", unknown.ID, "b", eb, now)); ok {
+	if ok := must[bool](t)(s.TakeOverRun(ctx(t), store.TakeOverRunParams{Tenant: "acme", RunID: unknown.ID, Owner: "b", Epoch: eb, Now: now})); ok {
 		t.Fatal("took a finished run")
 	}
 	if got := ids(must[[]chat.Run](t)(s.OrphanedRuns(ctx(t), now, 10))); got[unknown.ID] {
@@ -134,7 +134,7 @@ func testRacingTakeovers(t *testing.T, s store.Store) {
 	won := make([]bool, 8)
 	for i := range won {
 		wg.Go(func() {
-			ok, err := s.TakeOverRun(ctx(t), "acme", r2.ID, fmt.Sprintf("live-%d", i), epochs[i], time.Now())
+			ok, err := s.TakeOverRun(ctx(t), store.TakeOverRunParams{Tenant: "acme", RunID: r2.ID, Owner: fmt.Sprintf("live-%d", i), Epoch: epochs[i], Now: time.Now()})
 			if err != nil {
 				t.Errorf("live-%d: %v", i, err)
 			}

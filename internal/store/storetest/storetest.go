@@ -31,6 +31,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"StartRun", testStartRun},
 		{"RunTraceRoundTrip", testRunTrace}, // trace.go
 		{"RunUpdateCompareAndSet", testRunUpdate},
+		{"RunUpdateFields", testRunUpdateFields}, // runupdate.go
 		{"ReplicaTerms", testReplicaTerms},
 		{"OrphanedRunsAndTakeover", testOrphanedRuns},
 		{"SoleReplica", testSoleReplica},
@@ -141,7 +142,7 @@ func testConversationScoping(t *testing.T, s store.Store) {
 		wantErr(t, err, store.ErrNotFound)
 		_, err = s.CreateRun(ctx(t), other, chat.Run{ConversationID: c.ID, Input: "x"})
 		wantErr(t, err, store.ErrNotFound)
-		_, err = s.ListEvents(ctx(t), other, c.ID, "", 0, 0, 0)
+		_, err = s.ListEvents(ctx(t), other, store.ListEventsParams{Thread: c.ID})
 		wantErr(t, err, store.ErrNotFound)
 		list, _, err := s.ListConversations(ctx(t), other, store.Page{Limit: 10})
 		if err != nil || len(list) != 0 {
@@ -375,7 +376,7 @@ func testEventLog(t *testing.T, s store.Store) {
 	if n := must[int64](t)(s.LastSeq(ctx(t), "acme", c.ID)); n != 10 {
 		t.Fatalf("last seq %d, want 10", n)
 	}
-	all := must[[]event.Event](t)(s.ListEvents(ctx(t), alice, c.ID, "", 0, 0, 0))
+	all := must[[]event.Event](t)(s.ListEvents(ctx(t), alice, store.ListEventsParams{Thread: c.ID}))
 	if len(all) != 10 {
 		t.Fatalf("%d events", len(all))
 	}
@@ -384,15 +385,15 @@ func testEventLog(t *testing.T, s store.Store) {
 		got.Step != "worker" || !got.Time.Equal(want.Time) || got.Payload != want.Payload || got.Tenant != "acme" || got.Thread != c.ID {
 		t.Fatalf("event 3 = %+v, want %+v", got, want)
 	}
-	tail := must[[]event.Event](t)(s.ListEvents(ctx(t), alice, c.ID, "", 7, 0, 0))
+	tail := must[[]event.Event](t)(s.ListEvents(ctx(t), alice, store.ListEventsParams{Thread: c.ID, AfterSeq: 7}))
 	if len(tail) != 3 || tail[0].Seq != 8 {
 		t.Fatalf("after 7: %+v", tail)
 	}
-	window := must[[]event.Event](t)(s.ListEvents(ctx(t), alice, c.ID, "", 2, 4, 0))
+	window := must[[]event.Event](t)(s.ListEvents(ctx(t), alice, store.ListEventsParams{Thread: c.ID, AfterSeq: 2, UntilSeq: 4}))
 	if len(window) != 2 || window[0].Seq != 3 || window[1].Seq != 4 {
 		t.Fatalf("window (2,4]: %+v", window)
 	}
-	run2 := must[[]event.Event](t)(s.ListEvents(ctx(t), alice, c.ID, "run2", 0, 0, 2))
+	run2 := must[[]event.Event](t)(s.ListEvents(ctx(t), alice, store.ListEventsParams{Thread: c.ID, RunID: "run2", Limit: 2}))
 	if len(run2) != 2 || run2[0].Seq != 6 {
 		t.Fatalf("run2 limited: %+v", run2)
 	}
@@ -527,7 +528,7 @@ func testRetention(t *testing.T, s store.Store) {
 	}
 	_, err := s.GetRun(ctx(t), alice, old.ID)
 	wantErr(t, err, store.ErrNotFound)
-	evs := must[[]event.Event](t)(s.ListEvents(ctx(t), alice, c.ID, "", 0, 0, 0))
+	evs := must[[]event.Event](t)(s.ListEvents(ctx(t), alice, store.ListEventsParams{Thread: c.ID}))
 	if len(evs) != 2 || evs[0].Run != live.ID {
 		t.Fatalf("remaining events %+v", evs)
 	}
@@ -647,7 +648,7 @@ func testTimesKeepMilliseconds(t *testing.T, s store.Store) {
 	if err := s.AppendEvents(ctx(t), ev); err != nil {
 		t.Fatal(err)
 	}
-	same("event time", must[[]event.Event](t)(s.ListEvents(ctx(t), alice, c.ID, "", 0, 0, 0))[0].Time)
+	same("event time", must[[]event.Event](t)(s.ListEvents(ctx(t), alice, store.ListEventsParams{Thread: c.ID}))[0].Time)
 }
 
 // testEventBatchAtomic pins that a batch is stored whole or not at all.
@@ -683,7 +684,7 @@ func testMissingParents(t *testing.T, s store.Store) {
 	wantErr(t, err, store.ErrNotFound)
 	_, err = s.DecideConfirmation(ctx(t), alice, "missing", chat.Decision{Status: chat.ConfirmApproved, At: time.Now()})
 	wantErr(t, err, store.ErrNotFound)
-	if ok, err := s.TakeOverRun(ctx(t), "acme", "missing", "replica-a", 1, time.Now()); ok || err != nil {
+	if ok, err := s.TakeOverRun(ctx(t), store.TakeOverRunParams{Tenant: "acme", RunID: "missing", Owner: "replica-a", Epoch: 1, Now: time.Now()}); ok || err != nil {
 		t.Fatalf("take over a missing run: %v, %v", ok, err)
 	}
 }
@@ -792,19 +793,19 @@ func testClaimRun(t *testing.T, s store.Store) {
 	a, b := cs[0], cs[1]
 
 	// A pending decision continues nothing.
-	_, err := s.ClaimRun(ctx(t), "acme", r.ID, a.ID, "replica-1", 7)
+	_, err := s.ClaimRun(ctx(t), store.ClaimRunParams{Tenant: "acme", RunID: r.ID, ConfirmationID: a.ID, Owner: "replica-1", Epoch: 7})
 	wantErr(t, err, store.ErrConflict)
 	a = decide(t, s, a)
 	if a.AppliedAt != nil {
 		t.Fatalf("a fresh decision is applied: %+v", a)
 	}
 	// Another tenant's claim finds nothing.
-	_, err = s.ClaimRun(ctx(t), "evil", r.ID, a.ID, "replica-1", 7)
+	_, err = s.ClaimRun(ctx(t), store.ClaimRunParams{Tenant: "evil", RunID: r.ID, ConfirmationID: a.ID, Owner: "replica-1", Epoch: 7})
 	wantErr(t, err, store.ErrNotFound)
-	_, err = s.ClaimRun(ctx(t), "acme", "no-such-run", "", "replica-1", 7)
+	_, err = s.ClaimRun(ctx(t), store.ClaimRunParams{Tenant: "acme", RunID: "no-such-run", Owner: "replica-1", Epoch: 7})
 	wantErr(t, err, store.ErrNotFound)
 
-	got := must[chat.Run](t)(s.ClaimRun(ctx(t), "acme", r.ID, a.ID, "replica-1", 7))
+	got := must[chat.Run](t)(s.ClaimRun(ctx(t), store.ClaimRunParams{Tenant: "acme", RunID: r.ID, ConfirmationID: a.ID, Owner: "replica-1", Epoch: 7}))
 	if got.Status != chat.RunRunning || got.LeaseOwner != "replica-1" || got.LeaseEpoch != 7 {
 		t.Fatalf("claimed %+v", got)
 	}
@@ -815,25 +816,25 @@ func testClaimRun(t *testing.T, s store.Store) {
 		t.Fatalf("the claim did not apply the decision: %+v", applied)
 	}
 	// Claimed already.
-	_, err = s.ClaimRun(ctx(t), "acme", r.ID, a.ID, "replica-2", 8)
+	_, err = s.ClaimRun(ctx(t), store.ClaimRunParams{Tenant: "acme", RunID: r.ID, ConfirmationID: a.ID, Owner: "replica-2", Epoch: 8})
 	wantErr(t, err, store.ErrConflict)
 
 	// The run pauses again for b: a decision already applied never continues it twice.
 	must[chat.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{Status: chat.RunAwaitingInput}))
-	_, err = s.ClaimRun(ctx(t), "acme", r.ID, a.ID, "replica-2", 8)
+	_, err = s.ClaimRun(ctx(t), store.ClaimRunParams{Tenant: "acme", RunID: r.ID, ConfirmationID: a.ID, Owner: "replica-2", Epoch: 8})
 	wantErr(t, err, store.ErrConflict)
-	_, err = s.ClaimRun(ctx(t), "acme", r.ID, b.ID, "replica-2", 8)
+	_, err = s.ClaimRun(ctx(t), store.ClaimRunParams{Tenant: "acme", RunID: r.ID, ConfirmationID: b.ID, Owner: "replica-2", Epoch: 8})
 	wantErr(t, err, store.ErrConflict) // b is still pending
 	// A decision of another run does not continue this one.
 	_, others := awaiting(t, s, "call_x")
 	x := decide(t, s, others[0])
-	_, err = s.ClaimRun(ctx(t), "acme", r.ID, x.ID, "replica-2", 8)
+	_, err = s.ClaimRun(ctx(t), store.ClaimRunParams{Tenant: "acme", RunID: r.ID, ConfirmationID: x.ID, Owner: "replica-2", Epoch: 8})
 	wantErr(t, err, store.ErrConflict)
 	if c := must[chat.Confirmation](t)(s.GetConfirmation(ctx(t), alice, x.ID)); c.AppliedAt != nil {
 		t.Fatal("a refused claim applied a decision")
 	}
 	// Without a decision (a cancel), the claim needs only the status.
-	got = must[chat.Run](t)(s.ClaimRun(ctx(t), "acme", r.ID, "", "replica-2", 8))
+	got = must[chat.Run](t)(s.ClaimRun(ctx(t), store.ClaimRunParams{Tenant: "acme", RunID: r.ID, Owner: "replica-2", Epoch: 8}))
 	if got.Status != chat.RunRunning || got.LeaseOwner != "replica-2" {
 		t.Fatalf("claimed without a decision %+v", got)
 	}
@@ -851,7 +852,7 @@ func testRacingClaims(t *testing.T, s store.Store) {
 		wg.Go(func() {
 			c := []string{a.ID, b.ID, ""}[i%3]
 			owner := fmt.Sprintf("replica-%d", i)
-			if _, err := s.ClaimRun(ctx(t), "acme", r.ID, c, owner, int64(i)); err == nil {
+			if _, err := s.ClaimRun(ctx(t), store.ClaimRunParams{Tenant: "acme", RunID: r.ID, ConfirmationID: c, Owner: owner, Epoch: int64(i)}); err == nil {
 				winners[i] = owner
 			} else if !errors.Is(err, store.ErrConflict) {
 				t.Errorf("racing claim: %v", err)
@@ -915,7 +916,7 @@ func testUnappliedDecisions(t *testing.T, s store.Store) {
 		t.Fatalf("with expiries: %v (a %s, c %s)", ids(l), a.ID, ocs[0].ID)
 	}
 	// Applied, or of a run no longer waiting: gone from the list.
-	must[chat.Run](t)(s.ClaimRun(ctx(t), "acme", r.ID, a.ID, "replica-1", 1))
+	must[chat.Run](t)(s.ClaimRun(ctx(t), store.ClaimRunParams{Tenant: "acme", RunID: r.ID, ConfirmationID: a.ID, Owner: "replica-1", Epoch: 1}))
 	end := time.Now()
 	must[chat.Run](t)(s.UpdateRun(ctx(t), "acme", other.ID, store.RunUpdate{Status: chat.RunCancelled, EndedAt: &end}))
 	if l := must[[]chat.Confirmation](t)(s.UnappliedDecisions(ctx(t), later.Add(time.Second), 10)); len(l) != 0 {

@@ -136,7 +136,7 @@ func testTextRoundTrip(t *testing.T, s store.Store) {
 		if err := s.AppendEvents(ctx(t), []event.Event{ev}); err != nil {
 			t.Fatalf("%s: append event: %v", name, err)
 		}
-		evs := must[[]event.Event](t)(s.ListEvents(ctx(t), sc, c.ID, "", 0, 0, 0))
+		evs := must[[]event.Event](t)(s.ListEvents(ctx(t), sc, store.ListEventsParams{Thread: c.ID}))
 		if len(evs) != 1 {
 			t.Fatalf("%s: %d events", name, len(evs))
 		}

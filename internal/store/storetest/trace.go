@@ -51,7 +51,7 @@ func testRunTrace(t *testing.T, s store.Store) {
 	}
 	// A continuation, on any replica, reads the run's trace back.
 	check("UpdateRun", must[chat.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{Status: chat.RunAwaitingInput})))
-	check("ClaimRun", must[chat.Run](t)(s.ClaimRun(ctx(t), "acme", r.ID, "", "replica-2", 3)))
+	check("ClaimRun", must[chat.Run](t)(s.ClaimRun(ctx(t), store.ClaimRunParams{Tenant: "acme", RunID: r.ID, Owner: "replica-2", Epoch: 3})))
 	end := time.Now()
 	check("UpdateRun to the end", must[chat.Run](t)(s.UpdateRun(ctx(t), "acme", r.ID, store.RunUpdate{Status: chat.RunSucceeded, EndedAt: &end})))
 
