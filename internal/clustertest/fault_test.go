@@ -284,8 +284,8 @@ func TestDecisionNobodyApplied(t *testing.T) {
 	a, b := c.Start("a"), c.Start("b")
 	chat := c.Chat(a, map[string]any{"input": `send a feishu message saying "late"`})
 	runID, confirmation := awaiting(t, chat)
-	// The pause is durable once the run is recorded as waiting (a replica
-	// dying before that fails the run instead: it has no state to resume).
+	// The decision below is written behind the servers' backs, which
+	// continues only a run recorded as waiting: wait for the status.
 	clustertest.Eventually(t, 5*time.Second, "run awaiting input", func() bool {
 		_, body := c.Do(b, http.MethodGet, "/v1/agent/runs/"+runID, nil)
 		return strings.Contains(string(body), `"status":"awaiting_input"`)

@@ -26,8 +26,11 @@ type Host interface {
 	Emit(ctx context.Context, ev event.Event)
 	// AppendMessage stores a message in the run's conversation.
 	AppendMessage(ctx context.Context, m chat.Message) (chat.Message, error)
-	// RequestConfirmation stores a pending confirmation for a tool call; the
-	// host fills in tenant, owner, run, conversation and expiry.
+	// RequestConfirmation makes a pending confirmation for a tool call; the
+	// host fills in its id, tenant, owner, run, conversation and expiry. It
+	// is stored when the run pauses (Outcome StatusAwaiting), together with
+	// the events announcing it, so that nobody sees it before the wait is
+	// durable; a run that does not pause stores none.
 	RequestConfirmation(ctx context.Context, c chat.Confirmation) (chat.Confirmation, error)
 }
 
@@ -108,8 +111,9 @@ type Outcome struct {
 	// only): the run ends, and the client's tool results start the next one.
 	Pending []string
 	// Announce holds the events that tell clients the run waits (tool.awaiting
-	// events). The host emits them once the run is recorded as waiting, so a
-	// client that reacts to them finds the run ready for its decision.
+	// events). The host stores them with the wait and its confirmations, in
+	// one step, before it publishes them: a client that sees them finds the
+	// wait durable, whatever crashes next.
 	Announce []event.Event
 }
 

@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"slices"
@@ -31,9 +32,12 @@ type execution struct {
 	extending bool  // a reservation extension is in flight
 	errored   bool  // an error event was emitted
 	calls     openCalls
-	// asked: the run requested a confirmation (or resumed after one), so
-	// its end must end the confirmations still pending.
+	// asked: the run resumed after a confirmation, so its end must end the
+	// confirmations still pending.
 	asked bool
+	// requested are the confirmations asked for and not yet stored: they
+	// are stored with the run's pause (pause), never before.
+	requested []chat.Confirmation
 
 	term *term // whether this process may still act for the run
 
@@ -211,14 +215,19 @@ func (x *execution) AppendMessage(ctx context.Context, m chat.Message) (chat.Mes
 	return x.s.st.AppendMessage(context.WithoutCancel(ctx), x.sc, m)
 }
 
-// RequestConfirmation stores a pending confirmation for a call of this run.
-func (x *execution) RequestConfirmation(ctx context.Context, c chat.Confirmation) (chat.Confirmation, error) {
+// RequestConfirmation makes a pending confirmation for a call of this run.
+// It is stored when the run pauses, in one transaction with the events that
+// announce it (pause): no client can see it, by any means, before the wait
+// is durable. A run that does not pause stores none.
+func (x *execution) RequestConfirmation(_ context.Context, c chat.Confirmation) (chat.Confirmation, error) {
+	now := time.Now().UTC().Truncate(time.Millisecond) // as stored
 	c.Tenant, c.Owner, c.RunID, c.ConversationID = x.run.Tenant, x.run.Owner, x.run.ID, x.run.ConversationID
-	c.ExpiresAt = time.Now().Add(x.s.cfg.ConfirmTTL)
+	c.ExpiresAt = now.Add(x.s.cfg.ConfirmTTL)
+	store.FillConfirmation(&c, now)
 	x.mu.Lock()
-	x.asked = true
+	x.requested = append(x.requested, c)
 	x.mu.Unlock()
-	return x.s.st.CreateConfirmation(context.WithoutCancel(ctx), c)
+	return c, nil
 }
 
 // finish records the outcome. A terminal run's last event is written to the
@@ -229,22 +238,7 @@ func (x *execution) finish(o engine.Outcome) {
 	s := x.s
 	ctx := context.WithoutCancel(s.ctx)
 	if o.Status == engine.StatusAwaiting {
-		// Announce the wait, and write it out, before the run is recorded as
-		// waiting: a claim needs that status, so the claimer's seqs follow ours.
-		// A decision that comes in between is picked up by resumeDecided.
-		for _, ev := range o.Announce {
-			x.Emit(ctx, ev)
-		}
-		if !x.store("flush before pause", s.evlog.Flush) {
-			return
-		}
-		if !x.store("pause run", func(ctx context.Context) error {
-			_, err := s.st.UpdateRun(ctx, x.run.Tenant, x.run.ID, store.RunUpdate{Status: chat.RunAwaitingInput, State: o.State, Usage: &o.Usage})
-			return err
-		}) {
-			return
-		}
-		s.resumeDecided(ctx, x.run, o.Awaiting)
+		x.pause(ctx, o)
 		return
 	}
 	if o.Status == engine.StatusFailed && o.Error == nil {
@@ -296,6 +290,94 @@ func (x *execution) finish(o engine.Outcome) {
 	x.mu.Unlock()
 	logEnd(x.log, o, "conversation_id", x.run.ConversationID,
 		"input_tokens", o.Usage.InputTokens, "output_tokens", o.Usage.OutputTokens)
+}
+
+// pause records the run's wait for a person so that a wait any client sees
+// survives any crash. Its confirmations, the events announcing them and the
+// state to resume from are written in one transaction (PauseRun) before
+// anything of them is published or listed; the events are published next,
+// and the status last: a claim needs that status, so the claimer's seqs
+// follow the announcement's. A decision that comes in between is picked up
+// by resumeDecided. A process that dies after PauseRun leaves a running run
+// with a State, which recovery sets waiting again (recovery.go).
+func (x *execution) pause(ctx context.Context, o engine.Outcome) {
+	s := x.s
+	state := o.State
+	if len(state) == 0 {
+		state = json.RawMessage(`{}`) // a stored pause always has a state (store.PauseRunParams)
+	}
+	x.mu.Lock()
+	locked := true
+	defer func() {
+		if locked {
+			x.mu.Unlock()
+		}
+	}()
+	announce := make([]event.Event, 0, len(o.Announce))
+	for _, ev := range o.Announce {
+		if x.fenced() || !x.reserve() {
+			return
+		}
+		x.stamp(&ev)
+		x.tel.Event(ev)
+		x.calls.note(ev)
+		announce = append(announce, ev)
+	}
+	confs := x.requested
+	x.requested = nil
+	// The log holds every event before the announcement first: seqs are
+	// written in order, and a retry of PauseRun knows its own by them.
+	if !x.store("flush before pause", s.evlog.Flush) {
+		return
+	}
+	var refused error
+	if !x.store("record the pause", func(ctx context.Context) error {
+		err := s.st.PauseRun(ctx, store.PauseRunParams{Tenant: x.run.Tenant, RunID: x.run.ID, Owner: s.cfg.ReplicaID, Epoch: x.term.epoch,
+			Confirmations: confs, Events: announce, State: state, Usage: o.Usage})
+		if err != nil && !errors.Is(err, store.ErrUnavailable) {
+			refused = err
+			return nil // not worth retrying
+		}
+		return err
+	}) {
+		return
+	}
+	if refused != nil {
+		if errors.Is(refused, store.ErrConflict) || errors.Is(refused, store.ErrNotFound) {
+			// No longer this term's run (taken over, ended, deleted): its
+			// new executor decides what becomes of it.
+			x.log.Warn("the run's pause was not recorded: the run is no longer this execution's", "err", refused)
+			return
+		}
+		// Nothing of the wait was stored or seen: end the run rather than
+		// leave it running with no one to continue it. The announcement's
+		// seqs were never written nor published: the end reuses them.
+		x.seq -= int64(len(announce))
+		x.mu.Unlock()
+		locked = false
+		x.log.Error("record the pause", "err", refused)
+		x.finish(engine.Outcome{Status: engine.StatusFailed, Usage: o.Usage,
+			Error: &event.ErrorInfo{Code: errcode.StoreFailed, Message: "The run's wait for a decision could not be stored."}})
+		return
+	}
+	if x.fenced() {
+		return // the replica taking the run over publishes the announcement
+	}
+	for _, ev := range announce {
+		s.pub.publish(ctx, ev)
+	}
+	x.mu.Unlock()
+	locked = false
+	if !x.store("record the run as waiting", func(ctx context.Context) error {
+		_, err := s.st.UpdateRun(ctx, x.run.Tenant, x.run.ID, store.RunUpdate{Status: chat.RunAwaitingInput, From: []string{chat.RunRunning}})
+		if errors.Is(err, store.ErrConflict) {
+			return nil // taken over meanwhile: the taker sets it waiting
+		}
+		return err
+	}) {
+		return
+	}
+	s.resumeDecided(ctx, x.run, o.Awaiting)
 }
 
 // resumeDecided continues a run that paused while one of its confirmations

@@ -21,7 +21,10 @@ import (
 //   - A run whose executing term is over (its replica died, or lost the
 //     store for longer than the TTL) is ended by whichever replica's sweep
 //     takes it over: failed (executor_lost), or cancelled if a cancel was
-//     requested. A run awaiting input needs no executor and is left waiting.
+//     requested. A run awaiting input needs no executor and is left waiting;
+//     so is a run whose pause was recorded (store.PauseRun: it is running
+//     with a State) but whose executor died before recording its status: a
+//     client may have seen its wait, and that wait survives.
 //   - A decision no replica acted on (the deciding one died before claiming
 //     the run, or was refused for load) is found in the store and applied.
 //   - A cancel is stored before it is announced, so an executor that missed
@@ -134,12 +137,17 @@ func (s *Service) writeOrphanEnd(ctx context.Context, r chat.Run) error {
 			}
 		}
 	}
+	cur, err := s.st.GetRunAnyOwner(ctx, r.Tenant, r.ID)
+	if err != nil {
+		return err
+	}
+	if cur.Status == chat.RunRunning && len(cur.State) > 0 && !cur.CancelRequested {
+		return s.waitAgain(ctx, cur, last)
+	}
 	// The dead executor may have published seqs up to its reservation that
 	// neither the log nor the bus kept: skip them, never reuse them.
 	var evs []event.Event
-	if cur, err := s.st.GetRunAnyOwner(ctx, r.Tenant, r.ID); err != nil {
-		return err
-	} else if reserved := max(cur.SeqReserved, r.SeqReserved); reserved > last {
+	if reserved := max(cur.SeqReserved, r.SeqReserved); reserved > last {
 		evs = append(evs, event.New(event.SeqSkippedData{From: last + 1}))
 		last = reserved - 1
 	}
@@ -190,6 +198,40 @@ func (s *Service) writeOrphanEnd(ctx context.Context, r chat.Run) error {
 }
 
 var activeStatuses = []string{chat.RunQueued, chat.RunRunning, chat.RunAwaitingInput}
+
+// announceTail bounds how far back from a thread's end waitAgain looks for
+// the announcement of a wait: more calls than any turn asks to confirm.
+const announceTail = 256
+
+// waitAgain sets r, a run whose pause was recorded but not its status,
+// awaiting input, as its dead executor would have: it publishes the
+// announcement of the wait again first (the log's trailing tool.awaiting
+// events; a stream that has them drops them by seq), for the streams that
+// followed the run from other replicas, then records the status. Everything
+// the dead executor published is in the log (the pause flushed it before
+// the announcement was written), so the claim that continues the run gives
+// out seqs after last.
+func (s *Service) waitAgain(ctx context.Context, r chat.Run, last int64) error {
+	sc := chat.Scope{Tenant: r.Tenant, User: r.Owner}
+	tail, err := s.st.ListEvents(ctx, sc, store.ListEventsParams{Thread: r.ConversationID, RunID: r.ID, AfterSeq: max(0, last-announceTail), UntilSeq: last})
+	if err != nil {
+		return err
+	}
+	from := len(tail)
+	for from > 0 && tail[from-1].Type == event.ToolAwaiting {
+		from--
+	}
+	for _, ev := range tail[from:] {
+		s.pub.publish(ctx, ev)
+	}
+	if _, err := s.st.UpdateRun(ctx, r.Tenant, r.ID, store.RunUpdate{Status: chat.RunAwaitingInput, From: []string{chat.RunRunning}}); err != nil &&
+		!errors.Is(err, store.ErrConflict) {
+		return err
+	}
+	s.runLog(r).Warn("a run whose executor stopped as it paused waits for its decision again", "conversation_id", r.ConversationID,
+		"announced", len(tail)-from)
+	return nil
+}
 
 // claimRun takes r, a waiting run, for execution here, applying
 // confirmationID (a decided confirmation of the run) when set: exactly one

@@ -218,10 +218,25 @@ func TestTakeoverContinuesAfterWhatWasPublished(t *testing.T) {
 	t.Parallel()
 	st, b := openStore(t), newRetainingBus(t)
 	r := abandoned(t, st, b, 5, 8, false)
+	q, err := b.Subscribe(t.Context(), "acme", r.ConversationID, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
 	replica(t, "b", st, b, streaming(0))
 	got := waitRun(t, st, r.ID, 5*time.Second, ended)
 	if got.Status != chat.RunFailed || got.Error == nil || got.Error.Code != "executor_lost" || got.EndedAt == nil {
 		t.Fatalf("run %+v", got)
+	}
+	// The takeover records the end before it publishes it: wait for it there.
+	for seen := []event.Event(nil); !slices.ContainsFunc(seen, event.Event.Terminal); {
+		select {
+		case <-q.Ready():
+		case <-time.After(5 * time.Second):
+			t.Fatalf("the end was not published; the bus got %v", seen)
+		}
+		if seen, err = q.Drain(seen); err != nil {
+			t.Fatal(err)
+		}
 	}
 	evs := checkLog(t, st, b, r.ConversationID)
 	if len(evs) != 10 || evs[8].Type != event.Error || !evs[9].Terminal() {

@@ -99,6 +99,26 @@ type ClaimRunParams struct {
 	Epoch int64
 }
 
+// PauseRunParams are the arguments of PauseRun.
+type PauseRunParams struct {
+	// Tenant and RunID name the running run that pauses.
+	Tenant string
+	RunID  string
+	// Owner and Epoch are the term executing it.
+	Owner string
+	Epoch int64
+	// Confirmations are created pending, as by CreateConfirmation (each with
+	// its ID set: the events name them).
+	Confirmations []chat.Confirmation
+	// Events are appended to the log, as by AppendEvents: the announcement
+	// of the wait, after everything the run wrote before.
+	Events []event.Event
+	// State is what the run needs to continue; it must not be empty.
+	State json.RawMessage
+	// Usage is the run's usage so far.
+	Usage event.Usage
+}
+
 // TakeOverRunParams are the arguments of TakeOverRun.
 type TakeOverRunParams struct {
 	// Tenant and RunID name the orphaned run.
@@ -193,7 +213,26 @@ type Store interface {
 	// claim also applies that decided confirmation of the run (sets its
 	// AppliedAt) and requires it to be decided and not yet applied. A
 	// refused claim is ErrConflict (ErrNotFound when the run does not exist).
+	//
+	// The claim takes the run's paused State: the run returned carries it,
+	// the stored run no longer does (see PauseRun).
 	ClaimRun(ctx context.Context, p ClaimRunParams) (chat.Run, error)
+	// PauseRun records, in one transaction, everything that makes a run's
+	// wait for a person visible: the confirmations it asks for, the events
+	// announcing them, and the State (never empty) and Usage it resumes
+	// from. Nobody sees the wait before the pause is recorded, so a wait a
+	// client has seen survives any crash: a running run with a State is one
+	// whose pause was recorded (ClaimRun clears the State), which recovery
+	// sets awaiting input rather than ends. The run stays running here: its
+	// executor publishes the announcement, then records the status with
+	// UpdateRun, so a claim (which needs that status) gives out seqs after
+	// the announcement's.
+	//
+	// The run must be running under the term (p.Owner, p.Epoch), or the
+	// pause is refused with ErrConflict and nothing is written (ErrNotFound
+	// when the run does not exist). Repeating a pause already recorded (a
+	// retry whose answer was lost) writes nothing more and succeeds.
+	PauseRun(ctx context.Context, p PauseRunParams) error
 	// DeleteRunsEndedBefore removes finished runs (and their events) older than t; it returns how many.
 	DeleteRunsEndedBefore(ctx context.Context, t time.Time) (int, error)
 

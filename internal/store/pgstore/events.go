@@ -41,28 +41,33 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 	if err != nil {
 		return fmt.Errorf("append %d events: %w", len(evs), err)
 	}
+	if err := insertEventRows(ctx, s.pool, rows); err != nil {
+		return fmt.Errorf("append %d events: %w", len(evs), interpretError(err))
+	}
+	return nil
+}
+
+// insertEventRows inserts packed rows as one INSERT of unnest(arrays).
+func insertEventRows(ctx context.Context, db execer, rows []store.EventRow) error {
 	n := len(rows)
 	threads, tenants, runs, types := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	turns, steps, payloads := make([]string, n), make([]string, n), make([]string, n)
 	seqs, ends, iterations, ats := make([]int64, n), make([]int64, n), make([]int32, n), make([]time.Time, n)
 	for i, r := range rows {
 		if r.Iteration > math.MaxInt32 || r.Iteration < math.MinInt32 {
-			return fmt.Errorf("append %d events: iteration %d out of range", len(evs), r.Iteration)
+			return fmt.Errorf("iteration %d out of range", r.Iteration)
 		}
 		threads[i], seqs[i], ends[i], tenants[i], runs[i], types[i] = r.Thread, r.Seq, r.SeqEnd, r.Tenant, r.Run, string(r.Type)
 		turns[i], iterations[i], steps[i], ats[i], payloads[i] = r.Turn, int32(r.Iteration), r.Step, ms(r.Time), string(r.Payload)
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO events (thread_id, seq, seq_end, tenant, run_id, type, turn, iteration, step, at, payload)
+	_, err := db.Exec(ctx, `INSERT INTO events (thread_id, seq, seq_end, tenant, run_id, type, turn, iteration, step, at, payload)
 		SELECT t, COALESCE((SELECT CASE WHEN COALESCE(e.seq_end, e.seq) >= u.s THEN e.seq END FROM events e
 				WHERE e.thread_id = u.t AND e.seq <= u.se ORDER BY e.seq DESC LIMIT 1), u.s),
 			NULLIF(se, s), te, r, ty, tu, i, st, a, p::json
 		FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::integer[], $9::text[], $10::timestamptz[], $11::text[])
 			AS u (t, s, se, te, r, ty, tu, i, st, a, p)`,
 		threads, seqs, ends, tenants, runs, types, turns, iterations, steps, ats, payloads)
-	if err != nil {
-		return fmt.Errorf("append %d events: %w", len(evs), interpretError(err))
-	}
-	return nil
+	return err
 }
 
 // ListEvents reads a thread's log in seq order: a range scan of the primary

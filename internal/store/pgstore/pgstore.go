@@ -439,6 +439,9 @@ func (s *Store) scoped(ctx context.Context, sc chat.Scope, conversationID, q str
 
 const runCols = `id, tenant, owner, conversation_id, turn_id, status, input, engine, model, error_code, error_message, usage, state, created_at, started_at, ended_at, lease_owner, lease_epoch, cancel_requested, seq_reserved, trace_id, span_id`
 
+// claimedCols are runCols of a claimed run r with the state it had (prev).
+var claimedCols = strings.Replace("r."+strings.ReplaceAll(runCols, ", ", ", r."), "r.state", "prev.state", 1)
+
 func scanRun(row pgx.Row) (chat.Run, error) {
 	var r chat.Run
 	var ecode, emsg *string
@@ -609,10 +612,15 @@ func (s *Store) ListRuns(ctx context.Context, sc chat.Scope, conversationID stri
 // ClaimRun continues a run awaiting input, in one statement: the run's UPDATE
 // is the compare-and-set (its row lock orders racing claimers, and the loser
 // re-reads the status it changed), and the confirmation is marked applied
-// only when that UPDATE matched.
+// only when that UPDATE matched. The paused state returned is the one the
+// statement's snapshot read: whenever the UPDATE matches, no concurrent
+// writer changed it (only a claim or an end does, and the run would then no
+// longer await input).
 func (s *Store) ClaimRun(ctx context.Context, p store.ClaimRunParams) (chat.Run, error) {
-	r, err := scanRun(s.pool.QueryRow(ctx, `WITH r AS (
-			UPDATE runs SET status = 'running', lease_owner = $3, lease_epoch = $4
+	r, err := scanRun(s.pool.QueryRow(ctx, `WITH prev AS (
+			SELECT state FROM runs WHERE id = $1 AND tenant = $2
+		), r AS (
+			UPDATE runs SET status = 'running', lease_owner = $3, lease_epoch = $4, state = NULL
 			WHERE id = $1 AND tenant = $2 AND status = 'awaiting_input'
 			AND ($5 = '' OR EXISTS (SELECT 1 FROM confirmations
 				WHERE id = $5 AND run_id = $1 AND tenant = $2 AND status <> 'pending' AND applied_at IS NULL))
@@ -620,7 +628,7 @@ func (s *Store) ClaimRun(ctx context.Context, p store.ClaimRunParams) (chat.Run,
 		), c AS (
 			UPDATE confirmations SET applied_at = $6 WHERE id = $5 AND $5 <> '' AND EXISTS (SELECT 1 FROM r)
 		)
-		SELECT `+runCols+` FROM r`,
+		SELECT `+claimedCols+` FROM r, prev`,
 		p.RunID, p.Tenant, p.Owner, p.Epoch, p.ConfirmationID, now()))
 	if errors.Is(err, pgx.ErrNoRows) {
 		var cur string
@@ -681,16 +689,31 @@ func collectConfirmation(row pgx.CollectableRow) (chat.Confirmation, error) {
 
 // CreateConfirmation stores a pending confirmation; a missing run is ErrNotFound.
 func (s *Store) CreateConfirmation(ctx context.Context, c chat.Confirmation) (chat.Confirmation, error) {
-	store.FillConfirmation(&c, now())
-	c.CreatedAt, c.ExpiresAt = ms(c.CreatedAt), ms(c.ExpiresAt)
-	c.DecidedArgs, c.Reason, c.DecidedAt, c.AppliedAt = nil, "", nil, nil // as stored: set only by a decision and its claim
-	_, err := s.pool.Exec(ctx, `INSERT INTO confirmations (id, tenant, owner, run_id, conversation_id, tool_call_id, tool_name, args, status, created_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-		c.ID, c.Tenant, c.Owner, c.RunID, c.ConversationID, c.ToolCallID, c.ToolName, []byte(c.Args), c.Status, c.CreatedAt, c.ExpiresAt)
-	if err != nil {
+	c = newConfirmation(c, now())
+	if err := insertConfirmation(ctx, s.pool, c); err != nil {
 		return chat.Confirmation{}, fmt.Errorf("create confirmation: %w", interpretError(err))
 	}
 	return c, nil
+}
+
+// newConfirmation is c as stored when created at at.
+func newConfirmation(c chat.Confirmation, at time.Time) chat.Confirmation {
+	store.FillConfirmation(&c, at)
+	c.CreatedAt, c.ExpiresAt = ms(c.CreatedAt), ms(c.ExpiresAt)
+	c.DecidedArgs, c.Reason, c.DecidedAt, c.AppliedAt = nil, "", nil, nil // as stored: set only by a decision and its claim
+	return c
+}
+
+// execer is the pool or a transaction.
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+func insertConfirmation(ctx context.Context, db execer, c chat.Confirmation) error {
+	_, err := db.Exec(ctx, `INSERT INTO confirmations (id, tenant, owner, run_id, conversation_id, tool_call_id, tool_name, args, status, created_at, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		c.ID, c.Tenant, c.Owner, c.RunID, c.ConversationID, c.ToolCallID, c.ToolName, []byte(c.Args), c.Status, c.CreatedAt, c.ExpiresAt)
+	return err
 }
 
 // GetConfirmation reads one of sc's confirmations.

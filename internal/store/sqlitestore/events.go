@@ -37,28 +37,31 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 	if err != nil {
 		return fmt.Errorf("append %d events: %w", len(evs), err)
 	}
-	err = s.tx(ctx, func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, insertEventSQL)
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
-		for _, r := range rows {
-			var end any
-			if r.IsRange() {
-				end = r.SeqEnd
-			}
-			// Plain ? parameters, each bound once: numbered ones cost the
-			// driver a name lookup per parameter per row.
-			if _, err := stmt.ExecContext(ctx, r.Thread, r.Seq, r.Thread, r.SeqEnd, r.Seq, end, r.Tenant, r.Run, string(r.Type), r.Turn, r.Iteration, r.Step,
-				ms(r.Time), string(r.Payload)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	err = s.tx(ctx, func(tx *sql.Tx) error { return insertEventRows(ctx, tx, rows) })
 	if err != nil {
 		return fmt.Errorf("append %d events: %w", len(evs), err)
+	}
+	return nil
+}
+
+// insertEventRows inserts packed rows in tx.
+func insertEventRows(ctx context.Context, tx *sql.Tx, rows []store.EventRow) error {
+	stmt, err := tx.PrepareContext(ctx, insertEventSQL)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for _, r := range rows {
+		var end any
+		if r.IsRange() {
+			end = r.SeqEnd
+		}
+		// Plain ? parameters, each bound once: numbered ones cost the
+		// driver a name lookup per parameter per row.
+		if _, err := stmt.ExecContext(ctx, r.Thread, r.Seq, r.Thread, r.SeqEnd, r.Seq, end, r.Tenant, r.Run, string(r.Type), r.Turn, r.Iteration, r.Step,
+			ms(r.Time), string(r.Payload)); err != nil {
+			return err
+		}
 	}
 	return nil
 }

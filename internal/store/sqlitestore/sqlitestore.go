@@ -677,8 +677,10 @@ func (s *Store) ClaimRun(ctx context.Context, p store.ClaimRunParams) (chat.Run,
 				return fmt.Errorf("%w: decision %s of run %s is pending or applied", store.ErrConflict, confirmationID, runID)
 			}
 		}
+		// The claimer takes the paused state (r keeps it); the row's is
+		// cleared, so a State on a running row means a pause being recorded.
 		r.Status, r.LeaseOwner, r.LeaseEpoch = chat.RunRunning, p.Owner, p.Epoch
-		_, err = tx.ExecContext(ctx, `UPDATE runs SET status = ?, lease_owner = ?, lease_epoch = ? WHERE id = ?`, r.Status, p.Owner, p.Epoch, runID)
+		_, err = tx.ExecContext(ctx, `UPDATE runs SET status = ?, lease_owner = ?, lease_epoch = ?, state = NULL WHERE id = ?`, r.Status, p.Owner, p.Epoch, runID)
 		return err
 	})
 	if err != nil {
@@ -737,13 +739,22 @@ func scanConfirmation(row scanner) (chat.Confirmation, error) {
 // CreateConfirmation stores a pending confirmation.
 func (s *Store) CreateConfirmation(ctx context.Context, c chat.Confirmation) (chat.Confirmation, error) {
 	store.FillConfirmation(&c, now())
-	_, err := s.write.ExecContext(ctx, `INSERT INTO confirmations (`+confirmationCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, '', ?, ?, NULL, NULL)`,
-		c.ID, c.Tenant, c.Owner, c.RunID, c.ConversationID, c.ToolCallID, c.ToolName, string(c.Args), c.Status, ms(c.CreatedAt), ms(c.ExpiresAt))
-	if err != nil {
+	if err := insertConfirmation(ctx, s.write, c); err != nil {
 		return chat.Confirmation{}, fmt.Errorf("create confirmation: %w", interpret(err))
 	}
 	c.CreatedAt, c.ExpiresAt = c.CreatedAt.UTC().Truncate(time.Millisecond), c.ExpiresAt.UTC().Truncate(time.Millisecond)
 	return c, nil
+}
+
+// execer is the write pool or a transaction.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+func insertConfirmation(ctx context.Context, db execer, c chat.Confirmation) error {
+	_, err := db.ExecContext(ctx, `INSERT INTO confirmations (`+confirmationCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, '', ?, ?, NULL, NULL)`,
+		c.ID, c.Tenant, c.Owner, c.RunID, c.ConversationID, c.ToolCallID, c.ToolName, string(c.Args), c.Status, ms(c.CreatedAt), ms(c.ExpiresAt))
+	return err
 }
 
 // GetConfirmation reads one of s's confirmations.

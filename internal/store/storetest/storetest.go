@@ -51,6 +51,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"RacingTakeoversOneWinner", testRacingTakeovers},
 		{"CancelRequested", testCancelRequested},
 		{"ClaimRun", testClaimRun},
+		{"PauseRun", testPauseRun},               // pause.go
+		{"PauseRunRefused", testPauseRunRefused}, // pause.go
 		{"RacingClaimsOneWinner", testRacingClaims},
 		{"UnappliedDecisions", testUnappliedDecisions},
 		{"StartRunFailureWritesNothing", testStartRunFailureWritesNothing},
