@@ -252,7 +252,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	cancelReady()
 	if err != nil {
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
-		runs.Shutdown(shutdownCtx)
+		if serr := runs.Shutdown(shutdownCtx); serr != nil {
+			log.Warn("run service shutdown", "err", serr)
+		}
 		cancel()
 		return err
 	}
@@ -281,16 +283,20 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	fmt.Fprintf(stdout, "Open the console in a browser: %s\n", consoleURL(ln.Addr()))
 
 	if cfg.DebugAddr != "" {
-		go func() {
+		// A debug listener that cannot listen is logged, not fatal; one that
+		// listens stops with the server.
+		if dln, err := net.Listen("tcp", cfg.DebugAddr); err != nil {
+			log.Error("pprof listener", "err", err)
+		} else {
 			mux := http.NewServeMux()
 			mux.HandleFunc("/debug/pprof/", pprof.Index)
 			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 			mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-			log.Info("pprof listening", "addr", cfg.DebugAddr)
-			if err := http.ListenAndServe(cfg.DebugAddr, mux); err != nil {
-				log.Error("pprof listener", "err", err)
-			}
-		}()
+			dsrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+			defer dsrv.Close()
+			go func() { _ = dsrv.Serve(dln) }()
+			log.Info("pprof listening", "addr", dln.Addr().String())
+		}
 	}
 	if cfg.MetricsAddr != "" {
 		mln, err := net.Listen("tcp", cfg.MetricsAddr)
@@ -321,8 +327,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	api.Close() // streams say goodbye and return, so Shutdown need not wait for them
-	srv.Shutdown(sctx)
-	runs.Shutdown(sctx)
+	if err := srv.Shutdown(sctx); err != nil {
+		// Requests still in flight at the deadline: closing their
+		// connections ends their contexts, so they stop waiting on the
+		// run service, which stops next.
+		log.Warn("http server shutdown: closing the connections still open", "err", err)
+		_ = srv.Close()
+	}
+	if err := runs.Shutdown(sctx); err != nil {
+		log.Warn("run service shutdown: runs still executing were ended (server_shutdown), or are left to recovery", "err", err)
+	}
 	return nil
 }
 

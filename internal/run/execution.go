@@ -59,8 +59,9 @@ func (x *execution) fenced() bool { return x.term.fenced() }
 func (x *execution) stopped() bool { return x.term.stopped() }
 
 // store runs op until it succeeds, retrying while the store is unavailable,
-// unless the execution is fenced meanwhile (then it reports false: the
-// outcome is not this process's to record). Other errors are logged and
+// unless the execution is fenced meanwhile, or Shutdown gives up on the
+// store (then it reports false: the outcome is not this process's to
+// record). Other errors are logged and
 // taken as done: retrying them would not help.
 func (x *execution) store(what string, op func(context.Context) error) bool {
 	backoff := 50 * time.Millisecond
@@ -72,6 +73,8 @@ func (x *execution) store(what string, op func(context.Context) error) bool {
 		switch {
 		case err == nil:
 			return true
+		case x.term.ctx.Err() != nil:
+			return false // fenced, or Shutdown gave up on the store
 		case errors.Is(err, store.ErrUnavailable):
 		case x.fenced():
 			return false
@@ -81,7 +84,7 @@ func (x *execution) store(what string, op func(context.Context) error) bool {
 		}
 		select {
 		case <-time.After(backoff):
-		case <-x.term.stop:
+		case <-x.term.ctx.Done():
 			return false
 		}
 		backoff = min(2*backoff, time.Second)
@@ -129,7 +132,7 @@ func (s *Service) launch(x *execution, body func(ctx context.Context) engine.Out
 			go func() {
 				defer s.wg.Done()
 				<-x.done
-				if err := s.cancelWaiting(context.WithoutCancel(s.ctx), x.run); err != nil {
+				if err := s.cancelWaiting(s.halt, x.run); err != nil {
 					x.log.Warn("cancel a run that paused as it was cancelled", "err", err)
 				}
 			}()
@@ -181,7 +184,9 @@ func (x *execution) reserve() bool {
 	if !x.extending && x.reserved-next < reserveBlock/2 {
 		x.extending = true
 		upTo := x.reserved + reserveBlock
+		x.s.wg.Add(1) // within an execution: the count is above zero
 		go func() {
+			defer x.s.wg.Done()
 			ok := x.store("reserve seqs", func(ctx context.Context) error { return x.s.st.ReserveSeqs(ctx, x.run.Tenant, x.run.ID, upTo) })
 			x.mu.Lock()
 			if ok {
@@ -236,7 +241,7 @@ func (x *execution) RequestConfirmation(_ context.Context, c chat.Confirmation) 
 // next run at once.
 func (x *execution) finish(o engine.Outcome) {
 	s := x.s
-	ctx := context.WithoutCancel(s.ctx)
+	ctx := s.halt // outlives the execution's context, not Shutdown giving up
 	if o.Status == engine.StatusAwaiting {
 		x.pause(ctx, o)
 		return
@@ -393,7 +398,11 @@ func (s *Service) resumeDecided(ctx context.Context, r chat.Run, awaiting []stri
 	}
 	for _, c := range list {
 		if c.RunID == r.ID && c.Status != chat.ConfirmPending && slices.Contains(awaiting, c.ToolCallID) {
-			go s.resume(c, "", telemetry.Cause{})
+			s.wg.Add(1) // within an execution: the count is above zero
+			go func() {
+				defer s.wg.Done()
+				s.resume(c, "", telemetry.Cause{})
+			}()
 			return
 		}
 	}

@@ -46,7 +46,8 @@ type term struct {
 	sole  bool
 	stop  chan struct{} // closed when fenced
 	once  sync.Once
-	// ctx ends when the term is fenced: store calls of its executions give up.
+	// ctx ends when the term is fenced, or Shutdown gives up on the store:
+	// store calls of its executions give up.
 	ctx    context.Context
 	cancel context.CancelFunc
 
@@ -56,7 +57,7 @@ type term struct {
 
 func (s *Service) newTerm(epoch int64, start time.Time) *term {
 	t := &term{s: s, epoch: epoch, sole: s.cfg.Sole, stop: make(chan struct{})}
-	t.ctx, t.cancel = context.WithCancel(context.WithoutCancel(s.ctx))
+	t.ctx, t.cancel = context.WithCancel(s.halt) // outlives Shutdown's cancel, not its giving up
 	t.extend(start)
 	return t
 }

@@ -39,8 +39,10 @@ type eventLog struct {
 	flushed  *sync.Cond    // written moved, room was made, an outage began, or an owner was fenced
 	outage   time.Time     // when the store became unavailable; zero while it answers
 	closed   bool
-	giveUp   chan struct{} // closed when Close's deadline passes: stop retrying
+	giveUp   chan struct{} // closed by GiveUp: stop retrying
 	giveOnce sync.Once
+	quit     context.Context // ends with giveUp: a write in flight is abandoned
+	quitNow  context.CancelFunc
 	done     chan struct{}
 }
 
@@ -83,6 +85,7 @@ const (
 func newEventLog(st store.Store, log *slog.Logger) *eventLog {
 	l := &eventLog{st: st, log: log, limit: maxPending, wake: make(chan struct{}, 1), hurry: make(chan struct{}, 1),
 		giveUp: make(chan struct{}), done: make(chan struct{})}
+	l.quit, l.quitNow = context.WithCancel(context.Background())
 	l.flushed = sync.NewCond(&l.mu)
 	go l.loop()
 	return l
@@ -215,7 +218,7 @@ func (l *eventLog) loop() {
 // or seqs a takeover wrote) is written one by one so one refused event does
 // not lose its neighbours.
 func (l *eventLog) write(batch []logEntry) {
-	ctx := context.Background()
+	ctx := l.quit
 	backoff := 50 * time.Millisecond
 	evs := make([]event.Event, 0, len(batch))
 	for {
@@ -233,9 +236,10 @@ func (l *eventLog) write(batch []logEntry) {
 		actx, cancel := context.WithTimeout(ctx, writeTimeout)
 		err := l.st.AppendEvents(actx, evs)
 		cancel()
-		if errors.Is(err, context.DeadlineExceeded) {
+		if err != nil && (errors.Is(err, context.DeadlineExceeded) || l.quit.Err() != nil) {
 			// A write that hangs (a lock, a dead connection) is an outage
-			// too; the retry finds out whether it was committed.
+			// too; the retry finds out whether it was committed. One
+			// abandoned by GiveUp is dropped below.
 			err = fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 		}
 		if err == nil {
@@ -317,6 +321,16 @@ func (l *eventLog) drop() {
 	l.mu.Unlock()
 }
 
+// GiveUp stops retrying an unavailable store, and abandons a write in
+// flight: what is held, and whatever is enqueued later, is dropped (and
+// logged), so that neither Enqueue nor Flush waits for the store any more.
+func (l *eventLog) GiveUp() {
+	l.giveOnce.Do(func() {
+		close(l.giveUp)
+		l.quitNow()
+	})
+}
+
 // Close writes what is pending and stops the writer. If the store is
 // unavailable when ctx ends, what is still held is dropped (and logged).
 func (l *eventLog) Close(ctx context.Context) {
@@ -326,7 +340,7 @@ func (l *eventLog) Close(ctx context.Context) {
 	l.mu.Unlock()
 	signal(l.wake)
 	signal(l.hurry)
-	stop := context.AfterFunc(ctx, func() { l.giveOnce.Do(func() { close(l.giveUp) }) })
+	stop := context.AfterFunc(ctx, l.GiveUp)
 	defer stop()
 	<-l.done
 }

@@ -96,11 +96,22 @@ type Service struct {
 	ctx    context.Context // the service's life; runs derive from it
 	cancel context.CancelCauseFunc
 	wg     sync.WaitGroup // executions and background loops
+	// halt ends when Shutdown gives up on what still runs: store calls of
+	// executions and starts end, and nothing retries an unavailable store.
+	halt    context.Context
+	haltNow context.CancelFunc
 
 	mu        sync.Mutex
 	executing map[string]*execution // run id → execution in this process
-	admitted  int                   // executions admitted and not yet finished
-	stopping  bool
+	stopping  bool                  // Shutdown began: nothing more is admitted
+
+	// admitted counts the work Shutdown waits for: starts past admission
+	// (until their execution ends) and continuations.
+	admitted sync.WaitGroup
+	stopOnce sync.Once
+	endOnce  sync.Once
+	drained  chan struct{} // closed when admitted work is done, after Shutdown began
+	down     chan struct{} // closed when everything has returned and the log is written
 
 	live liveness // this replica's term
 
@@ -134,13 +145,16 @@ func New(cfg Config) *Service {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
+	halt, haltNow := context.WithCancel(context.Background())
 	s := &Service{
 		cfg: cfg, st: cfg.Store, bus: cfg.Bus, eng: cfg.Engine, log: cfg.Logger,
-		evlog: newEventLog(cfg.Store, cfg.Logger), ctx: ctx, cancel: cancel,
+		evlog: newEventLog(cfg.Store, cfg.Logger), ctx: ctx, cancel: cancel, halt: halt, haltNow: haltNow,
+		drained: make(chan struct{}), down: make(chan struct{}),
 		executing: map[string]*execution{}, live: liveness{ready: make(chan struct{}), next: make(chan struct{}), recovered: make(chan struct{})},
 		exec: capacity{max: int64(max(cfg.MaxExecutions, 0))},
 	}
 	s.pub = &publisher{bus: cfg.Bus, s: s}
+	context.AfterFunc(halt, s.evlog.GiveUp) // an execution waiting for room in the log stops waiting
 	s.wg.Add(3)
 	go s.livenessLoop()
 	go s.controlLoop()
@@ -280,7 +294,11 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 			s.release()
 		}
 	}()
-	t, err := s.term(ctx)
+	// Shutdown waits for this start; should it give up waiting, the start's
+	// store calls end (the subscription of a follower stays the request's).
+	sctx, stop := s.haltable(ctx)
+	defer stop()
+	t, err := s.term(sctx)
 	if err != nil {
 		return Started{}, err
 	}
@@ -310,7 +328,7 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 	}
 	// One call writes the conversation, the run and the user message, and
 	// reads the thread's last seq: no other run can emit on the thread now.
-	started, err := s.st.StartRun(ctx, sc, in)
+	started, err := s.st.StartRun(sctx, sc, in)
 	if errors.Is(err, store.ErrTooManyRuns) {
 		tel.Abort(err)
 		return Started{}, &TooManyRunsError{Limit: s.cfg.MaxRunsPerTenant}
@@ -324,11 +342,17 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 	r, conv, last, userMsg := started.Run, started.Conversation, started.LastSeq, started.Message
 	for _, m := range extra {
 		m.ConversationID, m.RunID = conv.ID, r.ID
-		if _, err := s.st.AppendMessage(ctx, sc, m); err != nil {
+		if _, err := s.st.AppendMessage(sctx, sc, m); err != nil {
 			tel.Abort(err)
 			s.abandon(r, err)
 			return Started{}, err
 		}
+	}
+	if s.halt.Err() != nil {
+		// Shutdown gave up waiting: the store may be closing. The run is
+		// left to the next start's recovery, as after a crash.
+		tel.Abort(ErrShuttingDown)
+		return Started{}, ErrShuttingDown
 	}
 	if userMsg.Role != chat.RoleUser {
 		userMsg = chat.Message{}
@@ -375,22 +399,33 @@ func titleFrom(input string) string {
 	return string([]rune(input)[:59]) + "…"
 }
 
-// admit counts an execution about to begin, unless the service is stopping:
-// Shutdown waits for every execution it admitted.
+// admit counts work about to begin (a start, a continuation), unless the
+// service is stopping: Shutdown waits for everything it admitted. Every
+// admission happens before Shutdown waits (both hold s.mu around stopping),
+// as sync.WaitGroup requires.
 func (s *Service) admit() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopping {
 		return false
 	}
-	s.admitted++
+	s.admitted.Add(1)
 	return true
 }
 
-func (s *Service) release() {
-	s.mu.Lock()
-	s.admitted--
-	s.mu.Unlock()
+// release ends what admit counted: a start that did not launch, or the
+// execution it launched.
+func (s *Service) release() { s.admitted.Done() }
+
+// haltable is ctx that also ends when Shutdown gives up waiting; stop
+// releases it.
+func (s *Service) haltable(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	unhook := context.AfterFunc(s.halt, cancel)
+	return ctx, func() {
+		unhook()
+		cancel()
+	}
 }
 
 // runLog is the logger of lines about run r.
@@ -401,7 +436,7 @@ func (s *Service) abandon(r chat.Run, cause error) {
 	log := s.runLog(r)
 	log.Error("run could not start", "err", cause)
 	now := time.Now()
-	_, err := s.st.UpdateRun(context.WithoutCancel(s.ctx), r.Tenant, r.ID, store.RunUpdate{
+	_, err := s.st.UpdateRun(s.halt, r.Tenant, r.ID, store.RunUpdate{
 		Status: chat.RunFailed, EndedAt: &now, Error: &event.ErrorInfo{Code: errcode.StartFailed, Message: "The run could not start."},
 	})
 	if err != nil {
@@ -609,40 +644,69 @@ func (s *Service) continueRun(r chat.Run, c chat.Confirmation, clientRunID strin
 	})
 }
 
-// Shutdown stops starting runs, gives executing ones until ctx ends to
-// finish, fails the rest, and writes the log out.
-func (s *Service) Shutdown(ctx context.Context) {
-	s.mu.Lock()
-	s.stopping = true
-	s.mu.Unlock()
-	idle := make(chan struct{})
-	go func() {
-		s.waitExecutions()
-		close(idle)
-	}()
-	select {
-	case <-idle:
-	case <-ctx.Done():
-	}
-	s.cancel(engine.ErrShutdown)
-	s.wg.Wait()
-	s.evlog.Close(ctx)
-}
+// windDown is how long, once Shutdown's context has ended, the executions
+// it cut short get to record their end (failed, server_shutdown) and the
+// event log to be written out, before the service gives up on the store.
+const windDown = 2 * time.Second
 
-func (s *Service) waitExecutions() {
-	for {
+// Shutdown stops the service, as centrifuge's Node.Shutdown does. It admits
+// no new work, and gives the work it admitted (starts in progress, the
+// executions they launched, continuations) until ctx ends to finish. Then
+// it ends what still executes (failed, server_shutdown), stops the
+// background loops and writes the event log out, and returns nil once all
+// of it has returned: the store may be closed then.
+//
+// When ctx ends first, Shutdown returns ctx's error, after the executions
+// it cut short had windDown to record their end; past that it gives up on
+// the store (no more retries; store calls still in flight are cancelled,
+// and events still held are dropped and logged), waits for what it
+// started to return, and a start still inside the store then launches
+// nothing. Runs it could not end are ended by recovery, as after a crash
+// (the next start on a store used alone, another replica's takeover
+// otherwise). Shutdown may be called more than once, also
+// concurrently; each call waits as its ctx allows.
+func (s *Service) Shutdown(ctx context.Context) error {
+	s.stopOnce.Do(func() {
 		s.mu.Lock()
-		var x *execution
-		for _, e := range s.executing {
-			x = e
-			break
-		}
+		s.stopping = true
 		s.mu.Unlock()
-		if x == nil {
-			return
-		}
-		<-x.done
+		go func() {
+			s.admitted.Wait()
+			close(s.drained)
+		}()
+	})
+	var err error
+	select {
+	case <-s.drained:
+	case <-ctx.Done():
+		err = ctx.Err()
 	}
+	s.endOnce.Do(func() {
+		s.cancel(engine.ErrShutdown) // what still executes ends now; the loops stop
+		go func() {
+			<-s.drained
+			s.wg.Wait()
+			s.evlog.Close(s.halt)
+			close(s.down)
+		}()
+	})
+	if err == nil {
+		select {
+		case <-s.down:
+			return nil
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	wind := time.NewTimer(windDown)
+	defer wind.Stop()
+	select {
+	case <-s.down:
+	case <-wind.C:
+		s.haltNow()
+		<-s.down
+	}
+	return err
 }
 
 // controlLoop applies control messages meant for runs executing here.
