@@ -121,12 +121,7 @@ type Service struct {
 	// chose (DecideFor), for whichever resume of this process continues the
 	// run: another may claim it first (resumeDecided, when the decision
 	// arrives while the run is still pausing).
-	continuations sync.Map // string → continuation
-}
-
-type continuation struct {
-	clientRunID, status string
-	at                  time.Time
+	continuations continuations
 }
 
 // New starts the service's background loops.
@@ -572,18 +567,13 @@ func (s *Service) DecideFor(ctx context.Context, sc chat.Scope, id string, d cha
 	if clientRunID != "" {
 		// Stored before the decision is, so every resume that can see the
 		// decision finds it; the resume that continues the run takes it.
-		// Entries no resume takes (the run was cancelled) age out.
-		s.continuations.Range(func(k, v any) bool {
-			if d.At.Sub(v.(continuation).at) > time.Hour {
-				s.continuations.Delete(k)
-			}
-			return true
-		})
-		s.continuations.Store(id, continuation{clientRunID, d.Status, d.At})
+		// Entries no resume takes (the run was cancelled) are expired by
+		// the sweep.
+		s.continuations.put(id, continuation{clientRunID, d.Status, d.At})
 	}
 	c, err := s.st.DecideConfirmation(ctx, sc, id, d)
 	if err != nil && !errors.Is(err, store.ErrExpired) {
-		s.continuations.Delete(id)
+		s.continuations.drop(id)
 	}
 	if errors.Is(err, store.ErrExpired) && c.ID != "" {
 		s.resume(c, clientRunID, telemetry.CauseOf(ctx)) // the run learns of the expiry now rather than at the next sweep
@@ -625,8 +615,8 @@ func (s *Service) continueRun(r chat.Run, c chat.Confirmation, clientRunID strin
 		s.release()
 		return
 	}
-	if v, ok := s.continuations.LoadAndDelete(c.ID); ok && v.(continuation).status == c.Status {
-		clientRunID = v.(continuation).clientRunID
+	if v, ok := s.continuations.take(c.ID); ok && v.status == c.Status {
+		clientRunID = v.clientRunID
 	}
 	sc := chat.Scope{Tenant: r.Tenant, User: r.Owner}
 	s.launch(x, func(ctx context.Context) engine.Outcome {
@@ -758,6 +748,7 @@ func (s *Service) sweepLoop() {
 }
 
 func (s *Service) sweep(now time.Time) {
+	s.continuations.expire(now.Add(-continuationTTL))
 	expired, err := s.st.ExpireConfirmations(s.ctx, now)
 	if err != nil {
 		s.log.Warn("expire confirmations", "err", err)
