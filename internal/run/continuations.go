@@ -3,6 +3,8 @@ package run
 import (
 	"sync"
 	"time"
+
+	"github.com/agentchat/agentchat/internal/telemetry"
 )
 
 // continuationTTL is how long a continuation no resume took is kept (its
@@ -10,16 +12,21 @@ import (
 // resume takes, even one the sweep applies after the deciding replica died.
 const continuationTTL = time.Hour
 
-// continuation is the run id a deciding client chose for a decision
-// (DecideFor), for the resume that applies that decision.
+// continuation is what a decision's request leaves for the resume that
+// applies the decision, whichever resume that is (the request's own, or the
+// pausing execution's when the decision came while its run was pausing):
+// the run id its client chose (DecideFor) and its span, which the
+// continuation's span links.
 type continuation struct {
 	clientRunID, status string
+	cause               telemetry.Cause
 	at                  time.Time // when it was decided; the sweep expires it from there
 }
 
 // continuations maps a confirmation id to its continuation. A decision
-// stores one and the resume that continues the run takes it, in constant
-// time; the sweep loop expires those nobody took. Safe for concurrent use.
+// stores one, and the resume that continues the run reads it and drops it
+// once its claim won, in constant time; the sweep loop expires those nobody
+// took. Safe for concurrent use.
 type continuations struct {
 	mu sync.Mutex
 	m  map[string]continuation
@@ -34,14 +41,11 @@ func (c *continuations) put(confirmationID string, v continuation) {
 	c.m[confirmationID] = v
 }
 
-// take removes and returns the continuation of a confirmation.
-func (c *continuations) take(confirmationID string) (continuation, bool) {
+// get returns the continuation of a confirmation.
+func (c *continuations) get(confirmationID string) (continuation, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	v, ok := c.m[confirmationID]
-	if ok {
-		delete(c.m, confirmationID)
-	}
 	return v, ok
 }
 

@@ -14,24 +14,25 @@ func TestContinuations(t *testing.T) {
 	t.Parallel()
 	now := time.Now()
 	var c continuations
-	if _, ok := c.take("none"); ok {
-		t.Fatal("took from an empty map")
+	if _, ok := c.get("none"); ok {
+		t.Fatal("found in an empty map")
 	}
 	c.put("a", continuation{clientRunID: "run-a", status: "approved", at: now})
 	c.put("b", continuation{clientRunID: "run-b", status: "rejected", at: now.Add(-2 * continuationTTL)})
 	c.put("c", continuation{clientRunID: "run-c", status: "approved", at: now.Add(-continuationTTL / 2)})
 	c.put("a", continuation{clientRunID: "run-a2", status: "approved", at: now}) // a later decision replaces
-	if v, ok := c.take("a"); !ok || v.clientRunID != "run-a2" {
-		t.Fatalf("take a: %+v %v", v, ok)
+	if v, ok := c.get("a"); !ok || v.clientRunID != "run-a2" {
+		t.Fatalf("get a: %+v %v", v, ok)
 	}
-	if _, ok := c.take("a"); ok {
-		t.Fatal("a continuation was taken twice")
+	c.drop("a")
+	if _, ok := c.get("a"); ok {
+		t.Fatal("a dropped continuation is still there")
 	}
 	c.drop("missing")
 	if n := c.expire(now.Add(-continuationTTL)); n != 1 || c.len() != 1 {
 		t.Fatalf("expired %d, %d left", n, c.len())
 	}
-	if v, ok := c.take("c"); !ok || v.clientRunID != "run-c" {
+	if v, ok := c.get("c"); !ok || v.clientRunID != "run-c" {
 		t.Fatalf("a continuation younger than the TTL: %+v %v", v, ok)
 	}
 }
@@ -53,10 +54,10 @@ func TestSweepExpiresContinuations(t *testing.T) {
 	s.continuations.put("old", continuation{clientRunID: "r1", status: "approved", at: now.Add(-continuationTTL - time.Minute)})
 	s.continuations.put("new", continuation{clientRunID: "r2", status: "approved", at: now.Add(-time.Minute)})
 	s.sweep(now)
-	if _, ok := s.continuations.take("old"); ok {
+	if _, ok := s.continuations.get("old"); ok {
 		t.Fatal("the sweep kept a continuation past its TTL")
 	}
-	if _, ok := s.continuations.take("new"); !ok {
+	if _, ok := s.continuations.get("new"); !ok {
 		t.Fatal("the sweep dropped a fresh continuation")
 	}
 }

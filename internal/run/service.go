@@ -564,13 +564,11 @@ func (s *Service) Decide(ctx context.Context, sc chat.Scope, id string, d chat.D
 // the one that resumes the run.
 func (s *Service) DecideFor(ctx context.Context, sc chat.Scope, id string, d chat.Decision, clientRunID string) (chat.Confirmation, error) {
 	d.At = time.Now()
-	if clientRunID != "" {
-		// Stored before the decision is, so every resume that can see the
-		// decision finds it; the resume that continues the run takes it.
-		// Entries no resume takes (the run was cancelled) are expired by
-		// the sweep.
-		s.continuations.put(id, continuation{clientRunID, d.Status, d.At})
-	}
+	// Stored before the decision is, so every resume that can see the
+	// decision finds it; the resume that continues the run takes it.
+	// Entries no resume takes (the run was cancelled) are expired by the
+	// sweep.
+	s.continuations.put(id, continuation{clientRunID: clientRunID, status: d.Status, cause: telemetry.CauseOf(ctx), at: d.At})
 	c, err := s.st.DecideConfirmation(ctx, sc, id, d)
 	if err != nil && !errors.Is(err, store.ErrExpired) {
 		s.continuations.drop(id)
@@ -610,14 +608,16 @@ func (s *Service) continueRun(r chat.Run, c chat.Confirmation, clientRunID strin
 	if !s.admit() {
 		return // shutting down: the next start's sweep continues the run
 	}
+	// What the deciding request left, whichever resume gets here.
+	if v, ok := s.continuations.get(c.ID); ok && v.status == c.Status {
+		clientRunID, cause = v.clientRunID, v.cause
+	}
 	x := s.claimRun(ctx, r, c.ID, cause)
 	if x == nil {
 		s.release()
 		return
 	}
-	if v, ok := s.continuations.take(c.ID); ok && v.status == c.Status {
-		clientRunID = v.clientRunID
-	}
+	s.continuations.drop(c.ID)
 	sc := chat.Scope{Tenant: r.Tenant, User: r.Owner}
 	s.launch(x, func(ctx context.Context) engine.Outcome {
 		telemetry.Waited(ctx, c)

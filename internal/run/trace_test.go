@@ -11,9 +11,14 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/agentchat/agentchat/internal/bus/membus"
 	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/engine"
 	"github.com/agentchat/agentchat/internal/run"
+	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/telemetry"
 )
 
@@ -108,5 +113,67 @@ func TestRunLogLinesCarryTraceID(t *testing.T) {
 		if counts[msg] < want {
 			t.Errorf("%d lines %q, want %d (lines: %v)", counts[msg], msg, want, counts)
 		}
+	}
+}
+
+// pauseHolding holds the update that records a run as awaiting input until
+// released: the pause's announcement is out, its status not yet.
+type pauseHolding struct {
+	store.Store
+	held    chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func (p *pauseHolding) UpdateRun(ctx context.Context, tenant, id string, u store.RunUpdate) (chat.Run, error) {
+	if u.Status == chat.RunAwaitingInput {
+		p.once.Do(func() { close(p.held) })
+		<-p.release
+	}
+	return p.Store.UpdateRun(ctx, tenant, id, u)
+}
+
+// A decision that arrives while its run is still pausing (its client saw
+// the announcement, the status is not recorded yet) is applied by the
+// pausing execution once it has recorded the wait; the continuation's span
+// still links the deciding request's, as when the request's own resume
+// continues the run.
+func TestDecisionWhilePausingLinksTheDecidingRequest(t *testing.T) {
+	t.Parallel()
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	st := &pauseHolding{Store: openStore(t), held: make(chan struct{}), release: make(chan struct{})}
+	b := membus.New(0)
+	t.Cleanup(func() { b.Close() })
+	eng := &confirmingEngine{}
+	s := run.New(run.Config{Store: st, Bus: b, Engine: eng, Sole: true, Telemetry: telemetry.New(telemetry.Config{TracerProvider: tp})})
+	t.Cleanup(func() { shutdown(s) })
+	ready(t, s)
+	started, err := s.Start(context.Background(), alice, run.StartRequest{Input: "tell the deploy hook"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-st.held
+	ctx, decide := tp.Tracer("test").Start(context.Background(), "POST /v1/agent/confirmations/{id}")
+	if _, err := s.Decide(ctx, alice, eng.requested.Load().(string), chat.Decision{Status: chat.ConfirmApproved}); err != nil {
+		t.Fatal(err)
+	}
+	decide.End()
+	close(st.release)
+	if got := waitRun(t, st, started.Run.ID, 10*time.Second, ended); got.Status != chat.RunSucceeded || eng.sent.Load() != 1 {
+		t.Fatalf("run %s %+v, the tool ran %d times", got.Status, got.Error, eng.sent.Load())
+	}
+	var runs []sdktrace.ReadOnlySpan
+	for _, sp := range exp.GetSpans().Snapshots() {
+		if sp.Name() == "invoke_agent agentchat" {
+			runs = append(runs, sp)
+		}
+	}
+	if len(runs) != 2 {
+		t.Fatalf("%d run spans", len(runs))
+	}
+	if links := runs[1].Links(); len(links) != 1 || links[0].SpanContext.SpanID() != decide.SpanContext().SpanID() {
+		t.Fatalf("the continuation links %+v, want the deciding request's span %s", links, decide.SpanContext().SpanID())
 	}
 }
