@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 
 	"github.com/agentchat/agentchat/internal/config"
 	"github.com/agentchat/agentchat/internal/engine"
@@ -17,12 +19,14 @@ import (
 // newRouter builds the engine router the configuration describes: the
 // local agent loop always, the openclaw engine when a gateway is configured,
 // the chain engine (planner → executor → check over the same model and
-// tools), the default engine and the per-tenant rules.
-func newRouter(cfg config.Config, model llm.Model, tools *tool.Registry, parts contextParts, log *slog.Logger, tel *telemetry.Telemetry) (*engine.Router, error) {
+// tools), the default engine and the per-tenant rules. It returns the
+// OpenClaw gateways' names too: an agent may name one as its engine.
+func newRouter(cfg config.Config, model llm.Model, tools *tool.Registry, parts contextParts, log *slog.Logger, tel *telemetry.Telemetry) (*engine.Router, []string, error) {
 	ec, err := cfg.Engines()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	var gatewayNames []string
 	lc := local.Config{Model: model, Tools: tools, MaxIterations: cfg.MaxIterations, SystemPrompt: cfg.SystemPrompt, Logger: log}
 	parts.apply(&lc)
 	loc := local.New(lc)
@@ -44,10 +48,11 @@ func newRouter(cfg config.Config, model llm.Model, tools *tool.Registry, parts c
 			MaxIterations: cfg.MaxIterations, Fallback: fallback, Timeout: cfg.LLMTimeout, Logger: log, Telemetry: tel,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("engine: %w", err)
+			return nil, nil, fmt.Errorf("engine: %w", err)
 		}
 		engines[config.EngineOpenClaw] = oc
+		gatewayNames = slices.Sorted(maps.Keys(gateways))
 		log.Info("openclaw engine ready", "gateways", len(gateways), "default_gateway", ec.DefaultGateway, "fallback", ec.Fallback)
 	}
-	return &engine.Router{Engines: engines, Default: ec.Default, TenantDefaults: ec.TenantDefaults()}, nil
+	return &engine.Router{Engines: engines, Default: ec.Default, TenantDefaults: ec.TenantDefaults()}, gatewayNames, nil
 }

@@ -10,17 +10,20 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/agentchat/agentchat/internal/agent"
 	"github.com/agentchat/agentchat/internal/auth"
 	"github.com/agentchat/agentchat/internal/bus"
 	"github.com/agentchat/agentchat/internal/bus/membus"
@@ -29,9 +32,6 @@ import (
 	"github.com/agentchat/agentchat/internal/fdbudget"
 	"github.com/agentchat/agentchat/internal/httpapi"
 	"github.com/agentchat/agentchat/internal/llm"
-	"github.com/agentchat/agentchat/internal/llm/anthropic"
-	"github.com/agentchat/agentchat/internal/llm/openai"
-	"github.com/agentchat/agentchat/internal/llm/scripted"
 	"github.com/agentchat/agentchat/internal/lockfile"
 	"github.com/agentchat/agentchat/internal/run"
 	"github.com/agentchat/agentchat/internal/store"
@@ -88,28 +88,38 @@ func openBus(ctx context.Context, cfg config.Config, log *slog.Logger) (bus.Bus,
 	return openRedis(ctx, cfg.Bus, cfg.BusPrefix, log)
 }
 
-// newModel builds the configured model's adapter. maxConns, when positive,
-// bounds its connections to the provider: one per executing run, as the
-// open-files budget counts them (a call beyond waits for one, rather than
-// failing to dial).
-func newModel(cfg config.Config, maxConns int) (llm.Model, error) {
-	retries := cfg.LLMRetries
-	// Many runs stream from one provider at once: keep their connections
-	// (the default transport keeps two idle per host and redials the rest).
-	httpClient := &http.Client{Transport: &http.Transport{
-		Proxy: http.ProxyFromEnvironment, MaxIdleConns: 1024, MaxIdleConnsPerHost: 512, MaxConnsPerHost: maxConns,
-		IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second, ForceAttemptHTTP2: true,
-	}}
+// modelOptions are what every model the server builds shares: the
+// environment's default model and the models file's. maxConns, when
+// positive, bounds the connections to each provider: one per executing
+// run, as the open-files budget counts them (a call beyond waits for one,
+// rather than failing to dial).
+func modelOptions(cfg config.Config, tel *telemetry.Telemetry, maxConns int) agent.ModelOptions {
+	return agent.ModelOptions{
+		Timeout: cfg.LLMTimeout, MaxRetries: cfg.LLMRetries,
+		// Many runs stream from one provider at once: keep their connections
+		// (the default transport keeps two idle per host and redials the rest).
+		HTTPClient: &http.Client{Transport: &http.Transport{
+			Proxy: http.ProxyFromEnvironment, MaxIdleConns: 1024, MaxIdleConnsPerHost: 512, MaxConnsPerHost: maxConns,
+			IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second, ForceAttemptHTTP2: true,
+		}},
+		ScriptedTokenDelay: cfg.ScriptedTokenDelay,
+		ScriptedHint:       "Set OPENAI_API_KEY (and OPENAI_BASE_URL for other OpenAI-compatible servers) or ANTHROPIC_API_KEY to use a real model.",
+		Observe:            tel.Model,
+	}
+}
+
+// newModel builds the model the environment configures: the models
+// file's "default".
+func newModel(cfg config.Config, opts agent.ModelOptions) (llm.Model, agent.ModelInfo, error) {
+	e, key := agent.ModelEntry{Provider: agent.ProviderScripted}, ""
 	switch cfg.LLM {
 	case config.LLMOpenAI:
-		return openai.New(openai.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey, Model: cfg.Model,
-			Timeout: cfg.LLMTimeout, MaxRetries: retries, HTTPClient: httpClient})
+		e, key = agent.ModelEntry{Provider: agent.ProviderOpenAI, Model: cfg.Model, BaseURL: cfg.OpenAIBaseURL}, cfg.OpenAIAPIKey
 	case config.LLMAnthropic:
-		return anthropic.New(anthropic.Config{BaseURL: cfg.AnthropicBaseURL, APIKey: cfg.AnthropicAPIKey, Model: cfg.Model,
-			Timeout: cfg.LLMTimeout, MaxRetries: retries, HTTPClient: httpClient})
+		e, key = agent.ModelEntry{Provider: agent.ProviderAnthropic, Model: cfg.Model, BaseURL: cfg.AnthropicBaseURL}, cfg.AnthropicAPIKey
 	}
-	return scripted.New(scripted.Config{TokenDelay: cfg.ScriptedTokenDelay,
-		Hint: "Set OPENAI_API_KEY (and OPENAI_BASE_URL for other OpenAI-compatible servers) or ANTHROPIC_API_KEY to use a real model."}), nil
+	m, err := agent.BuildModel(e, key, opts)
+	return m, agent.ModelInfo{Name: agent.DefaultModel, Provider: e.Provider, Model: modelName(cfg)}, err
 }
 
 func newTools(ctx context.Context, cfg config.Config, log *slog.Logger, obs tool.CallObserver) (*tool.Registry, func(), error) {
@@ -227,25 +237,33 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	// With the store, the bus and the tools open, what is left of the
 	// open-files limit is shared among client connections and runs.
 	budget := planFiles(cfg, st, b, log)
-	model, err := newModel(cfg, budget.Runs)
+	mopts := modelOptions(cfg, tel, budget.Runs)
+	model, info, err := newModel(cfg, mopts)
 	if err != nil {
 		return fmt.Errorf("llm: %w", err)
 	}
-	model = tel.Model(model, cfg.LLM, modelName(cfg))
+	models, err := agent.NewModels(agent.ModelsConfig{Path: cfg.ModelsFile, Default: model, DefaultInfo: info, Getenv: getenv, Options: mopts, Logger: log})
+	if err != nil {
+		return fmt.Errorf("models-file (AGENTCHAT_MODELS_FILE): %w", err)
+	}
 	parts, err := newContextParts(cfg, st, model, log)
 	if err != nil {
 		return err
 	}
-	router, err := newRouter(cfg, model, tools, parts, log, tel)
+	router, gateways, err := newRouter(cfg, model, tools, parts, log, tel)
 	if err != nil {
 		return err
 	}
+	agents := agent.New(agent.Config{Store: tel.Store(st), Bus: tel.Bus(b), Models: models, Tools: tools,
+		Engines: slices.Sorted(maps.Keys(router.Engines)), Gateways: gateways, Logger: log})
+	defer agents.Close()
 
 	runs := run.New(run.Config{
 		Store: tel.Store(st), Bus: tel.Bus(b), Logger: log, Engine: router, Telemetry: tel,
 		ConfirmTTL: cfg.ConfirmTTL, RunRetention: cfg.RunRetention, MaxInputChars: cfg.MaxInputChars, MaxRunsPerTenant: cfg.MaxRunsPerTenant,
 		LeaseTTL: cfg.LeaseTTL, ReplicaID: replicaID(), Sole: mustKind(cfg) != "postgres", Compactor: parts.compactor,
 		MaxExecutions: cmp.Or(budget.Runs, cfg.MaxExecutingRuns),
+		Agents:        agents,
 	})
 	readyCtx, cancelReady := context.WithTimeout(ctx, 60*time.Second)
 	err = runs.Ready(readyCtx)
@@ -263,7 +281,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		TenantHeader: cfg.TenantHeader, MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval,
 		HistoryLocation: cfg.HistoryLocation(), ChainHardLimit: cfg.ChainHardLimit, CORSOrigins: cfg.CORSOrigins,
 		Retrieval: parts.retrieval, Compactor: parts.compactor,
-		Telemetry: tel, Health: health, MetricsToken: cfg.MetricsToken,
+		Telemetry: tel, Health: health, MetricsToken: cfg.MetricsToken, Agents: agents, Models: models,
 	})
 	srv := &http.Server{
 		Handler:           api,
@@ -278,7 +296,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	ln = budget.Listen(ln)
-	log.Info("agentchat listening", "addr", ln.Addr().String(), "store", mustKind(cfg), "llm", model.Name(), "tools", len(tools.List()))
+	log.Info("agentchat listening", "addr", ln.Addr().String(), "store", mustKind(cfg), "llm", model.Name(), "models", len(models.List("")), "tools", len(tools.List()))
 	fmt.Fprintf(stdout, "agentchat is listening on http://%s (model: %s)\n", ln.Addr(), model.Name())
 	fmt.Fprintf(stdout, "Open the console in a browser: %s\n", consoleURL(ln.Addr()))
 

@@ -34,14 +34,19 @@ var ErrUnavailable = errors.New("bus unavailable")
 const (
 	ControlCancel  = "cancel"  // stop the run
 	ControlDecided = "decided" // a confirmation of the run was decided
+	// ControlAgent says a tenant's agent (AgentID), or its settings (no
+	// AgentID), changed: every replica drops what it cached of it.
+	ControlAgent = "agent"
 )
 
-// Control is a message to whichever replica executes a run.
+// Control is a message to every replica: to whichever executes a run, or
+// to each one's caches.
 type Control struct {
 	Kind           string `json:"kind"`
 	Tenant         string `json:"tenant"`
-	RunID          string `json:"runId"`
+	RunID          string `json:"runId,omitempty"`
 	ConfirmationID string `json:"confirmationId,omitempty"`
+	AgentID        string `json:"agentId,omitempty"`
 }
 
 // Bus is the live fan-out of events and control messages.

@@ -54,11 +54,15 @@ func (s Scope) RoleName() string {
 
 // Conversation is a thread of messages and runs.
 type Conversation struct {
-	ID        string
-	Tenant    string
-	Owner     string
-	Title     string
-	Engine    string // pinned engine, empty for the default
+	ID     string
+	Tenant string
+	Owner  string
+	Title  string
+	Engine string // pinned engine, empty for the default
+	// AgentID is the agent the conversation was bound to at its creation:
+	// every run in it is that agent's. Empty for a conversation made before
+	// agents, which follows the tenant's default agent.
+	AgentID   string
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }

@@ -35,8 +35,15 @@ type Run struct {
 	Input          string
 	Engine         string
 	Model          string
-	Error          *event.ErrorInfo
-	Usage          event.Usage
+	// AgentID and AgentVersion name the agent version the run executes,
+	// resolved once when the run starts: every execution of the run (its
+	// continuations after a decision included) uses that version. Empty and
+	// 0 for a run stored before agents; AgentVersion is 0 for the built-in
+	// default agent, which has no versions.
+	AgentID      string
+	AgentVersion int
+	Error        *event.ErrorInfo
+	Usage        event.Usage
 	// TraceID is the W3C trace id (32 lowercase hex digits, never all zero)
 	// of the run, fixed when the run starts and kept for its whole life, so
 	// its logs, its spans, the chain stream's trace_id and the API agree. It

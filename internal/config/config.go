@@ -76,6 +76,10 @@ type Config struct {
 	AnthropicAPIKey string
 	// AnthropicBaseURL overrides the Anthropic API root (ANTHROPIC_BASE_URL).
 	AnthropicBaseURL string
+	// ModelsFile is a JSON file naming the models agents may use (package
+	// agent's ModelsFile), reloaded when it changes; the provider settings
+	// above are the model it calls "default". Empty: the default model only.
+	ModelsFile string
 	// LLMTimeout bounds the wait for a provider to start answering.
 	LLMTimeout time.Duration
 	// LLMRetries is how often a 429 or 5xx before the first token is retried; -1 for never.

@@ -104,6 +104,8 @@ var options = []option{
 		value: text(func(c *Config) *string { return &c.AnthropicAPIKey }, "")},
 	{name: "anthropic-base-url", env: "ANTHROPIC_BASE_URL", group: GroupModel, help: "Anthropic API root",
 		value: text(func(c *Config) *string { return &c.AnthropicBaseURL }, "").shows("the official one")},
+	{name: "models-file", env: "AGENTCHAT_MODELS_FILE", group: GroupModel, help: "JSON file naming the models agents may use ({\"models\":{…}}), reloaded when it changes; the settings above are the model named default",
+		value: text(func(c *Config) *string { return &c.ModelsFile }, "").shows("none: the default model only")},
 	{name: "llm-timeout", env: "AGENTCHAT_LLM_TIMEOUT", group: GroupModel, help: "wait for a provider to start answering",
 		value: duration(func(c *Config) *time.Duration { return &c.LLMTimeout }, llm.DefaultTimeout)},
 	{name: "llm-retries", env: "AGENTCHAT_LLM_RETRIES", group: GroupModel, help: "retries of a 429/5xx before the first token; -1 for none",

@@ -281,3 +281,30 @@ func hex4(s []byte, i int) (rune, bool) {
 	n, err := strconv.ParseUint(string(s[i:i+4]), 16, 16)
 	return rune(n), err == nil
 }
+
+// MaxAgentIDBytes bounds an agent id a request names (the store's key limit).
+const MaxAgentIDBytes = 255
+
+// AgentRef is the agent a run-starting request names, in any format: an
+// agent id ("" for the conversation's or the tenant's default) and a
+// version to pin (0 for the published one).
+type AgentRef struct {
+	ID      string
+	Version int
+}
+
+// CheckAgentRef refuses an agent reference no agent can have: an id over
+// MaxAgentIDBytes or with spaces, a negative version, a version without an
+// id. idField and versionField name the request's fields in its own words.
+func CheckAgentRef(r AgentRef, idField, versionField string) error {
+	if len(r.ID) > MaxAgentIDBytes || strings.ContainsAny(r.ID, " \t\r\n") {
+		return Unusable("invalid_field", "field %q is not an agent id", idField)
+	}
+	if r.Version < 0 {
+		return Unusable("invalid_field", "field %q must be a version number (1 or more)", versionField)
+	}
+	if r.Version > 0 && r.ID == "" {
+		return Unusable("invalid_field", "field %q needs %q: a version belongs to one agent", versionField, idField)
+	}
+	return nil
+}

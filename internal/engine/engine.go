@@ -16,6 +16,7 @@ import (
 	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/errcode"
 	"github.com/agentchat/agentchat/internal/event"
+	"github.com/agentchat/agentchat/internal/llm"
 )
 
 // Host is what an engine may do to the run it executes. It is safe for
@@ -46,6 +47,70 @@ type Task struct {
 	Resume *Resume
 	// Options carry request-level choices (frontend tools, forwarded properties).
 	Options Options
+	// Agent is the agent version the run executes, resolved once when the
+	// run started (and again, to the same version, for each continuation),
+	// so an execution never mixes two versions. Nil keeps the engine's own
+	// configuration: its model, prompt, tools and bounds.
+	Agent *Agent
+}
+
+// Agent is the resolved definition of one agent version: what an engine
+// uses in place of its configured defaults.
+type Agent struct {
+	ID      string
+	Version int
+	// Model answers the run's model calls; nil keeps the engine's own
+	// (an OpenClaw run's model is its gateway). ModelName is its name in
+	// the models file.
+	Model     llm.Model
+	ModelName string
+	// Instructions are the agent's own part of the system prompt: the
+	// engine's prompt components wrap them in their fixed order.
+	Instructions string
+	// Tools limits the registry's tools the run may use; nil is the
+	// server's default set.
+	Tools *AllowedTools
+	// Confirm names tools that wait for a person besides those the server
+	// marks as needing it (an agent adds confirmation, never removes it).
+	Confirm []string
+	// Knowledge names the knowledge collections retrieval searches; nil is
+	// every collection, empty none.
+	Knowledge []string
+	// Engine is the engine the agent runs on ("" lets the router choose);
+	// Gateway, for the openclaw engine, names the OpenClaw gateway.
+	Engine  string
+	Gateway string
+	// MaxIterations bounds the run's model calls; 0 keeps the engine's bound.
+	MaxIterations int
+	// Temperature is the sampling temperature; nil is the provider's default.
+	Temperature *float64
+}
+
+// NeedsConfirm reports whether the agent makes the tool named wait for a person.
+func (a *Agent) NeedsConfirm(name string) bool {
+	return a != nil && slices.Contains(a.Confirm, name)
+}
+
+// AllowedTools is what a run may use: the agent's tool subset, narrowed
+// further by the request's own (a chain's plan); nil when neither limits.
+func (t Task) AllowedTools() *AllowedTools {
+	var agent *AllowedTools
+	if t.Agent != nil {
+		agent = t.Agent.Tools
+	}
+	switch {
+	case agent == nil:
+		return t.Options.Allowed
+	case t.Options.Allowed == nil:
+		return agent
+	}
+	both := &AllowedTools{Names: []string{}}
+	for _, n := range t.Options.Allowed.Names {
+		if agent.Allows(n) {
+			both.Names = append(both.Names, n)
+		}
+	}
+	return both
 }
 
 // Resume is a decided confirmation that continues a paused run.

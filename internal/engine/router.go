@@ -14,7 +14,8 @@ import (
 // then "worker" (the execution), so clients that show stages (seed 004) can.
 //
 // The choice, first match wins: the request's engine (Options.Engine), the
-// conversation's pinned engine, the tenant's default, the router's default.
+// conversation's pinned engine, the agent's engine, the tenant's default,
+// the router's default.
 type Router struct {
 	Engines map[string]Engine
 	// TenantDefaults maps a tenant to its default engine name.
@@ -26,7 +27,11 @@ type Router struct {
 // Choose names the engine for t. A paused run continues on the engine that
 // paused it (its stored state is that engine's), when the run names one.
 func (r *Router) Choose(t Task) (string, error) {
-	names := []string{t.Options.Engine, t.Conversation.Engine, t.Run.Engine, r.TenantDefaults[t.Scope.Tenant], r.Default}
+	agent := ""
+	if t.Agent != nil {
+		agent = t.Agent.Engine
+	}
+	names := []string{t.Options.Engine, t.Conversation.Engine, agent, t.Run.Engine, r.TenantDefaults[t.Scope.Tenant], r.Default}
 	if t.Resume != nil && t.Run.Engine != "" {
 		names = append([]string{t.Run.Engine}, names...)
 	}

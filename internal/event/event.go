@@ -128,6 +128,10 @@ type RunStartedData struct {
 	Engine         string `json:"engine,omitempty"`
 	// ClientRunID is the id a client chose for the run (AG-UI runId), when it chose one.
 	ClientRunID string `json:"clientRunId,omitempty"`
+	// AgentID and AgentVersion name the agent version that answers (0 for
+	// the built-in default agent); empty for a run without agents.
+	AgentID      string `json:"agentId,omitempty"`
+	AgentVersion int    `json:"agentVersion,omitempty"`
 }
 
 // RunResumedData continues a paused run after a person decided.

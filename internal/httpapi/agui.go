@@ -61,7 +61,7 @@ func (s *Server) aguiRun(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	req := run.StartRequest{ClientRunID: in.RunID, Structured: true, Input: turn.Input, Parts: turn.Parts, ToolAnswers: turn.ToolAnswers,
-		FrontendTools: turn.FrontendTools, Context: turn.Context, Engine: turn.Engine}
+		FrontendTools: turn.FrontendTools, Context: turn.Context, Engine: turn.Engine, AgentID: turn.Agent.ID, AgentVersion: turn.Agent.Version}
 	if in.ThreadID != "" {
 		id, exists, err := s.runs.ClientConversation(ctx, sc, in.ThreadID)
 		if err != nil {

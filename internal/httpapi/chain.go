@@ -47,7 +47,8 @@ func (s *Server) chainStream(w http.ResponseWriter, r *http.Request) error {
 	if req.RunID != "" || after > 0 {
 		return s.chainAttach(w, r, sc, req, after)
 	}
-	started, err := s.runs.StartChain(ctx, sc, run.ChainRequest{Input: req.UserInput, MaxSteps: req.Steps(), ConversationID: req.ConversationID})
+	started, err := s.runs.StartChain(ctx, sc, run.ChainRequest{Input: req.UserInput, MaxSteps: req.Steps(), ConversationID: req.ConversationID,
+		AgentID: req.AgentID, AgentVersion: req.AgentVersion})
 	if err != nil {
 		return conversationErr(err)
 	}
@@ -68,7 +69,7 @@ func (s *Server) chainAttach(w http.ResponseWriter, r *http.Request, sc chat.Sco
 	if req.RunID != "" {
 		target, err = s.runs.Get(ctx, sc, req.RunID)
 	} else {
-		target, err = s.runs.LatestChain(ctx, sc, req.ConversationID, req.UserInput)
+		target, err = s.runs.LatestChain(ctx, sc, req.ConversationID, req.AgentID, req.UserInput)
 	}
 	if err != nil {
 		return runErr(err)

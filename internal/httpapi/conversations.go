@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -12,6 +14,7 @@ import (
 	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/dialect/native"
 	"github.com/agentchat/agentchat/internal/errcode"
+	"github.com/agentchat/agentchat/internal/run"
 	"github.com/agentchat/agentchat/internal/store"
 )
 
@@ -26,17 +29,19 @@ func checkTitle(t string) (string, error) {
 }
 
 func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) error {
-	var body struct {
-		Title string `json:"title"`
+	raw, err := readBody(r)
+	if err != nil {
+		return err
 	}
-	if err := decodeJSON(r, &body, true); err != nil {
+	body, err := native.DecodeConversationRequest(raw)
+	if err != nil {
 		return err
 	}
 	title, err := checkTitle(body.Title)
 	if err != nil {
 		return err
 	}
-	c, err := s.runs.CreateConversation(r.Context(), scopeOf(r.Context()), title)
+	c, err := s.runs.CreateConversation(r.Context(), scopeOf(r.Context()), run.NewConversation{Title: title, AgentID: body.AgentID, AgentVersion: body.AgentVersion})
 	if err != nil {
 		return err
 	}
@@ -84,6 +89,8 @@ type pageBody[V any] struct {
 	name  string
 	items []V
 	next  string
+	// extra are more fields of the answer, beside the list.
+	extra map[string]any
 }
 
 // MarshalJSON writes the items under the list's own name. It encodes as
@@ -107,12 +114,29 @@ func (b pageBody[V]) MarshalJSON() ([]byte, error) {
 			return nil, err
 		}
 	}
-	out.WriteString(`,"hasMore":` + strconv.FormatBool(b.next != "") + `}`)
+	out.WriteString(`,"hasMore":` + strconv.FormatBool(b.next != ""))
+	for _, k := range slices.Sorted(maps.Keys(b.extra)) {
+		out.WriteByte(',')
+		if err := enc.Encode(k); err != nil {
+			return nil, err
+		}
+		out.WriteByte(':')
+		if err := enc.Encode(b.extra[k]); err != nil {
+			return nil, err
+		}
+	}
+	out.WriteByte('}')
 	return out.Bytes(), nil
 }
 
+// listConversations pages the principal's conversations; ?agentId= keeps
+// those bound to that agent.
 func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) error {
-	return writePage(w, r, "conversations", s.runs.Conversations, native.ConversationOf)
+	agentID := r.URL.Query().Get("agentId")
+	list := func(ctx context.Context, sc chat.Scope, p store.Page) ([]chat.Conversation, string, error) {
+		return s.runs.Conversations(ctx, sc, agentID, p)
+	}
+	return writePage(w, r, "conversations", list, native.ConversationOf)
 }
 
 func conversationErr(err error) error {

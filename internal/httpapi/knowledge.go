@@ -28,18 +28,20 @@ func (s *Server) contextRoutes(api func(string, handlerFunc)) {
 
 // documentView is the API shape of a knowledge-base document.
 type documentView struct {
-	ID        string          `json:"id"`
-	Source    string          `json:"source"`
-	MediaType string          `json:"mediaType"`
-	Metadata  json.RawMessage `json:"metadata,omitempty"`
-	Bytes     int             `json:"bytes"`
-	Chunks    int             `json:"chunks"`
-	CreatedBy string          `json:"createdBy"`
-	CreatedAt string          `json:"createdAt"`
+	ID     string `json:"id"`
+	Source string `json:"source"`
+	// Collection is the knowledge collection the document belongs to.
+	Collection string          `json:"collection"`
+	MediaType  string          `json:"mediaType"`
+	Metadata   json.RawMessage `json:"metadata,omitempty"`
+	Bytes      int             `json:"bytes"`
+	Chunks     int             `json:"chunks"`
+	CreatedBy  string          `json:"createdBy"`
+	CreatedAt  string          `json:"createdAt"`
 }
 
 func viewDocument(d store.Document) documentView {
-	return documentView{ID: d.ID, Source: d.Source, MediaType: d.MediaType, Metadata: d.Metadata, Bytes: d.Bytes, Chunks: d.Chunks,
+	return documentView{ID: d.ID, Source: d.Source, Collection: d.Collection, MediaType: d.MediaType, Metadata: d.Metadata, Bytes: d.Bytes, Chunks: d.Chunks,
 		CreatedBy: d.Owner, CreatedAt: dialect.Millis(d.CreatedAt)}
 }
 
@@ -65,7 +67,8 @@ func (s *Server) createDocument(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	d, err := kb.AddDocument(r.Context(), scopeOf(r.Context()), retrieval.DocumentInput{Source: body.Source, MediaType: body.MediaType, Text: body.Text, Metadata: body.Metadata})
+	d, err := kb.AddDocument(r.Context(), scopeOf(r.Context()), retrieval.DocumentInput{Source: body.Source, Collection: body.Collection,
+		MediaType: body.MediaType, Text: body.Text, Metadata: body.Metadata})
 	switch {
 	case errors.Is(err, retrieval.ErrEmpty):
 		return apiErr(http.StatusUnprocessableEntity, errcode.InvalidField, "field \"text\" has no text to index")
@@ -81,7 +84,11 @@ func (s *Server) listDocuments(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writePage(w, r, "documents", kb.Documents, viewDocument)
+	collection := r.URL.Query().Get("collection")
+	list := func(ctx context.Context, sc chat.Scope, p store.Page) ([]store.Document, string, error) {
+		return kb.Documents(ctx, sc, collection, p)
+	}
+	return writePage(w, r, "documents", list, viewDocument)
 }
 
 func (s *Server) getDocument(w http.ResponseWriter, r *http.Request) error {

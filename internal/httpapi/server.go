@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentchat/agentchat/internal/agent"
 	"github.com/agentchat/agentchat/internal/auth"
 	"github.com/agentchat/agentchat/internal/compaction"
 	"github.com/agentchat/agentchat/internal/cors"
@@ -64,6 +65,10 @@ type Config struct {
 	// MetricsToken, when set, serves GET /metrics on this listener to
 	// requests bearing it (Authorization: Bearer <token>).
 	MetricsToken string
+	// Agents serves the agents API and Models GET /v1/models; nil answers
+	// them 404 agents_disabled.
+	Agents *agent.Service
+	Models *agent.Models
 }
 
 // Server holds the handlers. Create it with New.
@@ -85,6 +90,8 @@ type Server struct {
 	tel            *telemetry.Telemetry
 	health         *telemetry.Health
 	metricsToken   string
+	agents         *agent.Service
+	models         *agent.Models
 
 	// closing is closed when the server begins to shut down, so streams end cleanly.
 	closing   chan struct{}
@@ -97,7 +104,7 @@ func New(cfg Config) *Server {
 		runs: cfg.Runs, auth: cfg.Auth, tools: cfg.Tools, log: cfg.Logger,
 		tenantHeader: cfg.TenantHeader, maxBody: cfg.MaxBodyBytes, bodyTimeout: cfg.BodyTimeout, ping: cfg.PingInterval, historyLoc: cfg.HistoryLocation,
 		chainHardLimit: cfg.ChainHardLimit, retrieval: cfg.Retrieval, compactor: cfg.Compactor,
-		tel: cfg.Telemetry, health: cfg.Health, metricsToken: cfg.MetricsToken,
+		tel: cfg.Telemetry, health: cfg.Health, metricsToken: cfg.MetricsToken, agents: cfg.Agents, models: cfg.Models,
 		mux: http.NewServeMux(), closing: make(chan struct{}),
 	}
 	if s.log == nil {
@@ -165,6 +172,7 @@ func (s *Server) routes() {
 	stream("GET /v1/chain/stream", s.chainStream)
 	api("POST /v1/chain/stream", s.chainStream)
 	s.contextRoutes(api) // knowledge.go
+	s.agentRoutes(api)   // agents.go
 }
 
 // wrap renders a handler's error. Before the handler, it answers 404 for a
@@ -209,6 +217,8 @@ func pathIDs(pattern string) []pathID {
 			e = notFound(errcode.RunNotFound, "run")
 		case name == "threadId":
 			e = notFound(errcode.ThreadNotFound, "thread")
+		case name == "agentId":
+			e = notFound("agent_not_found", "agent")
 		case name == "id" && strings.Contains(pattern, "/confirmations/"):
 			e = notFound(errcode.ConfirmationNotFound, "confirmation")
 		case name == "id":

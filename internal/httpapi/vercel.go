@@ -42,7 +42,7 @@ func (s *Server) vercelChat(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx, sc := r.Context(), scopeOf(r.Context())
-	req := run.StartRequest{Title: body.Title, Engine: body.Engine}
+	req := run.StartRequest{Title: body.Title, Engine: body.Engine, AgentID: body.AgentID, AgentVersion: body.AgentVersion}
 	exists := false
 	switch chatID, err := body.ChatID(); {
 	case body.ConversationID != "":
@@ -68,7 +68,8 @@ func (s *Server) vercelChat(w http.ResponseWriter, r *http.Request) error {
 			return s.vercelContinue(w, r, req.ConversationID, msg)
 		}
 		if body.Regenerate() {
-			started, err := s.runs.Regenerate(ctx, sc, req.ConversationID, body.MessageID, body.Engine, true)
+			started, err := s.runs.Regenerate(ctx, sc, run.RegenerateRequest{ConversationID: req.ConversationID, Answer: body.MessageID,
+				Engine: body.Engine, AgentID: body.AgentID, AgentVersion: body.AgentVersion}, true)
 			switch {
 			case errors.Is(err, run.ErrNoSuchAnswer):
 				return notFound(errcode.MessageNotFound, "message")

@@ -14,6 +14,11 @@
 // inside a file are removed, so no file can close its component and pose as
 // another.
 //
+// An agent's instructions (its own part of the prompt) take the place of the
+// instructions component: the other components still wrap them in the
+// fixed order, so identity comes first and tenant policy last whatever an
+// agent says. They are sanitised and limited like a file.
+//
 // Edits take effect on the next turn without a restart: each turn stats the
 // component files (a handful of stat calls) and re-reads only a file whose
 // modification time or size changed. A missing or unreadable component is
@@ -69,14 +74,18 @@ func New(dir string, log *slog.Logger) *Assembler {
 // validTenant keeps tenant names that are safe as one path element.
 var validTenant = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$`)
 
-// SystemPrompt assembles the prompt for a tenant from the current files.
-func (a *Assembler) SystemPrompt(tenant string) string {
+// SystemPrompt assembles the prompt for a tenant from the current files,
+// with an agent's instructions, when not blank, in place of the
+// instructions component.
+func (a *Assembler) SystemPrompt(tenant, instructions string) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var parts []string
 	for _, name := range Components {
 		text, ok := "", false
-		if validTenant.MatchString(tenant) {
+		if name == InstructionsComponent && strings.TrimSpace(instructions) != "" {
+			text, ok = Sanitise(instructions), true
+		} else if validTenant.MatchString(tenant) {
 			text, ok = a.read(filepath.Join(a.dir, "tenants", tenant, name+".md"), false)
 		}
 		if !ok {
@@ -88,6 +97,25 @@ func (a *Assembler) SystemPrompt(tenant string) string {
 		parts = append(parts, fmt.Sprintf("<component name=%q>\n%s\n</component>", name, Truncate(strings.TrimSpace(text), ComponentLimit)))
 	}
 	return Truncate(strings.Join(parts, "\n\n"), TotalLimit)
+}
+
+// InstructionsComponent is the component an agent's instructions fill.
+const InstructionsComponent = "instructions"
+
+// WithInstructions is the system prompt of a server without component
+// files: its configured prompt, then the agent's instructions (when not
+// blank) as the instructions component, sanitised and limited as a file
+// would be.
+func WithInstructions(system, instructions string) string {
+	instructions = strings.TrimSpace(Sanitise(instructions))
+	if instructions == "" {
+		return system
+	}
+	c := fmt.Sprintf("<component name=%q>\n%s\n</component>", InstructionsComponent, Truncate(instructions, ComponentLimit))
+	if system == "" {
+		return c
+	}
+	return system + "\n\n" + c
 }
 
 // read returns a file's sanitised text, re-reading it only when it changed.

@@ -91,10 +91,13 @@ func (s *Service) MaxDocBytes() int { return s.cfg.MaxDocBytes }
 
 // DocumentInput is an upload.
 type DocumentInput struct {
-	Source    string
-	MediaType string // text/plain or text/markdown
-	Text      string
-	Metadata  json.RawMessage
+	Source string
+	// Collection is the knowledge collection the document joins;
+	// store.DefaultCollection when empty.
+	Collection string
+	MediaType  string // text/plain or text/markdown
+	Text       string
+	Metadata   json.RawMessage
 }
 
 // AddDocument splits, indexes (and embeds, with an embedder) a document.
@@ -121,12 +124,14 @@ func (s *Service) AddDocument(ctx context.Context, sc chat.Scope, in DocumentInp
 			}
 		}
 	}
-	return s.cfg.Store.CreateDocument(ctx, sc, store.Document{Source: in.Source, MediaType: in.MediaType, Metadata: in.Metadata, Bytes: len(in.Text)}, chunks)
+	return s.cfg.Store.CreateDocument(ctx, sc, store.Document{Source: in.Source, Collection: in.Collection, MediaType: in.MediaType,
+		Metadata: in.Metadata, Bytes: len(in.Text)}, chunks)
 }
 
-// Documents lists the tenant's knowledge-base documents, one page at a time.
-func (s *Service) Documents(ctx context.Context, sc chat.Scope, p store.Page) ([]store.Document, string, error) {
-	return s.cfg.Store.ListDocuments(ctx, sc, p)
+// Documents lists the tenant's knowledge-base documents (of one
+// collection, when set), one page at a time.
+func (s *Service) Documents(ctx context.Context, sc chat.Scope, collection string, p store.Page) ([]store.Document, string, error) {
+	return s.cfg.Store.ListDocuments(ctx, sc, store.DocumentFilter{Collection: collection}, p)
 }
 
 // Document returns one of the tenant's documents.
@@ -142,16 +147,19 @@ func (s *Service) DeleteDocument(ctx context.Context, sc chat.Scope, id string) 
 // Enabled reports whether turns search anything.
 func (s *Service) Enabled() bool { return s.cfg.Knowledge || s.cfg.Memory }
 
-// Retrieve finds the context for a turn's query. No hits is an empty
-// result, never an error; a failing search is logged and gives no hits.
-func (s *Service) Retrieve(ctx context.Context, sc chat.Scope, conversationID, query string) event.RetrievalData {
+// Retrieve finds the context for a turn's query. The knowledge base is
+// searched in collections (every collection when nil, none when empty: an
+// agent's knowledge); memory, when on, is the user's own either way. No
+// hits is an empty result, never an error; a failing search is logged and
+// gives no hits.
+func (s *Service) Retrieve(ctx context.Context, sc chat.Scope, conversationID, query string, collections []string) event.RetrievalData {
 	out := event.RetrievalData{Query: query}
 	terms := QueryTerms(query)
 	if len(terms) == 0 {
 		return out
 	}
 	if s.cfg.Knowledge {
-		hits, err := s.knowledge(ctx, sc, query, terms)
+		hits, err := s.knowledge(ctx, sc, query, terms, collections)
 		if err != nil {
 			s.log.WarnContext(ctx, "knowledge search failed", "conversation_id", conversationID, "err", err)
 		}
@@ -173,15 +181,18 @@ func hit(p store.Passage, score float64) event.RetrievalHit {
 	return event.RetrievalHit{Content: p.Content, Source: p.Source, Score: score, DocumentID: p.DocumentID, ChunkID: p.ChunkID}
 }
 
-func (s *Service) knowledge(ctx context.Context, sc chat.Scope, query string, terms []string) ([]event.RetrievalHit, error) {
+func (s *Service) knowledge(ctx context.Context, sc chat.Scope, query string, terms, collections []string) ([]event.RetrievalHit, error) {
+	if collections != nil && len(collections) == 0 {
+		return nil, nil // the agent searches no knowledge
+	}
 	k := s.cfg.TopK
-	text, err := s.cfg.Store.SearchKnowledge(ctx, sc, terms, k*3)
+	text, err := s.cfg.Store.SearchKnowledge(ctx, sc, store.KnowledgeQuery{Terms: terms, Collections: collections, Limit: k * 3})
 	if err != nil {
 		return nil, err
 	}
 	var vec []store.Passage
 	if s.cfg.Embedder != nil {
-		vec, err = s.vectorRank(ctx, sc, query, k*3)
+		vec, err = s.vectorRank(ctx, sc, query, collections, k*3)
 		if err != nil {
 			s.log.WarnContext(ctx, "vector ranking failed; text rank only", "err", err)
 			vec = nil
@@ -198,12 +209,12 @@ func (s *Service) knowledge(ctx context.Context, sc chat.Scope, query string, te
 }
 
 // vectorRank ranks the tenant's chunk vectors by cosine similarity to the query.
-func (s *Service) vectorRank(ctx context.Context, sc chat.Scope, query string, n int) ([]store.Passage, error) {
+func (s *Service) vectorRank(ctx context.Context, sc chat.Scope, query string, collections []string, n int) ([]store.Passage, error) {
 	qv, err := s.cfg.Embedder.Embed(ctx, []string{query})
 	if err != nil {
 		return nil, err
 	}
-	cands, err := s.cfg.Store.KnowledgeVectors(ctx, sc, s.cfg.MaxVectors)
+	cands, err := s.cfg.Store.KnowledgeVectors(ctx, sc, collections, s.cfg.MaxVectors)
 	if err != nil {
 		return nil, err
 	}

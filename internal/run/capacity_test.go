@@ -45,14 +45,14 @@ func TestStartBeyondMaxExecutionsIsOverloaded(t *testing.T) {
 		}
 		<-running
 	}
-	before, _, err := st.ListConversations(ctx, alice, store.Page{Limit: 10})
+	before, _, err := st.ListConversations(ctx, alice, store.ConversationFilter{}, store.Page{Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Start(ctx, alice, run.StartRequest{Input: "one too many"}, false); !errors.Is(err, run.ErrOverloaded) {
 		t.Fatalf("third start: %v, want ErrOverloaded", err)
 	}
-	after, _, err := st.ListConversations(ctx, alice, store.Page{Limit: 10})
+	after, _, err := st.ListConversations(ctx, alice, store.ConversationFilter{}, store.Page{Limit: 10})
 	if err != nil || len(after) != len(before) {
 		t.Fatalf("the refused start stored a conversation: %d before, %d after (%v)", len(before), len(after), err)
 	}

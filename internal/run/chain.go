@@ -26,23 +26,32 @@ type ChainRequest struct {
 	// ConversationID runs the chain in one of the principal's conversations;
 	// empty runs it in the conversation ChainConversationID derives.
 	ConversationID string
+	// AgentID and AgentVersion pick the agent whose model and tools the
+	// chain's steps use, as in StartRequest.
+	AgentID      string
+	AgentVersion int
 }
 
 // ChainConversationID is the conversation of a chain request that names
-// none: derived from the principal and the input, so the same request
-// repeated (an EventSource reconnecting to its URL with Last-Event-ID) finds
-// the chain it started, and two principals never share one.
-func ChainConversationID(sc chat.Scope, input string) string {
-	return uuid.NewSHA1(chainNamespace, []byte(sc.Tenant+"\x00"+sc.User+"\x00"+input)).String()
+// none: derived from the principal, the agent the request names and the
+// input, so the same request repeated (an EventSource reconnecting to its
+// URL with Last-Event-ID) finds the chain it started, and two principals
+// (or two agents) never share one.
+func ChainConversationID(sc chat.Scope, agentID, input string) string {
+	key := sc.Tenant + "\x00" + sc.User + "\x00" + input
+	if agentID != "" {
+		key = sc.Tenant + "\x00" + sc.User + "\x00agent:" + agentID + "\x00" + input
+	}
+	return uuid.NewSHA1(chainNamespace, []byte(key)).String()
 }
 
 // StartChain starts a chain run and follows it from its first event. The
 // conversation is created on first use.
 func (s *Service) StartChain(ctx context.Context, sc chat.Scope, req ChainRequest) (Started, error) {
-	sr := StartRequest{Input: req.Input, Engine: ChainEngine, MaxSteps: req.MaxSteps}
+	sr := StartRequest{Input: req.Input, Engine: ChainEngine, MaxSteps: req.MaxSteps, AgentID: req.AgentID, AgentVersion: req.AgentVersion}
 	conv := req.ConversationID
 	if conv == "" {
-		conv = ChainConversationID(sc, req.Input)
+		conv = ChainConversationID(sc, req.AgentID, req.Input)
 		switch _, err := s.st.GetConversation(ctx, sc, conv); {
 		case errors.Is(err, store.ErrNotFound):
 			sr.CreateWithID = conv
@@ -58,10 +67,10 @@ func (s *Service) StartChain(ctx context.Context, sc chat.Scope, req ChainReques
 }
 
 // LatestChain is the newest run of the conversation a chain request names
-// (or derives): the chain a reconnecting client resumes.
-func (s *Service) LatestChain(ctx context.Context, sc chat.Scope, conversationID, input string) (chat.Run, error) {
+// (or derives, with the agent it names): the chain a reconnecting client resumes.
+func (s *Service) LatestChain(ctx context.Context, sc chat.Scope, conversationID, agentID, input string) (chat.Run, error) {
 	if conversationID == "" {
-		conversationID = ChainConversationID(sc, input)
+		conversationID = ChainConversationID(sc, agentID, input)
 	}
 	runs, err := s.st.ListRuns(ctx, sc, conversationID)
 	if err != nil {

@@ -156,14 +156,34 @@ func (s *Service) RunUpTo(ctx context.Context, sc chat.Scope, thread string, seq
 	return evs[:end]
 }
 
-// CreateConversation creates an empty conversation of the principal.
-func (s *Service) CreateConversation(ctx context.Context, sc chat.Scope, title string) (chat.Conversation, error) {
-	return s.st.CreateConversation(ctx, sc, chat.Conversation{Title: title})
+// NewConversation is a conversation to create.
+type NewConversation struct {
+	Title string
+	// AgentID binds the conversation to an agent ("" for the tenant's
+	// default); AgentVersion, when set, must be a version the principal
+	// may run (the conversation still follows the published version).
+	AgentID      string
+	AgentVersion int
 }
 
-// Conversations lists the principal's conversations, one page at a time.
-func (s *Service) Conversations(ctx context.Context, sc chat.Scope, p store.Page) ([]chat.Conversation, string, error) {
-	return s.st.ListConversations(ctx, sc, p)
+// CreateConversation creates an empty conversation of the principal, bound
+// to its agent: every run in it is that agent's.
+func (s *Service) CreateConversation(ctx context.Context, sc chat.Scope, nc NewConversation) (chat.Conversation, error) {
+	ag, err := s.resolveAgent(ctx, sc, StartRequest{AgentID: nc.AgentID, AgentVersion: nc.AgentVersion})
+	if err != nil {
+		return chat.Conversation{}, err
+	}
+	c := chat.Conversation{Title: nc.Title}
+	if ag != nil {
+		c.AgentID = ag.ID
+	}
+	return s.st.CreateConversation(ctx, sc, c)
+}
+
+// Conversations lists the principal's conversations (bound to one agent,
+// when agentID is set), one page at a time.
+func (s *Service) Conversations(ctx context.Context, sc chat.Scope, agentID string, p store.Page) ([]chat.Conversation, string, error) {
+	return s.st.ListConversations(ctx, sc, store.ConversationFilter{AgentID: agentID}, p)
 }
 
 // Conversation returns one of the principal's conversations.

@@ -15,12 +15,24 @@ var ErrNothingToRegenerate = errors.New("nothing to regenerate")
 // ErrNoSuchAnswer: the answer named to regenerate is not the conversation's.
 var ErrNoSuchAnswer = fmt.Errorf("no such answer: %w", store.ErrNotFound)
 
+// RegenerateRequest asks for an answer again.
+type RegenerateRequest struct {
+	ConversationID string
+	// Answer is the run whose answer is replaced ("" for the last one).
+	Answer string
+	// Engine, AgentID and AgentVersion are as in StartRequest.
+	Engine       string
+	AgentID      string
+	AgentVersion int
+}
+
 // Regenerate answers a user message of the conversation again, in a new run
 // that replaces the answer of run answer (the AI SDK names an answer by its
 // run's id) and of the runs after it: "" regenerates the last answer. The
 // replaced answers stay stored as previous versions; the new run's context
-// leaves them out. engine is the engine the client asks for ("" for none).
-func (s *Service) Regenerate(ctx context.Context, sc chat.Scope, conversationID, answer, engine string, follow bool) (Started, error) {
+// leaves them out.
+func (s *Service) Regenerate(ctx context.Context, sc chat.Scope, rr RegenerateRequest, follow bool) (Started, error) {
+	conversationID, answer := rr.ConversationID, rr.Answer
 	runs, err := s.st.ListRuns(ctx, sc, conversationID)
 	if err != nil {
 		return Started{}, err
@@ -42,7 +54,8 @@ func (s *Service) Regenerate(ctx context.Context, sc chat.Scope, conversationID,
 	if err != nil {
 		return Started{}, err
 	}
-	req := StartRequest{ConversationID: conversationID, Regenerates: old.ID, Input: old.Input, Engine: engine}
+	req := StartRequest{ConversationID: conversationID, Regenerates: old.ID, Input: old.Input, Engine: rr.Engine,
+		AgentID: rr.AgentID, AgentVersion: rr.AgentVersion}
 	if len(msgs) > 0 && msgs[0].Role == chat.RoleUser {
 		req.Input, req.Parts = msgs[0].Content, msgs[0].Parts
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentchat/agentchat/internal/agent"
 	"github.com/agentchat/agentchat/internal/bus"
 	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/compaction"
@@ -34,7 +36,21 @@ var (
 	ErrShuttingDown = errors.New("server is shutting down")
 	// ErrNoPendingToolCall: tool answers answer no call the thread waits for.
 	ErrNoPendingToolCall = errors.New("no pending tool call")
+	// ErrAgentNotFound: the request names an agent the tenant does not have.
+	ErrAgentNotFound = errors.New("agent not found")
+	// ErrAgentVersionNotFound: the request pins a version the agent does not have.
+	ErrAgentVersionNotFound = errors.New("agent version not found")
 )
+
+// AgentMismatchError refuses a run that names another agent than the one
+// its conversation is bound to: a conversation keeps one agent for life.
+type AgentMismatchError struct {
+	Bound, Asked string
+}
+
+func (e *AgentMismatchError) Error() string {
+	return fmt.Sprintf("the conversation is bound to agent %s, not %s", e.Bound, e.Asked)
+}
 
 // Defaults of Config.
 const (
@@ -81,6 +97,17 @@ type Config struct {
 	Compactor *compaction.Compactor
 	// Telemetry receives the runs' metrics and spans; nil records nothing.
 	Telemetry *telemetry.Telemetry
+	// Agents resolves the agent version each run executes (package agent);
+	// nil runs every run on the engine's own configuration, naming no agent.
+	Agents Agents
+}
+
+// Agents resolves agent versions for runs (package agent implements it).
+type Agents interface {
+	// Resolve returns the version a new run executes (see agent.Ref).
+	Resolve(ctx context.Context, sc chat.Scope, ref agent.Ref) (*engine.Agent, error)
+	// Exact returns the version a run recorded, for its continuation.
+	Exact(ctx context.Context, sc chat.Scope, id string, version int) (*engine.Agent, error)
 }
 
 // Service runs agents. Create it with New, stop it with Shutdown.
@@ -187,6 +214,14 @@ type StartRequest struct {
 	// run starts from them. Answers to calls not open are history the
 	// client resends, and skipped; none open is ErrNoPendingToolCall.
 	ToolAnswers []chat.ToolAnswer
+	// AgentID names the agent that answers: a new conversation is bound to
+	// it, and an existing one must be bound to it already (else
+	// ErrAgentMismatch). Empty: the conversation's agent, or for a new
+	// conversation the tenant's default.
+	AgentID string
+	// AgentVersion pins a version of the agent (trying a draft); 0 runs
+	// the published one.
+	AgentVersion int
 	// Regenerates, when set, names a run of the conversation whose answer this
 	// run replaces (the AI SDK's regenerate-message): the answers from that
 	// run on stay stored as previous versions, the new user message records
@@ -280,6 +315,10 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 			s.exec.give()
 		}
 	}()
+	ag, err := s.resolveAgent(ctx, sc, req)
+	if err != nil {
+		return Started{}, err
+	}
 	if !s.admit() {
 		return Started{}, ErrShuttingDown
 	}
@@ -307,6 +346,9 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 		MaxExecuting: s.cfg.MaxRunsPerTenant,
 		ReserveSeqs:  reserveBlock,
 	}
+	if ag != nil {
+		in.Run.AgentID, in.Run.AgentVersion, in.Run.Model = ag.ID, ag.Version, ag.ModelName
+	}
 	if req.Regenerates != "" {
 		in.Message.Metadata = chat.UserMeta{Regenerates: req.Regenerates}.Marshal()
 	}
@@ -319,7 +361,7 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 		if title == "" {
 			title = titleFrom(input)
 		}
-		in.NewConversation = &chat.Conversation{ID: req.CreateWithID, Title: title, Engine: req.Engine}
+		in.NewConversation = &chat.Conversation{ID: req.CreateWithID, Title: title, Engine: req.Engine, AgentID: in.Run.AgentID}
 	}
 	// One call writes the conversation, the run and the user message, and
 	// reads the thread's last seq: no other run can emit on the thread now.
@@ -368,7 +410,8 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 		if out.Created {
 			x.Emit(ctx, event.New(event.ConversationCreatedData{ConversationID: conv.ID, Title: conv.Title}))
 		}
-		x.Emit(ctx, event.New(event.RunStartedData{ConversationID: conv.ID, Input: req.Input, UserMessageID: userMsg.ID, Engine: req.Engine, ClientRunID: req.ClientRunID}))
+		x.Emit(ctx, event.New(event.RunStartedData{ConversationID: conv.ID, Input: req.Input, UserMessageID: userMsg.ID, Engine: req.Engine, ClientRunID: req.ClientRunID,
+			AgentID: r.AgentID, AgentVersion: r.AgentVersion}))
 		// A conversation this request created holds just the message it
 		// wrote: no read stands between the start and the model call.
 		history := []chat.Message{userMsg}
@@ -381,9 +424,44 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 		history = s.withCompaction(ctx, sc, conv.ID, r.ID, x, history, true) // context.go
 		opts := engine.Options{Engine: req.Engine, Structured: req.Structured, FrontendTools: req.FrontendTools,
 			Context: req.Context, MaxSteps: req.MaxSteps}
-		return s.eng.Execute(ctx, engine.Task{Scope: sc, Run: r, Conversation: conv, History: history, Options: opts}, x)
+		return s.eng.Execute(ctx, engine.Task{Scope: sc, Run: r, Conversation: conv, History: history, Options: opts, Agent: ag}, x)
 	})
 	return out, nil
+}
+
+// resolveAgent finds the agent version a new run executes: the request's
+// agent (which an existing conversation must be bound to), else the
+// conversation's, else the tenant's default, at the version the request
+// pins, else the published one. Nil without agents.
+func (s *Service) resolveAgent(ctx context.Context, sc chat.Scope, req StartRequest) (*engine.Agent, error) {
+	if s.cfg.Agents == nil {
+		if req.AgentID != "" || req.AgentVersion != 0 {
+			return nil, fmt.Errorf("%w: this server has no agents", ErrAgentNotFound)
+		}
+		return nil, nil
+	}
+	ref := agent.Ref{AgentID: req.AgentID, Version: req.AgentVersion}
+	if req.ConversationID != "" {
+		c, err := s.st.GetConversation(ctx, sc, req.ConversationID)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case c.AgentID == "": // made before agents: it follows the tenant's default
+		case ref.AgentID != "" && ref.AgentID != c.AgentID:
+			return nil, &AgentMismatchError{Bound: c.AgentID, Asked: ref.AgentID}
+		default:
+			ref.AgentID = c.AgentID
+		}
+	}
+	ag, err := s.cfg.Agents.Resolve(ctx, sc, ref)
+	switch {
+	case errors.Is(err, agent.ErrVersionNotFound):
+		return nil, fmt.Errorf("%w: version %d of agent %s", ErrAgentVersionNotFound, ref.Version, cmp.Or(ref.AgentID, "default"))
+	case errors.Is(err, store.ErrNotFound):
+		return nil, fmt.Errorf("%w: %s", ErrAgentNotFound, ref.AgentID)
+	}
+	return ag, err
 }
 
 func titleFrom(input string) string {
@@ -630,7 +708,17 @@ func (s *Service) continueRun(r chat.Run, c chat.Confirmation, clientRunID strin
 			return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: errcode.StoreFailed, Message: "The conversation history could not be read."}}
 		}
 		history = s.withCompaction(ctx, sc, conv.ID, x.run.ID, x, history, false) // context.go
-		return s.eng.Execute(ctx, engine.Task{Scope: sc, Run: x.run, Conversation: conv, History: history, Resume: &engine.Resume{Confirmation: c, ClientRunID: clientRunID}}, x)
+		// The continuation runs the version the run started with, whatever
+		// was published (or archived) since.
+		var ag *engine.Agent
+		if s.cfg.Agents != nil && x.run.AgentID != "" {
+			if ag, err = s.cfg.Agents.Exact(ctx, sc, x.run.AgentID, x.run.AgentVersion); err != nil {
+				x.log.Error("agent version of a continued run", "agent_id", x.run.AgentID, "agent_version", x.run.AgentVersion, "err", err)
+				return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: "agent_unavailable",
+					Message: fmt.Sprintf("The run's agent version (%s v%d) can no longer run.", x.run.AgentID, x.run.AgentVersion)}}
+			}
+		}
+		return s.eng.Execute(ctx, engine.Task{Scope: sc, Run: x.run, Conversation: conv, History: history, Resume: &engine.Resume{Confirmation: c, ClientRunID: clientRunID}, Agent: ag}, x)
 	})
 }
 

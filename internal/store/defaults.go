@@ -81,8 +81,8 @@ func FillConfirmation(c *chat.Confirmation, now time.Time) {
 }
 
 // FillDocument makes d a document uploaded by sc and stored with chunks
-// chunks: ID set when empty, CreatedAt now when zero, Chunks (always) the
-// count.
+// chunks: ID set when empty, CreatedAt now when zero, Collection
+// DefaultCollection when empty, Chunks (always) the count.
 func FillDocument(d *Document, sc chat.Scope, chunks int, now time.Time) {
 	if d.ID == "" {
 		d.ID = chat.NewID()
@@ -91,6 +91,7 @@ func FillDocument(d *Document, sc chat.Scope, chunks int, now time.Time) {
 		d.CreatedAt = now
 	}
 	d.Tenant, d.Owner, d.Chunks = sc.Tenant, sc.User, chunks
+	d.Collection = cmp.Or(d.Collection, DefaultCollection)
 }
 
 // FillChunk sets c's ID when empty.

@@ -11,15 +11,18 @@ import (
 // Document is an uploaded knowledge-base document. It belongs to a tenant and
 // is visible to every user of that tenant (Owner records who uploaded it).
 type Document struct {
-	ID        string
-	Tenant    string
-	Owner     string
-	Source    string // the name the uploader gave (a file name, a URL)
-	MediaType string // text/plain or text/markdown
-	Metadata  json.RawMessage
-	Bytes     int // size of the uploaded text
-	Chunks    int // how many chunks it was split into
-	CreatedAt time.Time
+	ID     string
+	Tenant string
+	Owner  string
+	Source string // the name the uploader gave (a file name, a URL)
+	// Collection is the knowledge collection the document belongs to, which
+	// agents name to search it; DefaultCollection when empty.
+	Collection string
+	MediaType  string // text/plain or text/markdown
+	Metadata   json.RawMessage
+	Bytes      int // size of the uploaded text
+	Chunks     int // how many chunks it was split into
+	CreatedAt  time.Time
 }
 
 // Chunk is one indexed piece of a document.
@@ -69,6 +72,25 @@ type Compaction struct {
 	CreatedAt      time.Time
 }
 
+// DefaultCollection is the collection of a document stored without one.
+const DefaultCollection = chat.DefaultCollection
+
+// KnowledgeQuery asks SearchKnowledge for passages.
+type KnowledgeQuery struct {
+	// Terms are tokens made by the same tokeniser as Chunk.Terms.
+	Terms []string
+	// Collections, when not nil, keeps the chunks of documents in these
+	// collections; an empty, non-nil list keeps none.
+	Collections []string
+	Limit       int
+}
+
+// DocumentFilter narrows ListDocuments.
+type DocumentFilter struct {
+	// Collection keeps the documents of that collection.
+	Collection string
+}
+
 // Knowledge is the part of Store that serves retrieval, memory, out-of-line
 // payloads and compaction. Documents are tenant-wide; memory, blobs and
 // compactions are the principal's own (another user's is ErrNotFound).
@@ -77,15 +99,17 @@ type Knowledge interface {
 	CreateDocument(ctx context.Context, s chat.Scope, d Document, chunks []Chunk) (Document, error)
 	GetDocument(ctx context.Context, s chat.Scope, id string) (Document, error)
 	// ListDocuments returns the tenant's documents newest first and the next cursor.
-	ListDocuments(ctx context.Context, s chat.Scope, p Page) ([]Document, string, error)
+	ListDocuments(ctx context.Context, s chat.Scope, f DocumentFilter, p Page) ([]Document, string, error)
 	// DeleteDocument removes a document and its chunks.
 	DeleteDocument(ctx context.Context, s chat.Scope, id string) error
-	// SearchKnowledge ranks the tenant's chunks by full-text relevance to any
-	// of terms (tokens made by the same tokeniser as Chunk.Terms), best first.
-	SearchKnowledge(ctx context.Context, s chat.Scope, terms []string, limit int) ([]Passage, error)
+	// SearchKnowledge ranks the tenant's chunks (of q.Collections' documents,
+	// when set) by full-text relevance to any of q.Terms, best first, at most
+	// q.Limit.
+	SearchKnowledge(ctx context.Context, s chat.Scope, q KnowledgeQuery) ([]Passage, error)
 	// KnowledgeVectors returns up to limit of the tenant's chunks that have an
-	// embedding, newest document first, for vector ranking.
-	KnowledgeVectors(ctx context.Context, s chat.Scope, limit int) ([]Passage, error)
+	// embedding (of collections' documents, when not nil), newest document
+	// first, for vector ranking.
+	KnowledgeVectors(ctx context.Context, s chat.Scope, collections []string, limit int) ([]Passage, error)
 
 	// Remember indexes a message of one of s's conversations for memory search
 	// (repeating it is a no-op).

@@ -40,6 +40,12 @@ type Page struct {
 	Cursor string
 }
 
+// ConversationFilter narrows ListConversations.
+type ConversationFilter struct {
+	// AgentID keeps the conversations bound to that agent.
+	AgentID string
+}
+
 // MessageFilter narrows ListMessages.
 type MessageFilter struct {
 	ToolName string
@@ -150,12 +156,14 @@ type ListEventsParams struct {
 type Store interface {
 	// Knowledge: retrieval, memory, blobs and compaction (knowledge.go).
 	Knowledge
+	// Agents: agents, their versions and the tenants' settings (agent.go).
+	Agents
 
 	// Conversations.
 	CreateConversation(ctx context.Context, s chat.Scope, c chat.Conversation) (chat.Conversation, error)
 	GetConversation(ctx context.Context, s chat.Scope, id string) (chat.Conversation, error)
 	// ListConversations returns newest UpdatedAt first (ties by id, descending) and the next cursor ("" at the end).
-	ListConversations(ctx context.Context, s chat.Scope, p Page) ([]chat.Conversation, string, error)
+	ListConversations(ctx context.Context, s chat.Scope, f ConversationFilter, p Page) ([]chat.Conversation, string, error)
 	UpdateConversation(ctx context.Context, s chat.Scope, id string, title *string, engine *string) (chat.Conversation, error)
 	// DeleteConversation removes the conversation with its messages, runs, events and confirmations.
 	DeleteConversation(ctx context.Context, s chat.Scope, id string) error

@@ -248,18 +248,20 @@ func testControls(t *testing.T, newBus func(*testing.T) bus.Bus) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := bus.Control{Kind: bus.ControlCancel, Tenant: "acme", RunID: "r1"}
-	if err := a.PublishControl(t.Context(), want); err != nil {
-		t.Fatal(err)
-	}
-	for _, ch := range []<-chan bus.Control{ca, cb} {
-		select {
-		case got := <-ch:
-			if got != want {
-				t.Fatalf("control %+v, want %+v", got, want)
+	// A run's cancel, and an agent's change that every replica's cache hears.
+	for _, want := range []bus.Control{{Kind: bus.ControlCancel, Tenant: "acme", RunID: "r1"}, {Kind: bus.ControlAgent, Tenant: "acme", AgentID: "a1"}} {
+		if err := a.PublishControl(t.Context(), want); err != nil {
+			t.Fatal(err)
+		}
+		for _, ch := range []<-chan bus.Control{ca, cb} {
+			select {
+			case got := <-ch:
+				if got != want {
+					t.Fatalf("control %+v, want %+v", got, want)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("control not delivered to every replica")
 			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("control not delivered to every replica")
 		}
 	}
 }

@@ -117,6 +117,9 @@ type Turn struct {
 	Context       []chat.ContextItem
 	// Engine is forwardedProps.engine, "" when not given.
 	Engine string
+	// Agent is forwardedProps.agentId (and agentVersion): the agent that
+	// answers the thread.
+	Agent dialect.AgentRef
 }
 
 // Turn reads the input's new message, tools and context. serverTool
@@ -149,6 +152,10 @@ func (in RunAgentInput) Turn(serverTool func(name string) bool) (Turn, error) {
 	}
 	if props, ok := jsonObject(in.ForwardedProps); ok {
 		t.Engine, _ = props["engine"].(string)
+		var err error
+		if t.Agent, err = agentRef(props); err != nil {
+			return t, err
+		}
 	}
 
 	msgs := in.Messages
@@ -179,6 +186,26 @@ func (in RunAgentInput) Turn(serverTool func(name string) bool) (Turn, error) {
 		return t, dialect.Unusable(errcode.InvalidInput, "the last message is a %q message; it must be a user message or tool results", last.Role)
 	}
 	return t, nil
+}
+
+// agentRef reads forwardedProps.agentId and forwardedProps.agentVersion.
+func agentRef(props map[string]any) (dialect.AgentRef, error) {
+	var r dialect.AgentRef
+	if v, ok := props["agentId"]; ok && v != nil {
+		id, isString := v.(string)
+		if !isString {
+			return r, dialect.Unusable("invalid_field", "field \"forwardedProps.agentId\" must be a string")
+		}
+		r.ID = id
+	}
+	if v, ok := props["agentVersion"]; ok && v != nil {
+		n, isNumber := v.(float64)
+		if !isNumber || n != float64(int(n)) || n < 1 {
+			return r, dialect.Unusable("invalid_field", "field \"forwardedProps.agentVersion\" must be a version number (1 or more)")
+		}
+		r.Version = int(n)
+	}
+	return r, dialect.CheckAgentRef(r, "forwardedProps.agentId", "forwardedProps.agentVersion")
 }
 
 // Reply is a resume entry read as a decision on the interrupt it names.

@@ -3,6 +3,7 @@ package chain
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -31,6 +32,16 @@ type Request struct {
 	ConversationID string `json:"conversationId"`
 	// RunID attaches to an existing chain instead of starting one (run_id).
 	RunID string `json:"run_id"`
+	// AgentID picks the agent whose model and tools the planner, executor
+	// and check use (agent_id); AgentVersion pins one of its versions
+	// (agent_version).
+	AgentID      string `json:"agent_id"`
+	AgentVersion int    `json:"agent_version"`
+}
+
+// Agent is the agent the request names.
+func (r Request) Agent() dialect.AgentRef {
+	return dialect.AgentRef{ID: r.AgentID, Version: r.AgentVersion}
 }
 
 // Steps is the step limit the request asks for: MaxSteps, else DefaultMaxSteps.
@@ -72,7 +83,14 @@ func (e *RequestError) As(target any) bool {
 // ParseQuery reads a GET request's query. access_token and other
 // parameters that are not the chain's are ignored.
 func ParseQuery(q url.Values) (Request, error) {
-	r := Request{UserInput: q.Get("user_input"), ConversationID: q.Get("conversationId"), RunID: q.Get("run_id")}
+	r := Request{UserInput: q.Get("user_input"), ConversationID: q.Get("conversationId"), RunID: q.Get("run_id"), AgentID: q.Get("agent_id")}
+	if v := q.Get("agent_version"); v != "" {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 1 {
+			return r, &RequestError{"agent_version", "agent_version must be a version number (1 or more)"}
+		}
+		r.AgentVersion = n
+	}
 	if v := q.Get("max_steps"); v != "" {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil {
@@ -94,11 +112,18 @@ func ParseBody(raw []byte) (Request, error) {
 		MaxSteps       *json.RawMessage `json:"max_steps"`
 		ConversationID string           `json:"conversationId"`
 		RunID          string           `json:"run_id"`
+		AgentID        string           `json:"agent_id"`
+		AgentVersion   *json.RawMessage `json:"agent_version"`
 	}
 	if err := json.Unmarshal(raw, &body); err != nil {
 		return Request{}, &RequestError{"body", "the body must be a JSON object: " + err.Error()}
 	}
-	r := Request{ConversationID: body.ConversationID, RunID: body.RunID}
+	r := Request{ConversationID: body.ConversationID, RunID: body.RunID, AgentID: body.AgentID}
+	if body.AgentVersion != nil && !bytes.Equal(bytes.TrimSpace(*body.AgentVersion), []byte("null")) {
+		if err := json.Unmarshal(*body.AgentVersion, &r.AgentVersion); err != nil || r.AgentVersion < 1 {
+			return r, &RequestError{"agent_version", "agent_version must be a version number (1 or more)"}
+		}
+	}
 	if body.UserInput != nil {
 		r.UserInput = *body.UserInput
 	}
@@ -118,6 +143,11 @@ func ParseBody(raw []byte) (Request, error) {
 func (r Request) check() error {
 	if r.RunID == "" && strings.TrimSpace(r.UserInput) == "" {
 		return &RequestError{"user_input", "user_input is required"}
+	}
+	if err := dialect.CheckAgentRef(r.Agent(), "agent_id", "agent_version"); err != nil {
+		var re *dialect.RequestError
+		errors.As(err, &re)
+		return &RequestError{"agent_id", re.Message}
 	}
 	return nil
 }

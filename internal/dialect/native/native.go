@@ -57,7 +57,8 @@ func Map(ev event.Event) []Named {
 	case event.ConversationCreatedData:
 		return one(ConversationCreated, p)
 	case event.RunStartedData:
-		return one(AgentStart, startData{RunID: ev.Run, ConversationID: p.ConversationID, TurnID: ev.Turn, UserMessageID: p.UserMessageID, Engine: p.Engine})
+		return one(AgentStart, startData{RunID: ev.Run, ConversationID: p.ConversationID, TurnID: ev.Turn, UserMessageID: p.UserMessageID, Engine: p.Engine,
+			AgentID: p.AgentID, AgentVersion: agentVersion(p.AgentID, p.AgentVersion)})
 	case event.TextDeltaData:
 		return one(AgentDelta, deltaData{RunID: ev.Run, MessageID: p.MessageID, Delta: p.Delta})
 	case event.ReasoningDeltaData:
@@ -102,6 +103,19 @@ type startData struct {
 	TurnID         string `json:"turnId"`
 	UserMessageID  string `json:"userMessageId,omitempty"`
 	Engine         string `json:"engine,omitempty"`
+	// AgentID and AgentVersion name the agent version that answers; the
+	// version is shown whenever the agent is (0 is the built-in default's).
+	AgentID      string `json:"agentId,omitempty"`
+	AgentVersion *int   `json:"agentVersion,omitempty"`
+}
+
+// agentVersion is a run's agent version as the API shows it: present
+// whenever the run names an agent.
+func agentVersion(id string, v int) *int {
+	if id == "" {
+		return nil
+	}
+	return &v
 }
 
 type deltaData struct {

@@ -20,6 +20,15 @@ type ChatRequest struct {
 	Title          string `json:"title"`
 	// Engine asks for an engine (local, openclaw); empty lets the router choose.
 	Engine string `json:"engine"`
+	// AgentID picks the agent (a new conversation is bound to it);
+	// AgentVersion pins one of its versions (0: the published one).
+	AgentID      string `json:"agentId"`
+	AgentVersion int    `json:"agentVersion"`
+}
+
+// Agent is the agent the request names.
+func (r ChatRequest) Agent() dialect.AgentRef {
+	return dialect.AgentRef{ID: r.AgentID, Version: r.AgentVersion}
 }
 
 // DecodeChatRequest decodes a chat body strictly (an unknown field is a
@@ -33,7 +42,34 @@ func DecodeChatRequest(body []byte) (ChatRequest, error) {
 	if strings.TrimSpace(r.Input) == "" {
 		return ChatRequest{}, dialect.Unusable(errcode.InvalidInput, "field \"input\" is required")
 	}
+	if err := dialect.CheckAgentRef(r.Agent(), "agentId", "agentVersion"); err != nil {
+		return ChatRequest{}, err
+	}
 	return r, nil
+}
+
+// ConversationRequest is the body of POST /v1/conversations.
+type ConversationRequest struct {
+	Title string `json:"title"`
+	// AgentID binds the conversation to an agent (default: the tenant's);
+	// AgentVersion, when given, must be a version the principal may run.
+	AgentID      string `json:"agentId"`
+	AgentVersion int    `json:"agentVersion"`
+}
+
+// Agent is the agent the request names.
+func (r ConversationRequest) Agent() dialect.AgentRef {
+	return dialect.AgentRef{ID: r.AgentID, Version: r.AgentVersion}
+}
+
+// DecodeConversationRequest decodes a conversation to create; an empty
+// body is an untitled conversation of the tenant's default agent.
+func DecodeConversationRequest(body []byte) (ConversationRequest, error) {
+	var r ConversationRequest
+	if err := dialect.DecodeJSON(body, &r, dialect.Strict, true); err != nil {
+		return ConversationRequest{}, err
+	}
+	return r, dialect.CheckAgentRef(r.Agent(), "agentId", "agentVersion")
 }
 
 // DecodeDecision decodes the body of POST /v1/agent/confirmations/{id}:
@@ -71,10 +107,13 @@ func DecodeDecision(body []byte) (chat.Decision, error) {
 
 // Document is the body of POST /v1/knowledge/documents.
 type Document struct {
-	Source    string          `json:"source"`
-	Text      string          `json:"text"`
-	MediaType string          `json:"mediaType"`
-	Metadata  json.RawMessage `json:"metadata"`
+	Source string `json:"source"`
+	// Collection is the knowledge collection the document joins (agents
+	// name the collections they search); "default" when omitted.
+	Collection string          `json:"collection"`
+	Text       string          `json:"text"`
+	MediaType  string          `json:"mediaType"`
+	Metadata   json.RawMessage `json:"metadata"`
 }
 
 // MaxSourceChars bounds a document's source name.
@@ -109,6 +148,11 @@ func DecodeDocument(body []byte, maxBytes int) (Document, error) {
 	case "text/plain", "text/markdown":
 	default:
 		return Document{}, dialect.Unusable(errcode.InvalidField, "field \"mediaType\" must be text/plain or text/markdown")
+	}
+	if d.Collection == "" {
+		d.Collection = chat.DefaultCollection
+	} else if !chat.ValidCollection(d.Collection) {
+		return Document{}, dialect.Unusable("invalid_field", "field \"collection\" must be 1 to 64 letters, digits and . _ - (starting with a letter or digit)")
 	}
 	switch m := strings.TrimSpace(string(d.Metadata)); {
 	case m == "null":

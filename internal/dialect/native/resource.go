@@ -15,15 +15,18 @@ import (
 
 // Conversation is a conversation (CHAT-010).
 type Conversation struct {
-	ID        string `json:"id"`
-	Title     string `json:"title,omitempty"`
+	ID    string `json:"id"`
+	Title string `json:"title,omitempty"`
+	// AgentID is the agent the conversation is bound to (absent for one
+	// made before agents).
+	AgentID   string `json:"agentId,omitempty"`
 	CreatedAt string `json:"createdAt"`
 	UpdatedAt string `json:"updatedAt"`
 }
 
 // ConversationOf gives c its API shape.
 func ConversationOf(c chat.Conversation) Conversation {
-	return Conversation{ID: c.ID, Title: c.Title, CreatedAt: dialect.Millis(c.CreatedAt), UpdatedAt: dialect.Millis(c.UpdatedAt)}
+	return Conversation{ID: c.ID, Title: c.Title, AgentID: c.AgentID, CreatedAt: dialect.Millis(c.CreatedAt), UpdatedAt: dialect.Millis(c.UpdatedAt)}
 }
 
 // Message is a stored message (CHAT-020).
@@ -46,26 +49,29 @@ func MessageOf(m chat.Message) Message {
 
 // Run is a run.
 type Run struct {
-	ID             string           `json:"id"`
-	ConversationID string           `json:"conversationId"`
-	TurnID         string           `json:"turnId"`
-	TraceID        string           `json:"traceId"` // chat.Run.TraceID
-	Status         string           `json:"status"`
-	Input          string           `json:"input"`
-	Engine         string           `json:"engine,omitempty"`
-	Model          string           `json:"model,omitempty"`
-	Error          *event.ErrorInfo `json:"error,omitempty"`
-	Usage          event.Usage      `json:"usage"`
-	CreatedAt      string           `json:"createdAt"`
-	StartedAt      string           `json:"startedAt"`
-	EndedAt        string           `json:"endedAt,omitempty"`
+	ID             string `json:"id"`
+	ConversationID string `json:"conversationId"`
+	TurnID         string `json:"turnId"`
+	TraceID        string `json:"traceId"` // chat.Run.TraceID
+	Status         string `json:"status"`
+	Input          string `json:"input"`
+	Engine         string `json:"engine,omitempty"`
+	Model          string `json:"model,omitempty"`
+	// AgentID and AgentVersion name the agent version the run executed.
+	AgentID      string           `json:"agentId,omitempty"`
+	AgentVersion *int             `json:"agentVersion,omitempty"`
+	Error        *event.ErrorInfo `json:"error,omitempty"`
+	Usage        event.Usage      `json:"usage"`
+	CreatedAt    string           `json:"createdAt"`
+	StartedAt    string           `json:"startedAt"`
+	EndedAt      string           `json:"endedAt,omitempty"`
 }
 
 // RunOf gives r its API shape.
 func RunOf(r chat.Run) Run {
 	return Run{ID: r.ID, ConversationID: r.ConversationID, TurnID: r.TurnID, TraceID: r.TraceID, Status: r.Status, Input: r.Input, Engine: r.Engine,
-		Model: r.Model, Error: r.Error, Usage: r.Usage, CreatedAt: dialect.Millis(r.CreatedAt), StartedAt: dialect.Millis(r.StartedAt),
-		EndedAt: millisOrEmpty(r.EndedAt)}
+		Model: r.Model, AgentID: r.AgentID, AgentVersion: agentVersion(r.AgentID, r.AgentVersion), Error: r.Error, Usage: r.Usage,
+		CreatedAt: dialect.Millis(r.CreatedAt), StartedAt: dialect.Millis(r.StartedAt), EndedAt: millisOrEmpty(r.EndedAt)}
 }
 
 // Confirmation is a tool call waiting for, or decided by, a person.
@@ -94,12 +100,15 @@ func ConfirmationOf(c chat.Confirmation) Confirmation {
 // Timeline is a run's timeline (CHAT-080): every native event it emitted,
 // with the seq and time of the canonical event behind it.
 type Timeline struct {
-	RunID          string          `json:"runId"`
-	ConversationID string          `json:"conversationId"`
-	Status         string          `json:"status"`
-	StartedAt      string          `json:"startedAt"`
-	EndedAt        string          `json:"endedAt,omitempty"`
-	Events         []TimelineEvent `json:"events"`
+	RunID          string `json:"runId"`
+	ConversationID string `json:"conversationId"`
+	// AgentID and AgentVersion name the agent version the run executed.
+	AgentID      string          `json:"agentId,omitempty"`
+	AgentVersion *int            `json:"agentVersion,omitempty"`
+	Status       string          `json:"status"`
+	StartedAt    string          `json:"startedAt"`
+	EndedAt      string          `json:"endedAt,omitempty"`
+	Events       []TimelineEvent `json:"events"`
 }
 
 // TimelineEvent is one entry of a timeline.
@@ -118,7 +127,8 @@ func TimelineOf(run chat.Run, evs []event.Event) Timeline {
 			out = append(out, TimelineEvent{Seq: ev.Seq, Event: n.Name, At: dialect.Millis(ev.Time), Payload: n.Data})
 		}
 	}
-	return Timeline{run.ID, run.ConversationID, run.Status, dialect.Millis(run.StartedAt), millisOrEmpty(run.EndedAt), out}
+	return Timeline{RunID: run.ID, ConversationID: run.ConversationID, AgentID: run.AgentID, AgentVersion: agentVersion(run.AgentID, run.AgentVersion),
+		Status: run.Status, StartedAt: dialect.Millis(run.StartedAt), EndedAt: millisOrEmpty(run.EndedAt), Events: out}
 }
 
 func millisOrEmpty(t *time.Time) string {

@@ -22,6 +22,15 @@ type Request struct {
 	Input          string `json:"input"`
 	Title          string `json:"title"`
 	Engine         string `json:"engine"`
+	// AgentID picks the agent (what useChat's body option sends);
+	// AgentVersion pins one of its versions.
+	AgentID      string `json:"agentId"`
+	AgentVersion int    `json:"agentVersion"`
+}
+
+// Agent is the agent the request names.
+func (r Request) Agent() dialect.AgentRef {
+	return dialect.AgentRef{ID: r.AgentID, Version: r.AgentVersion}
 }
 
 // RequestMessage is a UIMessage as the client holds it. Only what the server
@@ -77,6 +86,9 @@ func DecodeRequest(body []byte) (Request, error) {
 		if n > MaxApprovals {
 			return Request{}, dialect.Unusable(errcode.InvalidField, "a message answers at most %d approvals", MaxApprovals)
 		}
+	}
+	if err := dialect.CheckAgentRef(r.Agent(), "agentId", "agentVersion"); err != nil {
+		return Request{}, err
 	}
 	return r, nil
 }

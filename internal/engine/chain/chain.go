@@ -13,6 +13,10 @@
 // plan's instructions and only the tools the plan selected; its events are
 // re-labelled with the step "executor".
 //
+// A run's agent (engine.Task.Agent) gives the chain its model, for every
+// step, and its tool subset, the most a plan may select; its instructions
+// are the planner's, the executor's and the checker's context.
+//
 // A plan's mcp_config selects tools only by name among what the operator
 // configured: "builtin" (every built-in tool), "mcp:<server>" (every tool
 // of a configured MCP server) or one tool's name. The schema enumerates
@@ -46,6 +50,7 @@ import (
 	"github.com/agentchat/agentchat/internal/errcode"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/llm"
+	"github.com/agentchat/agentchat/internal/prompt"
 	"github.com/agentchat/agentchat/internal/telemetry"
 	"github.com/agentchat/agentchat/internal/tool"
 )
@@ -280,7 +285,7 @@ func (r *runner) fail(ctx context.Context, step, code, msg string) *engine.Outco
 // non-nil Outcome ends the chain: a pause, a failure, a cancel.
 func (r *runner) execute(ctx context.Context, resuming bool) (string, *engine.Outcome) {
 	t := r.t
-	t.Options = engine.Options{Allowed: &engine.AllowedTools{Names: r.e.resolve(r.st.Plan.MCPConfig)}, Context: r.context()}
+	t.Options = engine.Options{Allowed: &engine.AllowedTools{Names: r.resolve(r.st.Plan.MCPConfig)}, Context: r.context()}
 	if resuming {
 		t.Run.State = r.st.Executor
 	} else {
@@ -350,9 +355,28 @@ func (h stepHost) Emit(ctx context.Context, ev event.Event) {
 	h.Host.Emit(ctx, ev)
 }
 
+// tools lists the registry's tools the run may use: its agent's subset.
+func (r *runner) tools() []tool.Spec {
+	if r.e.tools == nil {
+		return nil
+	}
+	var agent *engine.AllowedTools
+	if r.t.Agent != nil {
+		agent = r.t.Agent.Tools
+	}
+	var out []tool.Spec
+	for _, s := range r.e.tools.List() {
+		if agent.Allows(s.Name) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // selectors lists what a plan's mcp_config may name: "builtin", each
-// configured MCP server as "mcp:<name>", and each tool by name.
-func (e *Engine) selectors() []string {
+// configured MCP server as "mcp:<name>", and each tool by name, among the
+// tools the run may use.
+func (r *runner) selectors() []string {
 	seen := map[string]bool{}
 	var out []string
 	add := func(s string) {
@@ -361,12 +385,14 @@ func (e *Engine) selectors() []string {
 			out = append(out, s)
 		}
 	}
-	if e.tools != nil {
-		for _, s := range e.tools.List() {
-			add(s.Source)
-			add(s.Name)
-		}
-		for _, s := range e.tools.Servers() {
+	for _, s := range r.tools() {
+		add(s.Source) // "builtin" or "mcp:<server>"
+		add(s.Name)
+	}
+	// A configured server whose tools are down is still a name to plan with,
+	// unless an agent limits the run to tools by name.
+	if r.e.tools != nil && (r.t.Agent == nil || r.t.Agent.Tools == nil) {
+		for _, s := range r.e.tools.Servers() {
 			add("mcp:" + s.Name)
 		}
 	}
@@ -374,13 +400,10 @@ func (e *Engine) selectors() []string {
 	return out
 }
 
-// resolve turns a plan's selectors into tool names.
-func (e *Engine) resolve(sel []string) []string {
+// resolve turns a plan's selectors into the names of tools the run may use.
+func (r *runner) resolve(sel []string) []string {
 	names := []string{}
-	if e.tools == nil {
-		return names
-	}
-	for _, s := range e.tools.List() {
+	for _, s := range r.tools() {
 		if slices.Contains(sel, s.Name) || slices.Contains(sel, s.Source) {
 			names = append(names, s.Name)
 		}
@@ -389,9 +412,9 @@ func (e *Engine) resolve(sel []string) []string {
 }
 
 // planSchema is the WorkflowPlan schema, with mcp_config limited to the
-// configured names.
-func (e *Engine) planSchema() json.RawMessage {
-	names := e.selectors()
+// names the run may select.
+func (r *runner) planSchema() json.RawMessage {
+	names := r.selectors()
 	mcp := map[string]any{"type": "array", "items": map[string]any{"type": "string", "enum": names}, "uniqueItems": true}
 	if len(names) == 0 {
 		mcp = map[string]any{"type": "array", "maxItems": 0}
@@ -433,12 +456,10 @@ judge is true when the result is good enough to give the user; score is 0 to 100
 // plan asks the model for a WorkflowPlan.
 func (r *runner) plan(ctx context.Context) (*WorkflowPlan, *engine.Outcome) {
 	var tools strings.Builder
-	if r.e.tools != nil {
-		for _, s := range r.e.tools.List() {
-			fmt.Fprintf(&tools, "- %s (%s): %s\n", s.Name, s.Source, s.Description)
-		}
+	for _, s := range r.tools() {
+		fmt.Fprintf(&tools, "- %s (%s): %s\n", s.Name, s.Source, s.Description)
 	}
-	schema := r.e.planSchema()
+	schema := r.planSchema()
 	system := fmt.Sprintf(planPrompt, SchemaPlan, schema, cmp.Or(tools.String(), "(none)\n"))
 	input := r.t.Run.Input
 	if input == "" {
@@ -501,6 +522,9 @@ func (r *runner) structured(ctx context.Context, step, name string, schema json.
 	if err != nil {
 		return nil, r.fail(ctx, step, errcode.SchemaFailed, "The "+step+" schema could not be compiled.")
 	}
+	if r.t.Agent != nil && strings.TrimSpace(r.t.Agent.Instructions) != "" {
+		system = "The agent's instructions (plan, carry out and judge by them):\n" + prompt.Sanitise(r.t.Agent.Instructions) + "\n\n" + system
+	}
 	if r.e.system != "" {
 		system = r.e.system + "\n\n" + system
 	}
@@ -511,7 +535,11 @@ func (r *runner) structured(ctx context.Context, step, name string, schema json.
 			o.Usage = r.st.Usage
 			return nil, o
 		}
-		text, err := r.complete(ctx, llm.Request{Messages: msgs, JSONObject: true, Schema: &llm.OutputSchema{Name: name, Schema: schema}})
+		req := llm.Request{Messages: msgs, JSONObject: true, Schema: &llm.OutputSchema{Name: name, Schema: schema}}
+		if r.t.Agent != nil {
+			req.Temperature = r.t.Agent.Temperature
+		}
+		text, err := r.complete(ctx, req)
 		if err != nil {
 			if o := engine.Stopped(ctx); o != nil {
 				o.Usage = r.st.Usage
@@ -533,7 +561,11 @@ func (r *runner) structured(ctx context.Context, step, name string, schema json.
 
 // complete collects one model answer's text.
 func (r *runner) complete(ctx context.Context, req llm.Request) (string, error) {
-	stream, err := r.e.model.Stream(ctx, req)
+	model := r.e.model
+	if r.t.Agent != nil && r.t.Agent.Model != nil {
+		model = r.t.Agent.Model // the agent's model plays planner and checker too
+	}
+	stream, err := model.Stream(ctx, req)
 	if err != nil {
 		return "", err
 	}

@@ -76,7 +76,8 @@ func task(input string, maxSteps int) engine.Task {
 func TestPlanSchema(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, 0)
-	v, err := tool.NewValidator(e.planSchema())
+	r := &runner{e: e}
+	v, err := tool.NewValidator(r.planSchema())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,11 +97,23 @@ func TestPlanSchema(t *testing.T) {
 	if err := v.Check(json.RawMessage(`{"execution_chain":["check"],"mcp_config":[],"instructions":"x"}`)); err == nil {
 		t.Error("a chain without executor accepted")
 	}
-	if got := e.resolve([]string{"calculator"}); !slices.Equal(got, []string{"calculator"}) {
+	if got := r.resolve([]string{"calculator"}); !slices.Equal(got, []string{"calculator"}) {
 		t.Errorf("resolve %v", got)
 	}
-	if got := e.resolve([]string{"builtin"}); len(got) < 5 {
+	if got := r.resolve([]string{"builtin"}); len(got) < 5 {
 		t.Errorf("builtin resolves to %v", got)
+	}
+	// An agent's tool subset is the most a plan may select.
+	limited := &runner{e: e, t: engine.Task{Agent: &engine.Agent{Tools: &engine.AllowedTools{Names: []string{"calculator"}}}}}
+	lv, err := tool.NewValidator(limited.planSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lv.Check(plan(`["http_get"]`)); err == nil {
+		t.Error("a plan selected a tool outside the agent's subset")
+	}
+	if got := limited.resolve([]string{"builtin"}); !slices.Equal(got, []string{"calculator"}) {
+		t.Errorf("builtin resolves to %v for an agent limited to calculator", got)
 	}
 }
 

@@ -13,8 +13,10 @@ import (
 // Retriever finds context for a turn and remembers what was said (package
 // retrieval implements it).
 type Retriever interface {
-	// Retrieve returns the hits for a query; no hits is an empty result.
-	Retrieve(ctx context.Context, sc chat.Scope, conversationID, query string) event.RetrievalData
+	// Retrieve returns the hits for a query, searching the knowledge
+	// collections named (every one when nil, none when empty); no hits is
+	// an empty result.
+	Retrieve(ctx context.Context, sc chat.Scope, conversationID, query string, collections []string) event.RetrievalData
 	// Remember indexes a stored message for memory search (a no-op when memory is off).
 	Remember(ctx context.Context, sc chat.Scope, m chat.Message)
 	// ContextMessage is how hits are shown to the model.
@@ -23,8 +25,10 @@ type Retriever interface {
 
 // PromptSource assembles the system prompt of a tenant's turn (package
 // prompt implements it); it is read on every turn, so edits apply at once.
+// An agent's instructions, when set, take the place of the instructions
+// component, and the other components keep wrapping them in their order.
 type PromptSource interface {
-	SystemPrompt(tenant string) string
+	SystemPrompt(tenant, instructions string) string
 }
 
 // BlobStore keeps large tool outputs out of line.
@@ -54,7 +58,11 @@ func (r *runner) retrieve(ctx context.Context, msgs []llm.Message) []llm.Message
 	if user.RunID != r.t.Run.ID || user.Content == "" {
 		return msgs
 	}
-	d := r.a.retriever.Retrieve(ctx, r.t.Scope, r.t.Conversation.ID, user.Content)
+	var collections []string
+	if r.t.Agent != nil {
+		collections = r.t.Agent.Knowledge
+	}
+	d := r.a.retriever.Retrieve(ctx, r.t.Scope, r.t.Conversation.ID, user.Content, collections)
 	if len(d.Hits) == 0 {
 		return msgs
 	}

@@ -139,7 +139,8 @@ func (a *Agent) Execute(ctx context.Context, t engine.Task, h engine.Host) engin
 	if t.Resume == nil {
 		msgs = r.retrieve(ctx, msgs) // context.go
 	}
-	for iteration < a.maxIter {
+	maxIter := r.maxIterations()
+	for iteration < maxIter {
 		if o := engine.Stopped(ctx); o != nil {
 			o.Usage = r.usage
 			return *o
@@ -169,9 +170,33 @@ func (a *Agent) Execute(ctx context.Context, t engine.Task, h engine.Host) engin
 		msgs = append(msgs, out.assistant)
 		msgs = append(msgs, results...)
 	}
-	text := fmt.Sprintf("I stopped after %d steps without reaching a final answer. Ask me to continue, or narrow the request.", a.maxIter)
+	text := fmt.Sprintf("I stopped after %d steps without reaching a final answer. Ask me to continue, or narrow the request.", maxIter)
 	r.completeMessage(ctx, iteration, chat.NewID(), text, "", false)
 	return engine.Outcome{Status: engine.StatusSucceeded, Usage: r.usage}
+}
+
+// model answers the run's model calls: the agent's, else the engine's.
+func (r *runner) model() llm.Model {
+	if ag := r.t.Agent; ag != nil && ag.Model != nil {
+		return ag.Model
+	}
+	return r.a.model
+}
+
+// maxIterations bounds the run's model calls: the agent's, else the engine's.
+func (r *runner) maxIterations() int {
+	if ag := r.t.Agent; ag != nil && ag.MaxIterations > 0 {
+		return ag.MaxIterations
+	}
+	return r.a.maxIter
+}
+
+// temperature is the agent's sampling temperature, nil for the provider's default.
+func (r *runner) temperature() *float64 {
+	if ag := r.t.Agent; ag != nil {
+		return ag.Temperature
+	}
+	return nil
 }
 
 func failed(code, msg string, u event.Usage) engine.Outcome {
@@ -195,12 +220,13 @@ type turnOut struct {
 // iterate makes one model call, streaming its events. A non-nil Outcome ends the run.
 func (r *runner) iterate(ctx context.Context, it int, msgs []llm.Message) (turnOut, *engine.Outcome) {
 	emit := func(p event.Payload) { r.h.Emit(ctx, event.Event{Iteration: it, Step: "worker", Payload: p}) }
-	emit(event.IterationData{Model: r.a.model.Name()})
-	req := llm.Request{Messages: msgs, Tools: r.toolSpecs(), JSONObject: r.t.Options.Structured}
+	model := r.model()
+	emit(event.IterationData{Model: model.Name()})
+	req := llm.Request{Messages: msgs, Tools: r.toolSpecs(), JSONObject: r.t.Options.Structured, Temperature: r.temperature()}
 	var shown answerText // what a structured answer shows of its JSON
 	msgID := chat.NewID()
 	var acc llm.Accumulator
-	stream, err := r.a.model.Stream(ctx, req)
+	stream, err := model.Stream(ctx, req)
 	if err == nil {
 		started := map[int]string{}
 		for stream.Next() {
@@ -337,8 +363,9 @@ func DeriveAnswer(text string) *event.Answer {
 func (r *runner) toolSpecs() []llm.ToolSpec {
 	var specs []llm.ToolSpec
 	if r.a.tools != nil {
+		allowed := r.t.AllowedTools()
 		for _, s := range r.a.tools.List() {
-			if !r.t.Options.Allowed.Allows(s.Name) {
+			if !allowed.Allows(s.Name) {
 				continue
 			}
 			specs = append(specs, llm.ToolSpec{Name: s.Name, Description: s.Description, Parameters: s.Parameters})
@@ -370,7 +397,8 @@ func (r *runner) runTools(ctx context.Context, it int, calls []llm.ToolCall) ([]
 		if known {
 			verr = r.a.tools.Validate(c.Name, args)
 		}
-		if known && verr == nil && spec.Confirm == tool.ConfirmAlways {
+		// The agent may add confirmation to a tool, never take it away.
+		if known && verr == nil && (spec.Confirm == tool.ConfirmAlways || r.t.Agent.NeedsConfirm(c.Name)) {
 			ev, err := r.requestConfirmation(ctx, it, c.ID, c.Name, args)
 			if err != nil {
 				m := r.record(ctx, it, c.ID, c.Name, args, tool.Result{Status: tool.StatusFailure, Error: "the confirmation could not be stored"}, false, "")
@@ -407,9 +435,10 @@ func (r *runner) runTools(ctx context.Context, it int, calls []llm.ToolCall) ([]
 }
 
 // spec is the registry's tool of that name, if this run may use it: a tool
-// the run is not allowed is as unknown as one that does not exist.
+// the run is not allowed (by its agent, or by the request) is as unknown as
+// one that does not exist.
 func (r *runner) spec(name string) (tool.Spec, bool) {
-	if r.a.tools == nil || !r.t.Options.Allowed.Allows(name) {
+	if r.a.tools == nil || !r.t.AllowedTools().Allows(name) {
 		return tool.Spec{}, false
 	}
 	return r.a.tools.Get(name)

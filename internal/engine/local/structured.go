@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentchat/agentchat/internal/event"
+	"github.com/agentchat/agentchat/internal/prompt"
 )
 
 // Structured answers (engine.Options.Structured, seed 004's worker output).
@@ -324,9 +325,13 @@ func stringList(raw json.RawMessage) []string {
 // gave, then the answer format when the run asks for a structured answer.
 func (r *runner) systemPrompt() string {
 	var parts []string
-	system := r.a.system
+	instructions := ""
+	if r.t.Agent != nil {
+		instructions = r.t.Agent.Instructions
+	}
+	system := prompt.WithInstructions(r.a.system, instructions)
 	if r.a.prompt != nil {
-		system = r.a.prompt.SystemPrompt(r.t.Scope.Tenant)
+		system = r.a.prompt.SystemPrompt(r.t.Scope.Tenant, instructions)
 	}
 	if system != "" {
 		parts = append(parts, system)

@@ -21,7 +21,10 @@
 //     messages are sent (the user's input, then the run's tool exchanges);
 //     Gateway.SendHistory sends the whole stored conversation instead.
 //
-// Each tenant uses the gateway Config.Tenants names, else the default one.
+// A run uses the gateway its agent names (engine.Agent.Gateway), else its
+// tenant's (Config.Tenants), else the default one. The gateway is the
+// run's model whatever the agent's model is; the agent's instructions,
+// tool subset, confirmations and iteration bound apply.
 // Cancelling a run cancels its request context, which closes the upstream
 // request: that is how the gateway learns to abort. A gateway that fails
 // before its first token (refused, unreachable, an error status, a stream
@@ -170,8 +173,13 @@ func New(cfg Config) (*Engine, error) {
 	return e, nil
 }
 
-// gatewayFor is the gateway a tenant's runs use.
-func (e *Engine) gatewayFor(tenant string) *gateway {
+// gatewayFor is the gateway a run uses: its agent's, else its tenant's,
+// else the default.
+func (e *Engine) gatewayFor(t engine.Task) *gateway {
+	if t.Agent != nil && t.Agent.Gateway != "" {
+		return e.gateways[t.Agent.Gateway]
+	}
+	tenant := t.Scope.Tenant
 	if name, ok := e.tenants[tenant]; ok {
 		return e.gateways[name]
 	}
@@ -186,7 +194,7 @@ func SessionKey(tenant, conversationID string) string {
 // Execute runs or resumes t on the tenant's gateway.
 func (e *Engine) Execute(ctx context.Context, t engine.Task, h engine.Host) engine.Outcome {
 	log := telemetry.RunLogger(e.log, t.Run).With("conversation_id", t.Conversation.ID)
-	g := e.gatewayFor(t.Scope.Tenant)
+	g := e.gatewayFor(t)
 	if g == nil {
 		if e.fallback != nil && t.Resume == nil {
 			log.Info("no OpenClaw gateway for this tenant; running on the fallback engine", "tenant", t.Scope.Tenant)
@@ -197,6 +205,11 @@ func (e *Engine) Execute(ctx context.Context, t engine.Task, h engine.Host) engi
 		}}
 	}
 	task := t
+	if t.Agent != nil {
+		ag := *t.Agent
+		ag.Model = nil // the gateway is the model
+		task.Agent = &ag
+	}
 	if !g.cfg.SendHistory {
 		task.History = ofRun(t.History, t.Run.ID)
 	}

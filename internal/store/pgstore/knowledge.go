@@ -14,12 +14,12 @@ import (
 
 // ---- knowledge base ----
 
-const documentCols = `id, tenant, owner, source, media_type, metadata, bytes, chunks, created_at`
+const documentCols = `id, tenant, owner, source, collection, media_type, metadata, bytes, chunks, created_at`
 
 func scanDocument(row pgx.CollectableRow) (store.Document, error) {
 	var d store.Document
 	var meta []byte
-	err := row.Scan(&d.ID, &d.Tenant, &d.Owner, &d.Source, &d.MediaType, &meta, &d.Bytes, &d.Chunks, &d.CreatedAt)
+	err := row.Scan(&d.ID, &d.Tenant, &d.Owner, &d.Source, &d.Collection, &d.MediaType, &meta, &d.Bytes, &d.Chunks, &d.CreatedAt)
 	d.Metadata, d.CreatedAt = rawJSON(meta), d.CreatedAt.UTC()
 	return d, err
 }
@@ -30,8 +30,8 @@ func (s *Store) CreateDocument(ctx context.Context, sc chat.Scope, d store.Docum
 	d.CreatedAt = ms(d.CreatedAt)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
-		b.Queue(`INSERT INTO knowledge_documents (`+documentCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-			d.ID, d.Tenant, d.Owner, d.Source, d.MediaType, nullJSON(d.Metadata), d.Bytes, d.Chunks, d.CreatedAt)
+		b.Queue(`INSERT INTO knowledge_documents (`+documentCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			d.ID, d.Tenant, d.Owner, d.Source, d.Collection, d.MediaType, nullJSON(d.Metadata), d.Bytes, d.Chunks, d.CreatedAt)
 		for _, c := range chunks {
 			store.FillChunk(&c)
 			var emb any
@@ -60,8 +60,13 @@ func (s *Store) GetDocument(ctx context.Context, sc chat.Scope, id string) (stor
 }
 
 // ListDocuments pages the tenant's documents, newest first.
-func (s *Store) ListDocuments(ctx context.Context, sc chat.Scope, p store.Page) ([]store.Document, string, error) {
-	return keysetPage(`SELECT `+documentCols+` FROM knowledge_documents WHERE tenant = $1`, []any{sc.Tenant},
+func (s *Store) ListDocuments(ctx context.Context, sc chat.Scope, f store.DocumentFilter, p store.Page) ([]store.Document, string, error) {
+	q, args := `SELECT `+documentCols+` FROM knowledge_documents WHERE tenant = $1`, []any{sc.Tenant}
+	if f.Collection != "" {
+		q += ` AND collection = $2`
+		args = append(args, f.Collection)
+	}
+	return keysetPage(q, args,
 		"created_at", true, p, func(d store.Document) store.Cursor { return store.Cursor{At: d.CreatedAt, ID: d.ID} },
 		func(q string, args []any) ([]store.Document, error) {
 			rows, _ := s.pool.Query(ctx, q, args...)
@@ -104,16 +109,17 @@ func scanPassage(row pgx.CollectableRow) (store.Passage, error) {
 }
 
 // SearchKnowledge ranks the tenant's chunks by ts_rank_cd (cover density).
-func (s *Store) SearchKnowledge(ctx context.Context, sc chat.Scope, terms []string, limit int) ([]store.Passage, error) {
-	if len(terms) == 0 {
+func (s *Store) SearchKnowledge(ctx context.Context, sc chat.Scope, kq store.KnowledgeQuery) ([]store.Passage, error) {
+	if len(kq.Terms) == 0 || (kq.Collections != nil && len(kq.Collections) == 0) {
 		return nil, nil
 	}
+	// A nil collections parameter keeps every collection.
 	rows, _ := s.pool.Query(ctx, `
 		SELECT c.id, c.document_id, d.source, c.content, ts_rank_cd(c.tsv, q) AS score
 		FROM knowledge_chunks c JOIN knowledge_documents d ON d.id = c.document_id,
 		     to_tsquery('simple', $1) q
-		WHERE c.tenant = $2 AND c.tsv @@ q
-		ORDER BY score DESC, c.id LIMIT $3`, tsquery(terms), sc.Tenant, limit)
+		WHERE c.tenant = $2 AND c.tsv @@ q AND ($4::text[] IS NULL OR d.collection = ANY ($4::text[]))
+		ORDER BY score DESC, c.id LIMIT $3`, tsquery(kq.Terms), sc.Tenant, kq.Limit, kq.Collections)
 	out, err := pgx.CollectRows(rows, scanPassage)
 	if err != nil {
 		return nil, fmt.Errorf("search knowledge: %w", interpretError(err))
@@ -122,12 +128,15 @@ func (s *Store) SearchKnowledge(ctx context.Context, sc chat.Scope, terms []stri
 }
 
 // KnowledgeVectors lists the tenant's embedded chunks, newest documents first.
-func (s *Store) KnowledgeVectors(ctx context.Context, sc chat.Scope, limit int) ([]store.Passage, error) {
+func (s *Store) KnowledgeVectors(ctx context.Context, sc chat.Scope, collections []string, limit int) ([]store.Passage, error) {
+	if collections != nil && len(collections) == 0 {
+		return nil, nil
+	}
 	rows, _ := s.pool.Query(ctx, `
 		SELECT c.id, c.document_id, d.source, c.content, c.embedding
 		FROM knowledge_chunks c JOIN knowledge_documents d ON d.id = c.document_id
-		WHERE c.tenant = $1 AND c.embedding IS NOT NULL
-		ORDER BY d.created_at DESC, c.ordinal LIMIT $2`, sc.Tenant, limit)
+		WHERE c.tenant = $1 AND c.embedding IS NOT NULL AND ($3::text[] IS NULL OR d.collection = ANY ($3::text[]))
+		ORDER BY d.created_at DESC, c.ordinal LIMIT $2`, sc.Tenant, limit, collections)
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Passage, error) {
 		var p store.Passage
 		err := row.Scan(&p.ChunkID, &p.DocumentID, &p.Source, &p.Content, &p.Embedding)

@@ -259,11 +259,11 @@ const activeStatuses = `('queued', 'running', 'awaiting_input')`
 
 // ---- conversations ----
 
-const conversationCols = `id, tenant, owner, title, engine, created_at, updated_at`
+const conversationCols = `id, tenant, owner, title, engine, agent_id, created_at, updated_at`
 
 func scanConversation(row pgx.Row) (chat.Conversation, error) {
 	var c chat.Conversation
-	err := row.Scan(&c.ID, &c.Tenant, &c.Owner, &c.Title, &c.Engine, &c.CreatedAt, &c.UpdatedAt)
+	err := row.Scan(&c.ID, &c.Tenant, &c.Owner, &c.Title, &c.Engine, &c.AgentID, &c.CreatedAt, &c.UpdatedAt)
 	c.CreatedAt, c.UpdatedAt = c.CreatedAt.UTC(), c.UpdatedAt.UTC()
 	return c, err
 }
@@ -276,8 +276,8 @@ func collectConversation(row pgx.CollectableRow) (chat.Conversation, error) {
 func (s *Store) CreateConversation(ctx context.Context, sc chat.Scope, c chat.Conversation) (chat.Conversation, error) {
 	store.FillConversation(&c, sc, now())
 	c.CreatedAt, c.UpdatedAt = ms(c.CreatedAt), ms(c.UpdatedAt)
-	_, err := s.pool.Exec(ctx, `INSERT INTO conversations (`+conversationCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-		c.ID, c.Tenant, c.Owner, c.Title, c.Engine, c.CreatedAt, c.UpdatedAt)
+	_, err := s.pool.Exec(ctx, `INSERT INTO conversations (`+conversationCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		c.ID, c.Tenant, c.Owner, c.Title, c.Engine, c.AgentID, c.CreatedAt, c.UpdatedAt)
 	if err != nil {
 		return chat.Conversation{}, fmt.Errorf("create conversation: %w", interpretError(err))
 	}
@@ -295,9 +295,14 @@ func (s *Store) GetConversation(ctx context.Context, sc chat.Scope, id string) (
 }
 
 // ListConversations pages sc's conversations, most recently updated first.
-func (s *Store) ListConversations(ctx context.Context, sc chat.Scope, p store.Page) ([]chat.Conversation, string, error) {
-	// The (tenant, owner, updated_at DESC, id DESC) index serves the page as a range.
-	return keysetPage(`SELECT `+conversationCols+` FROM conversations WHERE tenant = $1 AND owner = $2`, []any{sc.Tenant, sc.User},
+func (s *Store) ListConversations(ctx context.Context, sc chat.Scope, f store.ConversationFilter, p store.Page) ([]chat.Conversation, string, error) {
+	// The (tenant, owner[, agent_id], updated_at DESC, id DESC) indexes serve the page as a range.
+	q, args := `SELECT `+conversationCols+` FROM conversations WHERE tenant = $1 AND owner = $2`, []any{sc.Tenant, sc.User}
+	if f.AgentID != "" {
+		q += ` AND agent_id = $3`
+		args = append(args, f.AgentID)
+	}
+	return keysetPage(q, args,
 		"updated_at", true, p, func(c chat.Conversation) store.Cursor { return store.Cursor{At: c.UpdatedAt, ID: c.ID} },
 		func(q string, args []any) ([]chat.Conversation, error) {
 			rows, err := s.pool.Query(ctx, q, args...)
@@ -437,7 +442,7 @@ func (s *Store) scoped(ctx context.Context, sc chat.Scope, conversationID, q str
 
 // ---- runs ----
 
-const runCols = `id, tenant, owner, conversation_id, turn_id, status, input, engine, model, error_code, error_message, usage, state, created_at, started_at, ended_at, lease_owner, lease_epoch, cancel_requested, seq_reserved, trace_id, span_id`
+const runCols = `id, tenant, owner, conversation_id, turn_id, status, input, engine, model, error_code, error_message, usage, state, created_at, started_at, ended_at, lease_owner, lease_epoch, cancel_requested, seq_reserved, trace_id, span_id, agent_id, agent_version`
 
 // claimedCols are runCols of a claimed run r with the state it had (prev).
 var claimedCols = strings.Replace("r."+strings.ReplaceAll(runCols, ", ", ", r."), "r.state", "prev.state", 1)
@@ -447,7 +452,8 @@ func scanRun(row pgx.Row) (chat.Run, error) {
 	var ecode, emsg *string
 	var usage, state []byte
 	err := row.Scan(&r.ID, &r.Tenant, &r.Owner, &r.ConversationID, &r.TurnID, &r.Status, &r.Input, &r.Engine, &r.Model,
-		&ecode, &emsg, &usage, &state, &r.CreatedAt, &r.StartedAt, &r.EndedAt, &r.LeaseOwner, &r.LeaseEpoch, &r.CancelRequested, &r.SeqReserved, &r.TraceID, &r.SpanID)
+		&ecode, &emsg, &usage, &state, &r.CreatedAt, &r.StartedAt, &r.EndedAt, &r.LeaseOwner, &r.LeaseEpoch, &r.CancelRequested, &r.SeqReserved, &r.TraceID, &r.SpanID,
+		&r.AgentID, &r.AgentVersion)
 	if err != nil {
 		return chat.Run{}, err
 	}
@@ -482,11 +488,11 @@ func (s *Store) CreateRun(ctx context.Context, sc chat.Scope, r chat.Run) (chat.
 	// The active run may end between our insert failing and our reading it;
 	// then the insert is simply tried again.
 	for range 3 {
-		tag, err := s.pool.Exec(ctx, `INSERT INTO runs (id, tenant, owner, conversation_id, turn_id, status, input, engine, model, state, created_at, started_at, lease_owner, lease_epoch, seq_reserved, trace_id, span_id)
-			SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text, $9::text, $10::json, $11::timestamptz, $12::timestamptz, $13::text, $14::bigint, $15::bigint, $16::text, $17::text
+		tag, err := s.pool.Exec(ctx, `INSERT INTO runs (id, tenant, owner, conversation_id, turn_id, status, input, engine, model, state, created_at, started_at, lease_owner, lease_epoch, seq_reserved, trace_id, span_id, agent_id, agent_version)
+			SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text, $9::text, $10::json, $11::timestamptz, $12::timestamptz, $13::text, $14::bigint, $15::bigint, $16::text, $17::text, $18::text, $19::integer
 			WHERE EXISTS (SELECT 1 FROM conversations WHERE id = $4 AND tenant = $2 AND owner = $3)`,
 			r.ID, r.Tenant, r.Owner, r.ConversationID, r.TurnID, r.Status, r.Input, r.Engine, r.Model, nullJSON(r.State),
-			r.CreatedAt, r.StartedAt, r.LeaseOwner, r.LeaseEpoch, r.SeqReserved, r.TraceID, r.SpanID)
+			r.CreatedAt, r.StartedAt, r.LeaseOwner, r.LeaseEpoch, r.SeqReserved, r.TraceID, r.SpanID, r.AgentID, r.AgentVersion)
 		switch {
 		case err == nil && tag.RowsAffected() == 0:
 			return chat.Run{}, fmt.Errorf("create run: conversation %s: %w", r.ConversationID, store.ErrNotFound)

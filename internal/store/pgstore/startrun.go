@@ -52,8 +52,8 @@ func (s *Store) startRun(ctx context.Context, sc chat.Scope, in store.RunStart) 
 		c := *conv
 		c.CreatedAt = at // whatever the caller set: the conversation begins with its run
 		store.FillConversation(&c, sc, at)
-		b.Queue(`INSERT INTO conversations (`+conversationCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-			c.ID, c.Tenant, c.Owner, c.Title, c.Engine, c.CreatedAt, c.UpdatedAt)
+		b.Queue(`INSERT INTO conversations (`+conversationCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			c.ID, c.Tenant, c.Owner, c.Title, c.Engine, c.AgentID, c.CreatedAt, c.UpdatedAt)
 		out.Conversation = c
 	} else {
 		out.Conversation.ID = in.Run.ConversationID
@@ -67,13 +67,13 @@ func (s *Store) startRun(ctx context.Context, sc chat.Scope, in store.RunStart) 
 	r.CreatedAt, r.StartedAt = ms(r.CreatedAt), ms(r.StartedAt)
 	r.Error, r.Usage, r.EndedAt, r.CancelRequested = nil, event.Usage{}, nil, false
 	out.Run = r
-	b.Queue(`INSERT INTO runs (id, tenant, owner, conversation_id, turn_id, status, input, engine, model, state, created_at, started_at, lease_owner, lease_epoch, seq_reserved, trace_id, span_id)
+	b.Queue(`INSERT INTO runs (id, tenant, owner, conversation_id, turn_id, status, input, engine, model, state, created_at, started_at, lease_owner, lease_epoch, seq_reserved, trace_id, span_id, agent_id, agent_version)
 		SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text, $9::text, $10::json, $11::timestamptz, $12::timestamptz, $13::text, $14::bigint,
 			CASE WHEN $15::bigint > 0 THEN COALESCE((SELECT COALESCE(seq_end, seq) FROM events WHERE thread_id = $4 AND tenant = $2 ORDER BY seq DESC LIMIT 1), 0) + $15 ELSE 0 END,
-			$16::text, $17::text
+			$16::text, $17::text, $18::text, $19::integer
 		WHERE EXISTS (SELECT 1 FROM conversations WHERE id = $4 AND tenant = $2 AND owner = $3)`,
 		r.ID, r.Tenant, r.Owner, r.ConversationID, r.TurnID, r.Status, r.Input, r.Engine, r.Model, nullJSON(r.State),
-		r.CreatedAt, r.StartedAt, r.LeaseOwner, r.LeaseEpoch, in.ReserveSeqs, r.TraceID, r.SpanID)
+		r.CreatedAt, r.StartedAt, r.LeaseOwner, r.LeaseEpoch, in.ReserveSeqs, r.TraceID, r.SpanID, r.AgentID, r.AgentVersion)
 	b.Queue(lastSeqSQL, r.ConversationID, sc.Tenant)
 
 	m := in.Message

@@ -14,13 +14,13 @@ import (
 
 // ---- knowledge base ----
 
-const documentCols = `id, tenant, owner, source, media_type, metadata, bytes, chunks, created_at`
+const documentCols = `id, tenant, owner, source, collection, media_type, metadata, bytes, chunks, created_at`
 
 func scanDocument(row scanner) (store.Document, error) {
 	var d store.Document
 	var meta sql.NullString
 	var created int64
-	err := row.Scan(&d.ID, &d.Tenant, &d.Owner, &d.Source, &d.MediaType, &meta, &d.Bytes, &d.Chunks, &created)
+	err := row.Scan(&d.ID, &d.Tenant, &d.Owner, &d.Source, &d.Collection, &d.MediaType, &meta, &d.Bytes, &d.Chunks, &created)
 	d.Metadata, d.CreatedAt = rawJSON(meta), fromMS(created)
 	return d, err
 }
@@ -30,8 +30,8 @@ func (s *Store) CreateDocument(ctx context.Context, sc chat.Scope, d store.Docum
 	store.FillDocument(&d, sc, len(chunks), now())
 	d.CreatedAt = d.CreatedAt.UTC().Truncate(time.Millisecond)
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO knowledge_documents (`+documentCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			d.ID, d.Tenant, d.Owner, d.Source, d.MediaType, nullJSON(d.Metadata), d.Bytes, d.Chunks, ms(d.CreatedAt)); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO knowledge_documents (`+documentCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			d.ID, d.Tenant, d.Owner, d.Source, d.Collection, d.MediaType, nullJSON(d.Metadata), d.Bytes, d.Chunks, ms(d.CreatedAt)); err != nil {
 			return err
 		}
 		stmt, err := tx.PrepareContext(ctx, `INSERT INTO knowledge_chunks (id, tenant, document_id, ordinal, content, terms, embedding) VALUES (?, ?, ?, ?, ?, ?, ?)`)
@@ -72,8 +72,13 @@ func (s *Store) GetDocument(ctx context.Context, sc chat.Scope, id string) (stor
 }
 
 // ListDocuments pages the tenant's documents, newest first.
-func (s *Store) ListDocuments(ctx context.Context, sc chat.Scope, p store.Page) ([]store.Document, string, error) {
-	return keysetPage(`SELECT `+documentCols+` FROM knowledge_documents WHERE tenant = ?`, []any{sc.Tenant},
+func (s *Store) ListDocuments(ctx context.Context, sc chat.Scope, f store.DocumentFilter, p store.Page) ([]store.Document, string, error) {
+	q, args := `SELECT `+documentCols+` FROM knowledge_documents WHERE tenant = ?`, []any{sc.Tenant}
+	if f.Collection != "" {
+		q += ` AND collection = ?`
+		args = append(args, f.Collection)
+	}
+	return keysetPage(q, args,
 		"created_at", true, p, func(d store.Document) store.Cursor { return store.Cursor{At: d.CreatedAt, ID: d.ID} },
 		func(q string, args []any) ([]store.Document, error) {
 			out, err := collect(scanDocument)(s.read.QueryContext(ctx, q, args...))
@@ -114,17 +119,18 @@ func scanPassage(row scanner) (store.Passage, error) {
 
 // SearchKnowledge ranks the tenant's chunks by BM25 (FTS5's bm25() is lower
 // for better matches; the score returned is its negation, higher is better).
-func (s *Store) SearchKnowledge(ctx context.Context, sc chat.Scope, terms []string, limit int) ([]store.Passage, error) {
-	if len(terms) == 0 {
+func (s *Store) SearchKnowledge(ctx context.Context, sc chat.Scope, kq store.KnowledgeQuery) ([]store.Passage, error) {
+	if len(kq.Terms) == 0 || (kq.Collections != nil && len(kq.Collections) == 0) {
 		return nil, nil
 	}
+	in, args := inCollections(kq.Collections, match(kq.Terms), sc.Tenant)
 	out, err := collect(scanPassage)(s.read.QueryContext(ctx, `
 		SELECT c.id, c.document_id, d.source, c.content, -bm25(knowledge_fts) AS score
 		FROM knowledge_fts
 		JOIN knowledge_chunks c ON c.rowid = knowledge_fts.rowid
 		JOIN knowledge_documents d ON d.id = c.document_id
-		WHERE knowledge_fts MATCH ? AND c.tenant = ?
-		ORDER BY score DESC, c.id LIMIT ?`, match(terms), sc.Tenant, limit))
+		WHERE knowledge_fts MATCH ? AND c.tenant = ?`+in+`
+		ORDER BY score DESC, c.id LIMIT ?`, append(args, kq.Limit)...))
 	if err != nil {
 		return nil, fmt.Errorf("search knowledge: %w", err)
 	}
@@ -132,7 +138,11 @@ func (s *Store) SearchKnowledge(ctx context.Context, sc chat.Scope, terms []stri
 }
 
 // KnowledgeVectors lists the tenant's embedded chunks, newest documents first.
-func (s *Store) KnowledgeVectors(ctx context.Context, sc chat.Scope, limit int) ([]store.Passage, error) {
+func (s *Store) KnowledgeVectors(ctx context.Context, sc chat.Scope, collections []string, limit int) ([]store.Passage, error) {
+	if collections != nil && len(collections) == 0 {
+		return nil, nil
+	}
+	in, args := inCollections(collections, sc.Tenant)
 	out, err := collect(func(row scanner) (store.Passage, error) {
 		var p store.Passage
 		var emb string
@@ -144,12 +154,25 @@ func (s *Store) KnowledgeVectors(ctx context.Context, sc chat.Scope, limit int) 
 	})(s.read.QueryContext(ctx, `
 		SELECT c.id, c.document_id, d.source, c.content, c.embedding
 		FROM knowledge_chunks c JOIN knowledge_documents d ON d.id = c.document_id
-		WHERE c.tenant = ? AND c.embedding IS NOT NULL
-		ORDER BY d.created_at DESC, c.ordinal LIMIT ?`, sc.Tenant, limit))
+		WHERE c.tenant = ? AND c.embedding IS NOT NULL`+in+`
+		ORDER BY d.created_at DESC, c.ordinal LIMIT ?`, append(args, limit)...))
 	if err != nil {
 		return nil, fmt.Errorf("knowledge vectors: %w", err)
 	}
 	return out, nil
+}
+
+// inCollections is the condition keeping the chunks of documents d in
+// collections (none when collections is nil), with args before its own.
+func inCollections(collections []string, args ...any) (string, []any) {
+	if collections == nil {
+		return "", args
+	}
+	marks := strings.Repeat(", ?", len(collections))[2:]
+	for _, c := range collections {
+		args = append(args, c)
+	}
+	return ` AND d.collection IN (` + marks + `)`, args
 }
 
 // ---- memory ----

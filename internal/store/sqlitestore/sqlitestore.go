@@ -257,12 +257,12 @@ func collect[T any](scan func(scanner) (T, error)) func(*sql.Rows, error) ([]T, 
 
 // ---- conversations ----
 
-const conversationCols = `id, tenant, owner, title, engine, created_at, updated_at`
+const conversationCols = `id, tenant, owner, title, engine, agent_id, created_at, updated_at`
 
 func scanConversation(row scanner) (chat.Conversation, error) {
 	var c chat.Conversation
 	var created, updated int64
-	err := row.Scan(&c.ID, &c.Tenant, &c.Owner, &c.Title, &c.Engine, &created, &updated)
+	err := row.Scan(&c.ID, &c.Tenant, &c.Owner, &c.Title, &c.Engine, &c.AgentID, &created, &updated)
 	c.CreatedAt, c.UpdatedAt = fromMS(created), fromMS(updated)
 	return c, err
 }
@@ -272,8 +272,8 @@ func (s *Store) CreateConversation(ctx context.Context, sc chat.Scope, c chat.Co
 	store.FillConversation(&c, sc, now())
 	c.CreatedAt = c.CreatedAt.UTC().Truncate(time.Millisecond)
 	c.UpdatedAt = c.CreatedAt
-	_, err := s.write.ExecContext(ctx, `INSERT INTO conversations (`+conversationCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		c.ID, c.Tenant, c.Owner, c.Title, c.Engine, ms(c.CreatedAt), ms(c.UpdatedAt))
+	_, err := s.write.ExecContext(ctx, `INSERT INTO conversations (`+conversationCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.ID, c.Tenant, c.Owner, c.Title, c.Engine, c.AgentID, ms(c.CreatedAt), ms(c.UpdatedAt))
 	if err != nil {
 		return chat.Conversation{}, fmt.Errorf("create conversation: %w", interpret(err))
 	}
@@ -291,8 +291,13 @@ func (s *Store) GetConversation(ctx context.Context, sc chat.Scope, id string) (
 }
 
 // ListConversations pages s's conversations, most recently updated first.
-func (s *Store) ListConversations(ctx context.Context, sc chat.Scope, p store.Page) ([]chat.Conversation, string, error) {
-	return keysetPage(`SELECT `+conversationCols+` FROM conversations WHERE tenant = ? AND owner = ?`, []any{sc.Tenant, sc.User},
+func (s *Store) ListConversations(ctx context.Context, sc chat.Scope, f store.ConversationFilter, p store.Page) ([]chat.Conversation, string, error) {
+	q, args := `SELECT `+conversationCols+` FROM conversations WHERE tenant = ? AND owner = ?`, []any{sc.Tenant, sc.User}
+	if f.AgentID != "" {
+		q += ` AND agent_id = ?`
+		args = append(args, f.AgentID)
+	}
+	return keysetPage(q, args,
 		"updated_at", true, p, func(c chat.Conversation) store.Cursor { return store.Cursor{At: c.UpdatedAt, ID: c.ID} },
 		func(q string, args []any) ([]chat.Conversation, error) {
 			out, err := collect(scanConversation)(s.read.QueryContext(ctx, q, args...))
@@ -423,7 +428,7 @@ func (s *Store) ListMessages(ctx context.Context, sc chat.Scope, conversationID 
 
 // ---- runs ----
 
-const runCols = `id, tenant, owner, conversation_id, turn_id, status, input, engine, model, error_code, error_message, usage, state, created_at, started_at, ended_at, lease_owner, lease_epoch, cancel_requested, seq_reserved, trace_id, span_id`
+const runCols = `id, tenant, owner, conversation_id, turn_id, status, input, engine, model, error_code, error_message, usage, state, created_at, started_at, ended_at, lease_owner, lease_epoch, cancel_requested, seq_reserved, trace_id, span_id, agent_id, agent_version`
 
 func scanRun(row scanner) (chat.Run, error) {
 	var r chat.Run
@@ -431,7 +436,8 @@ func scanRun(row scanner) (chat.Run, error) {
 	var created, started int64
 	var ended sql.NullInt64
 	err := row.Scan(&r.ID, &r.Tenant, &r.Owner, &r.ConversationID, &r.TurnID, &r.Status, &r.Input, &r.Engine, &r.Model,
-		&ecode, &emsg, &usage, &state, &created, &started, &ended, &r.LeaseOwner, &r.LeaseEpoch, &r.CancelRequested, &r.SeqReserved, &r.TraceID, &r.SpanID)
+		&ecode, &emsg, &usage, &state, &created, &started, &ended, &r.LeaseOwner, &r.LeaseEpoch, &r.CancelRequested, &r.SeqReserved, &r.TraceID, &r.SpanID,
+		&r.AgentID, &r.AgentVersion)
 	if err != nil {
 		return r, err
 	}
@@ -480,9 +486,9 @@ func insertRun(ctx context.Context, tx *sql.Tx, sc chat.Scope, r *chat.Run, at t
 	case !errors.Is(err, sql.ErrNoRows):
 		return err
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, ?, ?, ?, NULL, ?, ?, 0, ?, ?, ?)`,
+	_, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, ?, ?, ?, NULL, ?, ?, 0, ?, ?, ?, ?, ?)`,
 		r.ID, r.Tenant, r.Owner, r.ConversationID, r.TurnID, r.Status, r.Input, r.Engine, r.Model, nullJSON(r.State),
-		ms(r.CreatedAt), ms(r.StartedAt), r.LeaseOwner, r.LeaseEpoch, r.SeqReserved, r.TraceID, r.SpanID)
+		ms(r.CreatedAt), ms(r.StartedAt), r.LeaseOwner, r.LeaseEpoch, r.SeqReserved, r.TraceID, r.SpanID, r.AgentID, r.AgentVersion)
 	return err
 }
 
@@ -495,8 +501,8 @@ func (s *Store) StartRun(ctx context.Context, sc chat.Scope, in store.RunStart) 
 		if c := in.NewConversation; c != nil {
 			c.CreatedAt = at // whatever the caller set: the conversation begins with its run
 			store.FillConversation(c, sc, at)
-			if _, err := tx.ExecContext(ctx, `INSERT INTO conversations (`+conversationCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-				c.ID, c.Tenant, c.Owner, c.Title, c.Engine, ms(at), ms(at)); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO conversations (`+conversationCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+				c.ID, c.Tenant, c.Owner, c.Title, c.Engine, c.AgentID, ms(at), ms(at)); err != nil {
 				return err
 			}
 			out.Conversation = *c

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ func RunKnowledge(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"SearchChineseWithoutSpaces", testSearchChinese},
 		{"SearchRanksAndDeletes", testSearchRanksAndDeletes},
 		{"KnowledgeVectors", testKnowledgeVectors},
+		{"KnowledgeCollections", testKnowledgeCollections},
 		{"MemoryIsTheUsersOwn", testMemoryScoping},
 		{"Blobs", testBlobs},
 		{"CompactionAndArchive", testCompaction},
@@ -59,7 +61,7 @@ func testDocumentsTenantWide(t *testing.T, s store.Store) {
 	_, err := s.GetDocument(ctx(t), eve, d.ID)
 	wantErr(t, err, store.ErrNotFound)
 	wantErr(t, s.DeleteDocument(ctx(t), eve, d.ID), store.ErrNotFound)
-	if hits := must[[]store.Passage](t)(s.SearchKnowledge(ctx(t), eve, []string{"hello"}, 5)); len(hits) != 0 {
+	if hits := must[[]store.Passage](t)(s.SearchKnowledge(ctx(t), eve, store.KnowledgeQuery{Terms: []string{"hello"}, Limit: 5})); len(hits) != 0 {
 		t.Fatalf("another tenant finds %+v", hits)
 	}
 	if err := s.DeleteDocument(ctx(t), bob, d.ID); err != nil {
@@ -77,7 +79,7 @@ func testDocumentPaging(t *testing.T, s store.Store) {
 	var seen []string
 	cursor := ""
 	for {
-		page, next := mustPage[store.Document](t)(s.ListDocuments(ctx(t), bob, store.Page{Limit: 2, Cursor: cursor}))
+		page, next := mustPage[store.Document](t)(s.ListDocuments(ctx(t), bob, store.DocumentFilter{}, store.Page{Limit: 2, Cursor: cursor}))
 		for _, d := range page {
 			seen = append(seen, d.Source)
 		}
@@ -97,16 +99,16 @@ func testSearchChinese(t *testing.T, s store.Store) {
 		"会员积分可以在下次购物时抵扣现金，每一百积分抵扣一元。")
 	doc(t, s, alice, "other.md", "The office opens at nine in the morning.")
 	for _, q := range []string{"退货政策是什么", "几天内可以退货？", "积分怎么抵扣"} {
-		hits := must[[]store.Passage](t)(s.SearchKnowledge(ctx(t), bob, retrieval.QueryTerms(q), 3))
+		hits := must[[]store.Passage](t)(s.SearchKnowledge(ctx(t), bob, store.KnowledgeQuery{Terms: retrieval.QueryTerms(q), Limit: 3}))
 		if len(hits) == 0 || hits[0].DocumentID != d.ID || hits[0].Source != "退货政策.md" || hits[0].Score <= 0 || hits[0].ChunkID == "" {
 			t.Fatalf("%s: hits %+v", q, hits)
 		}
 	}
-	top := must[[]store.Passage](t)(s.SearchKnowledge(ctx(t), alice, retrieval.QueryTerms("积分怎么抵扣"), 3))
+	top := must[[]store.Passage](t)(s.SearchKnowledge(ctx(t), alice, store.KnowledgeQuery{Terms: retrieval.QueryTerms("积分怎么抵扣"), Limit: 3}))
 	if top[0].Content != "会员积分可以在下次购物时抵扣现金，每一百积分抵扣一元。" {
 		t.Fatalf("best chunk %q", top[0].Content)
 	}
-	if hits := must[[]store.Passage](t)(s.SearchKnowledge(ctx(t), alice, retrieval.QueryTerms("天气预报"), 3)); len(hits) != 0 {
+	if hits := must[[]store.Passage](t)(s.SearchKnowledge(ctx(t), alice, store.KnowledgeQuery{Terms: retrieval.QueryTerms("天气预报"), Limit: 3})); len(hits) != 0 {
 		t.Fatalf("unrelated question finds %+v", hits)
 	}
 }
@@ -114,18 +116,18 @@ func testSearchChinese(t *testing.T, s store.Store) {
 func testSearchRanksAndDeletes(t *testing.T, s store.Store) {
 	a := doc(t, s, alice, "a", "Redis streams carry the events between replicas; redis is fast.")
 	doc(t, s, alice, "b", "PostgreSQL stores conversations.")
-	hits := must[[]store.Passage](t)(s.SearchKnowledge(ctx(t), alice, retrieval.QueryTerms("what about redis streams?"), 5))
+	hits := must[[]store.Passage](t)(s.SearchKnowledge(ctx(t), alice, store.KnowledgeQuery{Terms: retrieval.QueryTerms("what about redis streams?"), Limit: 5}))
 	if len(hits) != 1 || hits[0].DocumentID != a.ID {
 		t.Fatalf("hits %+v", hits)
 	}
 	// Terms that read as query operators are only words.
-	if _, err := s.SearchKnowledge(ctx(t), alice, []string{"or", "not", "and", `"x`, "near"}, 5); err != nil {
+	if _, err := s.SearchKnowledge(ctx(t), alice, store.KnowledgeQuery{Terms: []string{"or", "not", "and", `"x`, "near"}, Limit: 5}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.DeleteDocument(ctx(t), alice, a.ID); err != nil {
 		t.Fatal(err)
 	}
-	if hits := must[[]store.Passage](t)(s.SearchKnowledge(ctx(t), alice, []string{"redis"}, 5)); len(hits) != 0 {
+	if hits := must[[]store.Passage](t)(s.SearchKnowledge(ctx(t), alice, store.KnowledgeQuery{Terms: []string{"redis"}, Limit: 5})); len(hits) != 0 {
 		t.Fatalf("a deleted document is found: %+v", hits)
 	}
 }
@@ -135,11 +137,11 @@ func testKnowledgeVectors(t *testing.T, s store.Store) {
 		{Content: "one", Terms: "one", Embedding: []float32{1, 0.5, -0.25}},
 		{Ordinal: 1, Content: "two", Terms: "two"},
 	}))
-	vs := must[[]store.Passage](t)(s.KnowledgeVectors(ctx(t), bob, 10))
+	vs := must[[]store.Passage](t)(s.KnowledgeVectors(ctx(t), bob, nil, 10))
 	if len(vs) != 1 || vs[0].Content != "one" || fmt.Sprint(vs[0].Embedding) != "[1 0.5 -0.25]" {
 		t.Fatalf("vectors %+v", vs)
 	}
-	if vs := must[[]store.Passage](t)(s.KnowledgeVectors(ctx(t), eve, 10)); len(vs) != 0 {
+	if vs := must[[]store.Passage](t)(s.KnowledgeVectors(ctx(t), eve, nil, 10)); len(vs) != 0 {
 		t.Fatalf("another tenant's vectors: %+v", vs)
 	}
 }
@@ -266,4 +268,54 @@ func testCompactionBusy(t *testing.T, s store.Store) {
 	must[store.Compaction](t)(s.Compact(ctx(t), alice, k, []chat.Message{m}, r.ID))
 	_, err = s.Compact(ctx(t), bob, k, nil, "")
 	wantErr(t, err, store.ErrNotFound)
+}
+
+// A document belongs to one collection ("default" unless it names one);
+// searches and vector reads keep the collections asked for: all when nil,
+// none when empty.
+func testKnowledgeCollections(t *testing.T, s store.Store) {
+	mk := func(collection, source, text string) store.Document {
+		return must[store.Document](t)(s.CreateDocument(ctx(t), alice, store.Document{Source: source, Collection: collection, MediaType: "text/plain", Bytes: len(text)},
+			[]store.Chunk{{Content: text, Terms: retrieval.IndexText(text), Embedding: []float32{1, 0}}}))
+	}
+	def := mk("", "faq.md", "refunds take five days")
+	sales := mk("sales", "pricing.md", "refunds are not offered on discounts")
+	if def.Collection != store.DefaultCollection || sales.Collection != "sales" {
+		t.Fatalf("collections %q, %q", def.Collection, sales.Collection)
+	}
+	if got := must[store.Document](t)(s.GetDocument(ctx(t), bob, sales.ID)); got.Collection != "sales" {
+		t.Fatalf("read back %+v", got)
+	}
+	terms := retrieval.QueryTerms("refunds")
+	sources := func(ps []store.Passage) []string {
+		var out []string
+		for _, p := range ps {
+			out = append(out, p.Source)
+		}
+		slices.Sort(out)
+		return out
+	}
+	for _, tt := range []struct {
+		collections []string
+		want        []string
+	}{
+		{nil, []string{"faq.md", "pricing.md"}},
+		{[]string{}, nil},
+		{[]string{"sales"}, []string{"pricing.md"}},
+		{[]string{"default", "sales"}, []string{"faq.md", "pricing.md"}},
+		{[]string{"other"}, nil},
+	} {
+		hits := must[[]store.Passage](t)(s.SearchKnowledge(ctx(t), alice, store.KnowledgeQuery{Terms: terms, Collections: tt.collections, Limit: 10}))
+		if got := sources(hits); !slices.Equal(got, tt.want) {
+			t.Errorf("search in %v: %v, want %v", tt.collections, got, tt.want)
+		}
+		vecs := must[[]store.Passage](t)(s.KnowledgeVectors(ctx(t), alice, tt.collections, 10))
+		if got := sources(vecs); !slices.Equal(got, tt.want) {
+			t.Errorf("vectors of %v: %v, want %v", tt.collections, got, tt.want)
+		}
+	}
+	page, _ := mustPage[store.Document](t)(s.ListDocuments(ctx(t), alice, store.DocumentFilter{Collection: "sales"}, store.Page{Limit: 10}))
+	if len(page) != 1 || page[0].ID != sales.ID {
+		t.Fatalf("documents of sales: %+v", page)
+	}
 }

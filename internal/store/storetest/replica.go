@@ -170,7 +170,7 @@ func testExecutingCap(t *testing.T, s store.Store) {
 	if !errors.Is(err, store.ErrTooManyRuns) {
 		t.Fatalf("third start: %v", err)
 	}
-	if convs, _, _ := s.ListConversations(ctx(t), alice, store.Page{Limit: 10}); len(convs) != 1 {
+	if convs, _, _ := s.ListConversations(ctx(t), alice, store.ConversationFilter{}, store.Page{Limit: 10}); len(convs) != 1 {
 		t.Fatalf("a refused start left a conversation: %d", len(convs))
 	}
 	must[store.RunStarted](t)(start(eve, 2))   // another tenant

@@ -62,6 +62,13 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"DeltaRangeConflicts", testDeltaRangeConflicts},
 		{"TextRoundTrip", testTextRoundTrip}, // text.go
 		{"BadCursors", testBadCursors},
+		{"AgentCreateAndRead", testAgentCreateAndRead}, // agent.go
+		{"AgentPaging", testAgentPaging},
+		{"AgentVersions", testAgentVersions},
+		{"AgentPublishAndArchive", testAgentPublishAndArchive},
+		{"RacingAgentVersionsOneWinner", testRacingAgentVersions},
+		{"TenantSettings", testTenantSettings},
+		{"ConversationAndRunAgents", testConversationAndRunAgents},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -146,7 +153,7 @@ func testConversationScoping(t *testing.T, s store.Store) {
 		wantErr(t, err, store.ErrNotFound)
 		_, err = s.ListEvents(ctx(t), other, store.ListEventsParams{Thread: c.ID})
 		wantErr(t, err, store.ErrNotFound)
-		list, _, err := s.ListConversations(ctx(t), other, store.Page{Limit: 10})
+		list, _, err := s.ListConversations(ctx(t), other, store.ConversationFilter{}, store.Page{Limit: 10})
 		if err != nil || len(list) != 0 {
 			t.Fatalf("%v sees %d conversations (%v)", other, len(list), err)
 		}
@@ -172,7 +179,7 @@ func testConversationPaging(t *testing.T, s store.Store) {
 		if pages > 10 {
 			t.Fatal("paging does not end")
 		}
-		list, next, err := s.ListConversations(ctx(t), alice, store.Page{Limit: 3, Cursor: cursor})
+		list, next, err := s.ListConversations(ctx(t), alice, store.ConversationFilter{}, store.Page{Limit: 3, Cursor: cursor})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,7 +207,7 @@ func testConversationPaging(t *testing.T, s store.Store) {
 			}
 		}
 	}
-	_, _, err := s.ListConversations(ctx(t), alice, store.Page{Limit: 3, Cursor: "!!not-a-cursor"})
+	_, _, err := s.ListConversations(ctx(t), alice, store.ConversationFilter{}, store.Page{Limit: 3, Cursor: "!!not-a-cursor"})
 	wantErr(t, err, store.ErrBadCursor)
 }
 
@@ -262,7 +269,7 @@ func testMessageBumpsConversation(t *testing.T, s store.Store) {
 	older := must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{Title: "older", CreatedAt: time.Now().Add(-time.Hour)}))
 	must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{Title: "newer", CreatedAt: time.Now().Add(-time.Minute)}))
 	must[chat.Message](t)(s.AppendMessage(ctx(t), alice, chat.Message{ConversationID: older.ID, Role: chat.RoleUser, Content: "hi"}))
-	list, _, err := s.ListConversations(ctx(t), alice, store.Page{Limit: 10})
+	list, _, err := s.ListConversations(ctx(t), alice, store.ConversationFilter{}, store.Page{Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -560,7 +567,7 @@ func testConcurrentWriters(t *testing.T, s store.Store) {
 	total := 0
 	for u := range 5 {
 		sc := chat.Scope{Tenant: "acme", User: fmt.Sprintf("user%d", u)}
-		list, _, err := s.ListConversations(ctx(t), sc, store.Page{Limit: 100})
+		list, _, err := s.ListConversations(ctx(t), sc, store.ConversationFilter{}, store.Page{Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -949,7 +956,7 @@ func testStartRunFailureWritesNothing(t *testing.T, s store.Store) {
 	// Into a conversation that is not there.
 	_, err = s.StartRun(ctx(t), alice, store.RunStart{Run: chat.Run{ConversationID: "missing", Input: "x"}, Message: chat.Message{Role: chat.RoleUser, Content: "x"}})
 	wantErr(t, err, store.ErrNotFound)
-	if list, _, _ := s.ListConversations(ctx(t), alice, store.Page{Limit: 10}); len(list) != 1 {
+	if list, _, _ := s.ListConversations(ctx(t), alice, store.ConversationFilter{}, store.Page{Limit: 10}); len(list) != 1 {
 		t.Fatalf("%d conversations after failed starts", len(list))
 	}
 }

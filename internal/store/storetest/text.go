@@ -94,7 +94,7 @@ func testTextRoundTrip(t *testing.T, s store.Store) {
 		renamed := "x" + text
 		up := must[chat.Conversation](t)(s.UpdateConversation(ctx(t), sc, c.ID, &renamed, nil))
 		check("renamed title", strings.TrimPrefix(up.Title, "x"))
-		list, _ := mustPage[chat.Conversation](t)(s.ListConversations(ctx(t), sc, store.Page{Limit: 10}))
+		list, _ := mustPage[chat.Conversation](t)(s.ListConversations(ctx(t), sc, store.ConversationFilter{}, store.Page{Limit: 10}))
 		if len(list) != 1 {
 			t.Fatalf("%s: the scope lists %d conversations", name, len(list))
 		}
@@ -162,7 +162,7 @@ func testBadCursors(t *testing.T, s store.Store) {
 		rawCursor("99999999999999999999:id"),
 		rawCursor("1:"),
 	} {
-		_, _, err := s.ListConversations(ctx(t), alice, store.Page{Limit: 10, Cursor: cursor})
+		_, _, err := s.ListConversations(ctx(t), alice, store.ConversationFilter{}, store.Page{Limit: 10, Cursor: cursor})
 		if !errors.Is(err, store.ErrBadCursor) {
 			t.Errorf("conversations with cursor %q: %v, want ErrBadCursor", cursor, err)
 		}
