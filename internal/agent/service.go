@@ -89,6 +89,11 @@ type Service struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
+	// listening is closed once the control stream is first up.
+	listening     chan struct{}
+	listeningOnce sync.Once
+	// heard, when set (tests), is told of each control message applied.
+	heard func(bus.Control)
 }
 
 type agentKey struct{ tenant, id string }
@@ -116,7 +121,7 @@ func New(cfg Config) *Service {
 	cfg.MaxStale = cmp.Or(cfg.MaxStale, DefaultMaxStale)
 	s := &Service{cfg: cfg, log: cfg.Logger, now: cfg.Now,
 		agents: map[agentKey]cachedAgent{}, settings: map[string]cachedSettings{}, versions: map[versionKey]Spec{},
-		done: make(chan struct{})}
+		done: make(chan struct{}), listening: make(chan struct{})}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -128,6 +133,10 @@ func New(cfg Config) *Service {
 	go s.listen(ctx)
 	return s
 }
+
+// Listening is closed once the service hears the changes other replicas
+// announce (its control stream is up): from then on it caches.
+func (s *Service) Listening() <-chan struct{} { return s.listening }
 
 // Close stops the bus listener.
 func (s *Service) Close() {
@@ -156,9 +165,13 @@ func (s *Service) listen(ctx context.Context) {
 			continue
 		}
 		s.flush(true)
+		s.listeningOnce.Do(func() { close(s.listening) })
 		for c := range ch {
 			if c.Kind == bus.ControlAgent {
 				s.invalidate(c.Tenant, c.AgentID)
+				if s.heard != nil {
+					s.heard(c)
+				}
 			}
 		}
 		s.flush(false) // the stream ended: what came meanwhile is unknown

@@ -373,7 +373,9 @@ func (s *Server) updateTenant(w http.ResponseWriter, r *http.Request) error {
 		return agentErr(agent.ErrForbidden)
 	}
 	var body struct {
-		DefaultAgentID *json.RawMessage `json:"defaultAgentId"`
+		// A RawMessage sees null (UnmarshalJSON is called with it), so an
+		// absent field and null differ.
+		DefaultAgentID json.RawMessage `json:"defaultAgentId"`
 	}
 	if err := decodeJSON(r, &body, false); err != nil {
 		return err
@@ -382,7 +384,7 @@ func (s *Server) updateTenant(w http.ResponseWriter, r *http.Request) error {
 		return apiErr(http.StatusUnprocessableEntity, "missing_field", "field \"defaultAgentId\" is required (null for the built-in agent)")
 	}
 	var id *string
-	if err := json.Unmarshal(*body.DefaultAgentID, &id); err != nil {
+	if err := json.Unmarshal(body.DefaultAgentID, &id); err != nil {
 		return apiErr(http.StatusUnprocessableEntity, "invalid_field", "field \"defaultAgentId\" must be an agent id or null")
 	}
 	t, err := svc.SetDefault(r.Context(), sc, deref(id))

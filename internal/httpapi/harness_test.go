@@ -7,10 +7,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/agentchat/agentchat/internal/agent"
 	"github.com/agentchat/agentchat/internal/auth"
 	"github.com/agentchat/agentchat/internal/bus/membus"
 	"github.com/agentchat/agentchat/internal/config"
@@ -85,6 +88,11 @@ type options struct {
 	// the listener as serve does (overload_test.go).
 	maxExecutions int
 	budget        fdbudget.Budget
+	// agents serves agents (package agent) over the models file at
+	// modelsFile (none: the default model alone), with getenv for its keys.
+	agents     bool
+	modelsFile string
+	getenv     func(string) string
 }
 
 type env struct {
@@ -97,6 +105,7 @@ type env struct {
 	srv    *httptest.Server
 	dbPath string
 	tel    *telemetry.Telemetry
+	agents *agent.Service
 }
 
 // metricsToken reads GET /metrics on the test server.
@@ -153,23 +162,41 @@ func setup(t *testing.T, o options) *env {
 	if o.router != nil {
 		o.router(router)
 	}
-	runs := run.New(run.Config{
+	var agents *agent.Service
+	var models *agent.Models
+	if o.agents {
+		models, err = agent.NewModels(agent.ModelsConfig{Path: o.modelsFile, Default: tel.Model(o.model, "scripted", "scripted"),
+			DefaultInfo: agent.ModelInfo{Provider: agent.ProviderScripted, Model: agent.ProviderScripted}, Getenv: o.getenv,
+			Options: agent.ModelOptions{MaxRetries: -1, ScriptedTokenDelay: -1, Observe: tel.Model}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		agents = agent.New(agent.Config{Store: st, Bus: b, Models: models, Tools: reg, Engines: slices.Sorted(maps.Keys(router.Engines))})
+		t.Cleanup(agents.Close)
+		<-agents.Listening()
+	}
+	rc := run.Config{
 		Store: tel.Store(st), Bus: tel.Bus(b), ConfirmTTL: o.confirmTTL, SweepInterval: 20 * time.Millisecond, Engine: router, Compactor: parts.compactor,
 		Telemetry: tel, Sole: true, // one process over its store, as serve runs SQLite
 		MaxRunsPerTenant: o.maxRunsPerTenant,
 		MaxExecutions:    o.maxExecutions,
-	})
+	}
+	if agents != nil {
+		rc.Agents = agents // a nil *agent.Service would be a non-nil interface
+	}
+	runs := run.New(rc)
 	tokens, _ := config.ParseTokens("alice-token:acme:alice,bob-token:acme:bob,root-token:acme:root:admin,eve-token:evil:eve,mallory-token:evil:mallory:admin")
 	api := httpapi.New(httpapi.Config{Runs: runs, Tools: reg, Auth: auth.New(tokens, jwtSecret), PingInterval: o.ping, MaxBodyBytes: 64 << 10,
 		CORSOrigins: o.corsOrigins, BodyTimeout: o.bodyTimeout, Retrieval: parts.retrieval, Compactor: parts.compactor,
-		Telemetry: tel, Health: health, MetricsToken: metricsToken})
+		Telemetry: tel, Health: health, MetricsToken: metricsToken, Agents: agents, Models: models})
 	srv := httptest.NewUnstartedServer(api)
 	if o.budget.Bounded() {
 		srv.Listener = o.budget.Listen(srv.Listener)
 		srv.Config.ConnContext = fdbudget.ConnContext
 	}
 	srv.Start()
-	e := &env{t: t, url: srv.URL, client: &http.Client{Transport: validating{t, &http.Transport{}}}, store: st, runs: runs, api: api, srv: srv, dbPath: o.dbPath, tel: tel}
+	e := &env{t: t, url: srv.URL, client: &http.Client{Transport: validating{t, &http.Transport{}}}, store: st, runs: runs, api: api, srv: srv, dbPath: o.dbPath, tel: tel,
+		agents: agents}
 	t.Cleanup(e.stop)
 	return e
 }
