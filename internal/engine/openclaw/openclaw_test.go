@@ -2,6 +2,7 @@ package openclaw_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,7 +19,10 @@ import (
 	"github.com/agentchat/agentchat/internal/engine/openclaw"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/llm/llmtest"
+	"github.com/agentchat/agentchat/internal/llm/openai"
 	"github.com/agentchat/agentchat/internal/telemetry"
+	"github.com/agentchat/agentchat/internal/tool"
+	"github.com/agentchat/agentchat/internal/tool/builtin"
 )
 
 // host records what a run does.
@@ -164,5 +168,48 @@ func TestGatewayCallsAreModelSpans(t *testing.T) {
 	if call.Parent().SpanID() != run.SpanContext().SpanID() || attrs["gen_ai.operation.name"].AsString() != "chat" ||
 		attrs["gen_ai.provider.name"].AsString() != openclaw.Provider || attrs["gen_ai.request.model"].AsString() != "openclaw/main" {
 		t.Fatalf("gateway call span under %s (run %s): %v", call.Parent().SpanID(), run.SpanContext().SpanID(), attrs)
+	}
+}
+
+// An agent naming a gateway runs there, whatever its tenant's gateway; the
+// gateway is the model (the agent's own model is not called) and the
+// agent's instructions and tool subset go with the call.
+func TestAgentPicksTheGateway(t *testing.T) {
+	t.Parallel()
+	tenantGW := llmtest.NewOpenAIServer(t, llmtest.Options{Replies: []llmtest.Reply{llmtest.TextReply("from the tenant's gateway")}})
+	agentGW := llmtest.NewOpenAIServer(t, llmtest.Options{Replies: []llmtest.Reply{llmtest.TextReply("from the agent's gateway")}})
+	model := llmtest.NewOpenAIServer(t, llmtest.Options{Replies: []llmtest.Reply{llmtest.TextReply("from the agent's model")}})
+	agentModel, err := openai.New(openai.Config{BaseURL: model.URL + "/v1", Model: "m", MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := tool.NewRegistry(tool.RegistryConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := builtin.Register(reg, builtin.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	e, err := openclaw.New(openclaw.Config{Gateways: map[string]openclaw.Gateway{"acme-claw": {URL: tenantGW.URL}, "sales-claw": {URL: agentGW.URL, AgentID: "sales"}},
+		Tenants: map[string]string{"acme": "acme-claw"}, Tools: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := task("acme")
+	tk.Agent = &engine.Agent{ID: "a1", Version: 3, Model: agentModel, Instructions: "Sell politely.", Engine: "openclaw", Gateway: "sales-claw",
+		Tools: &engine.AllowedTools{Names: []string{"calculator"}}}
+	if o := e.Execute(context.Background(), tk, &host{}); o.Status != engine.StatusSucceeded {
+		t.Fatalf("outcome %+v", o)
+	}
+	if len(tenantGW.Requests()) != 0 || len(model.Requests()) != 0 || len(agentGW.Requests()) != 1 {
+		t.Fatalf("requests: tenant's gateway %d, agent's model %d, agent's gateway %d", len(tenantGW.Requests()), len(model.Requests()), len(agentGW.Requests()))
+	}
+	r := agentGW.Requests()[0]
+	msgs := r.Body["messages"].([]any)
+	if r.Body["model"] != "openclaw/sales" || !strings.Contains(fmt.Sprint(msgs[0]), "Sell politely.") {
+		t.Fatalf("the gateway got model %v, messages %v", r.Body["model"], msgs)
+	}
+	if tools := fmt.Sprint(r.Body["tools"]); !strings.Contains(tools, "calculator") || strings.Contains(tools, "http_get") {
+		t.Fatalf("tools offered %s", tools)
 	}
 }
