@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/dialect"
+	"github.com/agentchat/agentchat/internal/errcode"
 	"github.com/agentchat/agentchat/internal/prompt"
 )
 
@@ -135,7 +136,7 @@ func Patch(base Spec, patch []byte) (Spec, map[string]bool, error) {
 	}
 	for k := range p {
 		if !slices.Contains(fieldNames, k) {
-			return Spec{}, nil, dialect.BadRequest("unknown_field", "the body has an unknown field %q", k)
+			return Spec{}, nil, dialect.BadRequest(errcode.UnknownField, "the body has an unknown field %q", k)
 		}
 	}
 	cur, err := json.Marshal(base)
@@ -150,7 +151,7 @@ func Patch(base Spec, patch []byte) (Spec, map[string]bool, error) {
 	dec := json.NewDecoder(bytes.NewReader(patch))
 	dec.UseNumber()
 	if err := dec.Decode(&patchDoc); err != nil {
-		return Spec{}, nil, dialect.BadRequest("invalid_json", "the request body is not a JSON object")
+		return Spec{}, nil, dialect.BadRequest(errcode.InvalidJSON, "the request body is not a JSON object")
 	}
 	merged, _ := json.Marshal(mergePatch(doc, patchDoc))
 	var in specJSON

@@ -298,13 +298,13 @@ type AgentRef struct {
 // id. idField and versionField name the request's fields in its own words.
 func CheckAgentRef(r AgentRef, idField, versionField string) error {
 	if len(r.ID) > MaxAgentIDBytes || strings.ContainsAny(r.ID, " \t\r\n") {
-		return Unusable("invalid_field", "field %q is not an agent id", idField)
+		return Unusable(errcode.InvalidField, "field %q is not an agent id", idField)
 	}
 	if r.Version < 0 {
-		return Unusable("invalid_field", "field %q must be a version number (1 or more)", versionField)
+		return Unusable(errcode.InvalidField, "field %q must be a version number (1 or more)", versionField)
 	}
 	if r.Version > 0 && r.ID == "" {
-		return Unusable("invalid_field", "field %q needs %q: a version belongs to one agent", versionField, idField)
+		return Unusable(errcode.InvalidField, "field %q needs %q: a version belongs to one agent", versionField, idField)
 	}
 	return nil
 }

@@ -65,6 +65,17 @@ const (
 	TenantForbidden = "tenant_forbidden"
 	// OriginNotAllowed: a browser request from an origin not configured (403).
 	OriginNotAllowed = "origin_not_allowed"
+	// InvalidQuery: a query parameter with a value the endpoint cannot use.
+	InvalidQuery = "invalid_query"
+	// AdminRequired: only an admin of the tenant may do this (403): change
+	// an agent or the tenant's settings, or run an agent version that was
+	// never published.
+	AdminRequired = "admin_required"
+	// PreconditionFailed: If-Match names a version that is no longer the
+	// latest (412).
+	PreconditionFailed = "precondition_failed"
+	// ModelUnavailable: the agent's model is no longer one the server offers (422).
+	ModelUnavailable = "model_unavailable"
 )
 
 // Objects not found (404): missing, or not the caller's.
@@ -82,6 +93,12 @@ const (
 	KnowledgeDisabled = "knowledge_disabled"
 	// CompactionDisabled: the server does not compact conversations.
 	CompactionDisabled = "compaction_disabled"
+	// AgentNotFound, AgentVersionNotFound: no such agent of the tenant, or
+	// no such version of it.
+	AgentNotFound        = "agent_not_found"
+	AgentVersionNotFound = "agent_version_not_found"
+	// AgentsDisabled: the server runs without agents.
+	AgentsDisabled = "agents_disabled"
 )
 
 // Conflicts with the state of a conversation, run or decision.
@@ -92,6 +109,12 @@ const (
 	Conflict = "conflict"
 	// CompactionNotNeeded: the conversation is too short to compact.
 	CompactionNotNeeded = "compaction_not_needed"
+	// AgentArchived: the agent is archived: no new run, no change (409).
+	AgentArchived = "agent_archived"
+	// AgentMismatch: the conversation is bound to another agent (409, with agentId).
+	AgentMismatch = "agent_mismatch"
+	// AgentBuiltIn: the built-in default agent cannot be changed (409).
+	AgentBuiltIn = "agent_built_in"
 	// NothingToRegenerate: the chat has no answer to regenerate.
 	NothingToRegenerate = "nothing_to_regenerate"
 	// NoPendingToolCall: tool results answer no call the thread waits for.
@@ -153,6 +176,9 @@ const (
 	InvalidPlan  = "invalid_plan"
 	InvalidCheck = "invalid_check"
 	SchemaFailed = "schema_failed"
+	// AgentUnavailable: a paused run's agent version could not be read
+	// back for its continuation.
+	AgentUnavailable = "agent_unavailable"
 	// RunIncomplete: a stream saw the run end without its final event.
 	RunIncomplete = "run_incomplete"
 )

@@ -10,6 +10,7 @@ import (
 	"github.com/agentchat/agentchat/internal/agent"
 	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/dialect"
+	"github.com/agentchat/agentchat/internal/errcode"
 	"github.com/agentchat/agentchat/internal/store"
 )
 
@@ -33,12 +34,12 @@ func (s *Server) agentRoutes(api func(string, handlerFunc)) {
 
 func (s *Server) agentService() (*agent.Service, error) {
 	if s.agents == nil {
-		return nil, apiErr(http.StatusNotFound, "agents_disabled", "this server runs without agents")
+		return nil, apiErr(http.StatusNotFound, errcode.AgentsDisabled, "this server runs without agents")
 	}
 	return s.agents, nil
 }
 
-func agentErr(err error) error { return toAPIError(err, "agent_not_found", "agent") }
+func agentErr(err error) error { return toAPIError(err, errcode.AgentNotFound, "agent") }
 
 // agentView is an agent as the API shows it: its published definition's
 // fields, then what the server keeps about it.
@@ -160,7 +161,7 @@ func boolQuery(r *http.Request, name string) (bool, error) {
 	case "true":
 		return true, nil
 	}
-	return false, apiErr(http.StatusBadRequest, "invalid_query", "%s must be true or false", name)
+	return false, apiErr(http.StatusBadRequest, errcode.InvalidQuery, "%s must be true or false", name)
 }
 
 func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) error {
@@ -220,7 +221,7 @@ func ifMatchVersion(r *http.Request) (int, error) {
 	}
 	n, err := strconv.Atoi(strings.Trim(strings.TrimPrefix(h, "W/"), `"`))
 	if err != nil || n < 1 {
-		return 0, apiErr(http.StatusPreconditionFailed, "precondition_failed", "If-Match must be an ETag of this agent, such as \"3\"")
+		return 0, apiErr(http.StatusPreconditionFailed, errcode.PreconditionFailed, "If-Match must be an ETag of this agent, such as \"3\"")
 	}
 	return n, nil
 }
@@ -265,7 +266,7 @@ func (s *Server) getAgentVersion(w http.ResponseWriter, r *http.Request) error {
 	}
 	n, err := strconv.Atoi(r.PathValue("version"))
 	if err != nil || n < 1 {
-		return notFound("agent_version_not_found", "agent version")
+		return notFound(errcode.AgentVersionNotFound, "agent version")
 	}
 	ctx, sc, id := r.Context(), scopeOf(r.Context()), r.PathValue("agentId")
 	a, err := svc.Get(ctx, sc, id)
@@ -298,7 +299,7 @@ func (s *Server) publishAgent(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if body.Version < 1 {
-		return apiErr(http.StatusUnprocessableEntity, "invalid_field", "field \"version\" must be a version number (1 or more)")
+		return apiErr(http.StatusUnprocessableEntity, errcode.InvalidField, "field \"version\" must be a version number (1 or more)")
 	}
 	a, err := svc.Publish(r.Context(), sc, r.PathValue("agentId"), body.Version)
 	if err != nil {
@@ -320,7 +321,7 @@ type modelView struct {
 // listModels lists the models the tenant may use.
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request) error {
 	if s.models == nil {
-		return apiErr(http.StatusNotFound, "agents_disabled", "this server runs without agents")
+		return apiErr(http.StatusNotFound, errcode.AgentsDisabled, "this server runs without agents")
 	}
 	out := []modelView{}
 	for _, m := range s.models.List(scopeOf(r.Context()).Tenant) {
@@ -381,11 +382,11 @@ func (s *Server) updateTenant(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if body.DefaultAgentID == nil {
-		return apiErr(http.StatusUnprocessableEntity, "missing_field", "field \"defaultAgentId\" is required (null for the built-in agent)")
+		return apiErr(http.StatusUnprocessableEntity, errcode.MissingField, "field \"defaultAgentId\" is required (null for the built-in agent)")
 	}
 	var id *string
 	if err := json.Unmarshal(body.DefaultAgentID, &id); err != nil {
-		return apiErr(http.StatusUnprocessableEntity, "invalid_field", "field \"defaultAgentId\" must be an agent id or null")
+		return apiErr(http.StatusUnprocessableEntity, errcode.InvalidField, "field \"defaultAgentId\" must be an agent id or null")
 	}
 	t, err := svc.SetDefault(r.Context(), sc, deref(id))
 	if err != nil {

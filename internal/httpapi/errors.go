@@ -68,26 +68,26 @@ func toAPIError(err error, notFoundCode, what string) *Error {
 	case errors.As(err, &re):
 		return &Error{Status: re.Status, Code: re.Code, Message: re.Message}
 	case errors.As(err, &ve):
-		return &Error{Status: http.StatusUnprocessableEntity, Code: "invalid_field", Message: ve.Error(), Extra: map[string]any{"field": ve.Field}}
+		return &Error{Status: http.StatusUnprocessableEntity, Code: errcode.InvalidField, Message: ve.Error(), Extra: map[string]any{"field": ve.Field}}
 	case errors.As(err, &mismatch):
-		return &Error{Status: http.StatusConflict, Code: "agent_mismatch", Extra: map[string]any{"agentId": mismatch.Bound},
+		return &Error{Status: http.StatusConflict, Code: errcode.AgentMismatch, Extra: map[string]any{"agentId": mismatch.Bound},
 			Message: "this conversation is bound to agent " + mismatch.Bound + "; its runs are that agent's (start a new conversation for another agent)"}
 	case errors.Is(err, agent.ErrForbidden):
-		return apiErr(http.StatusForbidden, "admin_required", "only an admin of the tenant may change its agents and settings")
+		return apiErr(http.StatusForbidden, errcode.AdminRequired, "only an admin of the tenant may change its agents and settings")
 	case errors.Is(err, agent.ErrDraftPinned):
-		return apiErr(http.StatusForbidden, "admin_required", "only an admin may run an agent version that was never published")
+		return apiErr(http.StatusForbidden, errcode.AdminRequired, "only an admin may run an agent version that was never published")
 	case errors.Is(err, agent.ErrBuiltIn):
-		return apiErr(http.StatusConflict, "agent_built_in", "the built-in default agent is the server's configuration; create an agent to change what answers")
+		return apiErr(http.StatusConflict, errcode.AgentBuiltIn, "the built-in default agent is the server's configuration; create an agent to change what answers")
 	case errors.Is(err, store.ErrArchived):
-		return apiErr(http.StatusConflict, "agent_archived", "the agent is archived: it starts no new run and takes no change")
+		return apiErr(http.StatusConflict, errcode.AgentArchived, "the agent is archived: it starts no new run and takes no change")
 	case errors.Is(err, agent.ErrStale):
-		return apiErr(http.StatusPreconditionFailed, "precondition_failed", "the agent changed since the version this request built on; read it again")
+		return apiErr(http.StatusPreconditionFailed, errcode.PreconditionFailed, "the agent changed since the version this request built on; read it again")
 	case errors.Is(err, run.ErrAgentNotFound):
-		return notFound("agent_not_found", "agent")
+		return notFound(errcode.AgentNotFound, "agent")
 	case errors.Is(err, run.ErrAgentVersionNotFound), errors.Is(err, agent.ErrVersionNotFound):
-		return notFound("agent_version_not_found", "agent version")
+		return notFound(errcode.AgentVersionNotFound, "agent version")
 	case errors.Is(err, agent.ErrModelUnavailable):
-		return apiErr(http.StatusUnprocessableEntity, "model_unavailable", "the agent's model is not one this server offers any more; an admin must choose another")
+		return apiErr(http.StatusUnprocessableEntity, errcode.ModelUnavailable, "the agent's model is not one this server offers any more; an admin must choose another")
 	case errors.As(err, &busy):
 		return &Error{Status: http.StatusConflict, Code: errcode.ConversationBusy,
 			Message: "the conversation already has an active run; wait for it, or cancel it", Extra: map[string]any{"activeRunId": busy.ActiveRunID}}

@@ -218,7 +218,7 @@ func pathIDs(pattern string) []pathID {
 		case name == "threadId":
 			e = notFound(errcode.ThreadNotFound, "thread")
 		case name == "agentId":
-			e = notFound("agent_not_found", "agent")
+			e = notFound(errcode.AgentNotFound, "agent")
 		case name == "id" && strings.Contains(pattern, "/confirmations/"):
 			e = notFound(errcode.ConfirmationNotFound, "confirmation")
 		case name == "id":

@@ -714,7 +714,7 @@ func (s *Service) continueRun(r chat.Run, c chat.Confirmation, clientRunID strin
 		if s.cfg.Agents != nil && x.run.AgentID != "" {
 			if ag, err = s.cfg.Agents.Exact(ctx, sc, x.run.AgentID, x.run.AgentVersion); err != nil {
 				x.log.Error("agent version of a continued run", "agent_id", x.run.AgentID, "agent_version", x.run.AgentVersion, "err", err)
-				return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: "agent_unavailable",
+				return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: errcode.AgentUnavailable,
 					Message: fmt.Sprintf("The run's agent version (%s v%d) can no longer run.", x.run.AgentID, x.run.AgentVersion)}}
 			}
 		}

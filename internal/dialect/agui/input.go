@@ -194,14 +194,14 @@ func agentRef(props map[string]any) (dialect.AgentRef, error) {
 	if v, ok := props["agentId"]; ok && v != nil {
 		id, isString := v.(string)
 		if !isString {
-			return r, dialect.Unusable("invalid_field", "field \"forwardedProps.agentId\" must be a string")
+			return r, dialect.Unusable(errcode.InvalidField, "field \"forwardedProps.agentId\" must be a string")
 		}
 		r.ID = id
 	}
 	if v, ok := props["agentVersion"]; ok && v != nil {
 		n, isNumber := v.(float64)
 		if !isNumber || n != float64(int(n)) || n < 1 {
-			return r, dialect.Unusable("invalid_field", "field \"forwardedProps.agentVersion\" must be a version number (1 or more)")
+			return r, dialect.Unusable(errcode.InvalidField, "field \"forwardedProps.agentVersion\" must be a version number (1 or more)")
 		}
 		r.Version = int(n)
 	}

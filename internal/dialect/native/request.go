@@ -152,7 +152,7 @@ func DecodeDocument(body []byte, maxBytes int) (Document, error) {
 	if d.Collection == "" {
 		d.Collection = chat.DefaultCollection
 	} else if !chat.ValidCollection(d.Collection) {
-		return Document{}, dialect.Unusable("invalid_field", "field \"collection\" must be 1 to 64 letters, digits and . _ - (starting with a letter or digit)")
+		return Document{}, dialect.Unusable(errcode.InvalidField, "field \"collection\" must be 1 to 64 letters, digits and . _ - (starting with a letter or digit)")
 	}
 	switch m := strings.TrimSpace(string(d.Metadata)); {
 	case m == "null":
