@@ -161,11 +161,13 @@ func (s *keySet) next() time.Duration {
 
 // run refreshes the set in the background until ctx ends.
 func (s *keySet) run(ctx context.Context) {
-	for {
-		if ctx.Err() != nil {
-			return
-		}
+	s.mu.RLock()
+	fresh := !s.fetched.IsZero() && s.lastErr == nil
+	s.mu.RUnlock()
+	if !fresh {
 		s.refresh(ctx)
+	}
+	for {
 		t := time.NewTimer(s.next())
 		select {
 		case <-ctx.Done():
@@ -173,6 +175,7 @@ func (s *keySet) run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		s.refresh(ctx)
 	}
 }
 
