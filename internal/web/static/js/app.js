@@ -383,9 +383,11 @@ function newRunView() {
 function welcome() {
   const builtIn = ['example.time', 'example.think', 'example.chart', 'example.feishu'];
   const list = h('ul', { class: 'examples' });
+  const text = h('p', { class: 'muted' });
   const drawExamples = () => {
     const own = starters(state.agentId);
     list.setAttribute('aria-label', own.length ? t('agents.starters', { name: agentName(state.agentId) }) : t('welcome.examples'));
+    text.textContent = own.length ? t('agents.starters', { name: agentName(state.agentId) }) : t('welcome.text');
     list.replaceChildren(...(own.length ? own : builtIn.map((k) => t(k))).map((text) => h('li', {},
       h('button', { type: 'button', class: 'example', onclick: () => {
         $('composer-input').value = text;
@@ -399,8 +401,7 @@ function welcome() {
   });
   return h('div', { class: 'welcome' },
     h('p', { class: 'welcome-title' }, t('welcome.title')),
-    h('p', { class: 'muted' }, t('welcome.text')),
-    pick, list);
+    pick, text, list);
 }
 
 // drawChatAgent names the agent of the open conversation under its title.
