@@ -615,11 +615,14 @@ type Proxy struct {
 	Addr   string
 	target string
 	ln     net.Listener
+	t      testing.TB
 
-	mu    sync.Mutex
-	cut   bool
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
+	mu      sync.Mutex
+	cut     bool
+	refused int           // connections refused since the last Cut
+	changed chan struct{} // closed and replaced when refused grows
+	conns   map[net.Conn]struct{}
+	wg      sync.WaitGroup
 }
 
 // NewProxy listens on a free 127.0.0.1 port and forwards to target (host:port).
@@ -629,7 +632,7 @@ func NewProxy(t testing.TB, target string) *Proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Proxy{Addr: ln.Addr().String(), target: target, ln: ln, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{Addr: ln.Addr().String(), target: target, ln: ln, t: t, changed: make(chan struct{}), conns: map[net.Conn]struct{}{}}
 	p.wg.Add(1)
 	go p.accept()
 	t.Cleanup(p.close)
@@ -661,6 +664,9 @@ func (p *Proxy) accept() {
 		}
 		p.mu.Lock()
 		if p.cut {
+			p.refused++
+			close(p.changed)
+			p.changed = make(chan struct{})
 			p.mu.Unlock()
 			in.Close()
 			continue
@@ -695,11 +701,36 @@ func (p *Proxy) Cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cut = true
+	p.refused = 0
 	for c := range p.conns {
 		if tc, ok := c.(*net.TCPConn); ok {
 			tc.SetLinger(0) // a reset, as from a dead server
 		}
 		c.Close()
+	}
+}
+
+// AwaitRefused waits until the proxy has refused a connection since the
+// last Cut: a client behind it has felt the outage (its connections were
+// reset, and it tried a new one). A test that needs an outage short but
+// real cuts, waits for this and restores, instead of sleeping a length
+// that a loaded machine stretches. It fails the test after within.
+func (p *Proxy) AwaitRefused(within time.Duration) {
+	p.t.Helper()
+	timeout := time.NewTimer(within)
+	defer timeout.Stop()
+	for {
+		p.mu.Lock()
+		n, changed := p.refused, p.changed
+		p.mu.Unlock()
+		if n > 0 {
+			return
+		}
+		select {
+		case <-changed:
+		case <-timeout.C:
+			p.t.Fatalf("proxy to %s: no connection refused within %s of the cut", p.target, within)
+		}
 	}
 }
 

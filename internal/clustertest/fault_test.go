@@ -53,6 +53,21 @@ func started(t *testing.T, s *clustertest.Stream) string {
 	return id
 }
 
+// deltas reads a chat's stream until n more agent.delta frames came: the
+// run is under way.
+func deltas(t *testing.T, s *clustertest.Stream, n int) {
+	t.Helper()
+	seen := 0
+	if _, err := s.ReadUntil(20*time.Second, func(f clustertest.Frame) bool {
+		if f.Event == "agent.delta" {
+			seen++
+		}
+		return seen == n
+	}); err != nil || seen < n {
+		t.Fatalf("%d deltas of %d: %v", seen, n, err)
+	}
+}
+
 func countEvent(frames []clustertest.Frame, name string) int {
 	n := 0
 	for _, f := range frames {
@@ -421,13 +436,18 @@ func TestPostgresUnavailable(t *testing.T) {
 		t.Fatalf("run after the outage: %v", frames[len(frames)-1])
 	}
 
-	// 3. A short blip on the executing replica (well inside the lease) costs nothing.
+	// 3. A short blip on the executing replica (well inside the lease) costs
+	// nothing. Mid-run, the database goes away until a has felt it (its
+	// connections reset, a new one refused) and comes back: waiting for
+	// that rather than sleeping keeps the blip well inside the lease on a
+	// loaded machine, where a 400ms sleep could stretch past the margin
+	// between heartbeats and fence a.
 	chat = c.Chat(a, map[string]any{"input": "through a blip"})
 	runID := started(t, chat)
+	deltas(t, chat, 20)
 	chat.Close()
-	time.Sleep(300 * time.Millisecond)
 	proxyA.Cut()
-	time.Sleep(400 * time.Millisecond)
+	proxyA.AwaitRefused(10 * time.Second)
 	proxyA.Restore()
 	frames = follow(t, c, []*clustertest.Replica{b, a}, runID, 30*time.Second)
 	if status, _ := endStatus(t, frames[len(frames)-1]); status != "succeeded" {
@@ -442,8 +462,8 @@ func TestPostgresUnavailable(t *testing.T) {
 	// back lands after that end when its database returns.
 	chat = c.Chat(a, map[string]any{"input": "cut off"})
 	runID = started(t, chat)
+	deltas(t, chat, 20)
 	chat.Close()
-	time.Sleep(300 * time.Millisecond)
 	proxyA.Cut()
 	frames = follow(t, c, []*clustertest.Replica{b}, runID, leaseTTL+10*time.Second)
 	if status, code := endStatus(t, frames[len(frames)-1]); status != "failed" || code != "executor_lost" {
@@ -454,7 +474,11 @@ func TestPostgresUnavailable(t *testing.T) {
 		resp, _ := c.Do(a, http.MethodGet, "/readyz", nil)
 		return resp.StatusCode == http.StatusOK
 	})
-	time.Sleep(500 * time.Millisecond) // a's log writer has retried by now
+	// a's event log held the events a emitted after the cut: it drops them
+	// (their execution was fenced), and none lands after b's end.
+	clustertest.Eventually(t, 10*time.Second, "a drops its held events", func() bool {
+		return strings.Contains(a.Log(), "event log: dropped events of executions that stopped acting")
+	})
 	checkAgainstTimeline(t, c, a, runID, frames)
 	if !strings.Contains(a.Log(), "stopped executing this replica's runs") || !strings.Contains(b.Log(), "ending a run whose executor stopped") {
 		t.Fatal("a did not fence itself, or b did not take the run over")

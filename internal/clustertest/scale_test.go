@@ -2,11 +2,13 @@ package clustertest_test
 
 import (
 	"fmt"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentchat/agentchat/internal/clustertest"
+	"github.com/agentchat/agentchat/internal/llm/llmtest"
 )
 
 // Liveness at load (issue 10): 500 runs over two replicas, one of them killed
@@ -20,8 +22,17 @@ func TestKillOneOfTwoReplicasUnderLoad(t *testing.T) {
 		t.Skip("500 streams: not in -short")
 	}
 	t.Parallel()
-	// 300 tokens at 40ms: every run is still streaming when the last has started.
-	c := clustertest.New(t, clustertest.Options{Env: upstream(t, 300, 40*time.Millisecond)})
+	// Every stream is held after its first few tokens until a is killed, so
+	// every run is mid-stream then, however long starting 500 runs takes on
+	// a loaded machine (the pace alone, 300 tokens at 40ms, let the first runs
+	// finish before the last had started). Released, they stream the rest.
+	hold := make(chan struct{})
+	var release sync.Once
+	srv := httptest.NewServer(llmtest.OpenAIHandler(llmtest.Options{Tokens: 300, Delay: 40 * time.Millisecond,
+		DiscardRequests: true, Hold: hold, HoldAfter: 5}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { release.Do(func() { close(hold) }) }) // before srv.Close
+	c := clustertest.New(t, clustertest.Options{Env: []string{"AGENTCHAT_LLM=openai", "OPENAI_BASE_URL=" + srv.URL + "/v1", "OPENAI_API_KEY=test-key"}})
 	a, b := c.Start("a"), c.Start("b")
 
 	const n = 500
@@ -54,6 +65,7 @@ func TestKillOneOfTwoReplicasUnderLoad(t *testing.T) {
 		t.FailNow()
 	}
 	a.Kill()
+	release.Do(func() { close(hold) })
 
 	var mu sync.Mutex
 	outcome := map[string]int{}

@@ -1,12 +1,15 @@
 package httpapi_test
 
 import (
+	"context"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/agentchat/agentchat/internal/tool/builtin"
 )
@@ -119,8 +122,8 @@ func TestChainTraceIDIsTheRuns(t *testing.T) {
 // and links the request that decided.
 func TestContinuationJoinsTheRunsTrace(t *testing.T) {
 	t.Parallel()
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	spans := newEndedSpans()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 	t.Cleanup(func() { _ = tp.Shutdown(t.Context()) })
 	hook := newFeishu(t)
 	e := setup(t, options{tracer: tp, builtin: builtin.Config{Feishu: builtin.FeishuConfig{WebhookURL: hook.srv.URL}}})
@@ -129,18 +132,11 @@ func TestContinuationJoinsTheRunsTrace(t *testing.T) {
 	defer closeStream()
 	runID := frames[1].Data["runId"].(string)
 	trace := e.runTrace(runID)
-	runSpans := func() []sdktrace.ReadOnlySpan {
-		var out []sdktrace.ReadOnlySpan
-		for _, s := range exp.GetSpans().Snapshots() {
-			if s.Name() == "invoke_agent agentchat" {
-				out = append(out, s)
-			}
-		}
-		return out
-	}
-	first := runSpans()
+	// The first execution's span ends when its engine has returned, after
+	// it emitted tool.awaiting_input: wait for the span, not the event.
+	first := spans.await(t, "invoke_agent agentchat", 1)
 	if len(first) != 1 || first[0].SpanContext().TraceID().String() != trace {
-		t.Fatalf("run spans %d; the run's traceId %s", len(first), trace)
+		t.Fatalf("run spans %d, the first in trace %s; the run's traceId %s", len(first), first[0].SpanContext().TraceID(), trace)
 	}
 
 	e.call(req{method: "POST", path: "/v1/agent/confirmations/" + cid, token: alice, body: map[string]any{"decision": "approve"}}, 200)
@@ -150,16 +146,10 @@ func TestContinuationJoinsTheRunsTrace(t *testing.T) {
 	if got := e.runTrace(runID); got != trace {
 		t.Fatalf("traceId after the continuation %s, before %s", got, trace)
 	}
-	var decide sdktrace.ReadOnlySpan
-	for _, s := range exp.GetSpans().Snapshots() {
-		if s.Name() == "POST /v1/agent/confirmations/{id}" {
-			decide = s
-		}
-	}
-	if decide == nil {
-		t.Fatal("no span of the deciding request")
-	}
-	all := runSpans()
+	// The deciding request's server span ends as its handler returns,
+	// which the client may see after the response.
+	decide := spans.await(t, "POST /v1/agent/confirmations/{id}", 1)[0]
+	all := spans.await(t, "invoke_agent agentchat", 2)
 	if len(all) != 2 {
 		t.Fatalf("%d run spans after the continuation", len(all))
 	}
@@ -172,9 +162,67 @@ func TestContinuationJoinsTheRunsTrace(t *testing.T) {
 		t.Fatalf("continuation links %+v, want the deciding request's span %s", links, decide.SpanContext().SpanID())
 	}
 	// Its model and tool calls are in the run's trace too.
-	for _, s := range exp.GetSpans().Snapshots() {
+	for _, s := range spans.all() {
 		if s.Name() == "execute_tool send_feishu_message" && s.SpanContext().TraceID().String() != trace {
 			t.Fatalf("tool span in trace %s, want %s", s.SpanContext().TraceID(), trace)
+		}
+	}
+}
+
+// endedSpans is a span processor that keeps the spans as they end and wakes
+// whoever waits for one: a span may end after the event or response a test
+// saw (a run's execution ends after its last event; a server span after its
+// response is on its way).
+type endedSpans struct {
+	mu      sync.Mutex
+	spans   []sdktrace.ReadOnlySpan
+	changed chan struct{} // closed and replaced at each end
+}
+
+func newEndedSpans() *endedSpans { return &endedSpans{changed: make(chan struct{})} }
+
+func (p *endedSpans) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+func (p *endedSpans) Shutdown(context.Context) error                  { return nil }
+func (p *endedSpans) ForceFlush(context.Context) error                { return nil }
+
+func (p *endedSpans) OnEnd(s sdktrace.ReadOnlySpan) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.spans = append(p.spans, s)
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// all returns the spans ended so far, in the order they ended.
+func (p *endedSpans) all() []sdktrace.ReadOnlySpan {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.spans)
+}
+
+// await waits until at least n spans named name have ended and returns
+// them all, in the order they ended; it fails the test after 10s.
+func (p *endedSpans) await(t *testing.T, name string, n int) []sdktrace.ReadOnlySpan {
+	t.Helper()
+	timeout := time.NewTimer(10 * time.Second)
+	defer timeout.Stop()
+	for {
+		p.mu.Lock()
+		var named []sdktrace.ReadOnlySpan
+		for _, s := range p.spans {
+			if s.Name() == name {
+				named = append(named, s)
+			}
+		}
+		changed := p.changed
+		p.mu.Unlock()
+		if len(named) >= n {
+			return named
+		}
+		select {
+		case <-changed:
+		case <-timeout.C:
+			t.Fatalf("%d %q spans ended within 10s, want %d", len(named), name, n)
 		}
 	}
 }

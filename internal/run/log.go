@@ -231,6 +231,7 @@ func (l *eventLog) write(batch []logEntry) {
 			}
 		}
 		if len(evs) == 0 {
+			l.dropped(len(batch))
 			return
 		}
 		actx, cancel := context.WithTimeout(ctx, writeTimeout)
@@ -244,6 +245,7 @@ func (l *eventLog) write(batch []logEntry) {
 		}
 		if err == nil {
 			l.available()
+			l.dropped(len(batch) - len(evs))
 			return
 		}
 		if errors.Is(err, store.ErrUnavailable) {
@@ -282,6 +284,15 @@ func (l *eventLog) write(batch []logEntry) {
 		log.Error("event log write failed; event dropped from the timeline",
 			"conversation_id", ev.Thread, "seq", ev.Seq, "err", err)
 		return
+	}
+}
+
+// dropped logs the n events of a batch left unwritten because their
+// executions stopped acting for their runs.
+func (l *eventLog) dropped(n int) {
+	if n > 0 {
+		l.log.Info("event log: dropped events of executions that stopped acting for their runs; the replicas that end those runs write their seqs",
+			"events", n)
 	}
 }
 

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -79,11 +81,12 @@ type retainingBus struct {
 	*membus.Bus
 	mu           sync.Mutex
 	kept         map[string][]event.Event // by thread
+	changed      chan struct{}            // closed and replaced when kept grows
 	dropControls atomic.Bool
 }
 
 func newRetainingBus(t *testing.T) *retainingBus {
-	b := &retainingBus{Bus: membus.New(0), kept: map[string][]event.Event{}}
+	b := &retainingBus{Bus: membus.New(0), kept: map[string][]event.Event{}, changed: make(chan struct{})}
 	t.Cleanup(func() { b.Close() })
 	return b
 }
@@ -96,8 +99,30 @@ func (b *retainingBus) Publish(ctx context.Context, ev event.Event) error {
 		return nil // Redis keeps the first copy of a seq
 	}
 	b.kept[ev.Thread] = append(kept, ev)
+	close(b.changed)
+	b.changed = make(chan struct{})
 	b.mu.Unlock()
 	return b.Bus.Publish(ctx, ev)
+}
+
+// awaitPublished waits until at least n events of thread were published.
+func (b *retainingBus) awaitPublished(t *testing.T, thread string, n int) {
+	t.Helper()
+	timeout := time.NewTimer(30 * time.Second)
+	defer timeout.Stop()
+	for {
+		b.mu.Lock()
+		got, changed := len(b.kept[thread]), b.changed
+		b.mu.Unlock()
+		if got >= n {
+			return
+		}
+		select {
+		case <-changed:
+		case <-timeout.C:
+			t.Fatalf("%d events of %s published within 30s, want %d", got, thread, n)
+		}
+	}
 }
 
 func (b *retainingBus) Retained(_ context.Context, _, thread string, after int64) ([]event.Event, error) {
@@ -312,12 +337,25 @@ func TestCancelWithoutTheMessage(t *testing.T) {
 type unavailable struct {
 	store.Store
 	down atomic.Bool
+
+	mu            sync.Mutex
+	appendRefused int           // AppendEvents calls refused while down
+	refusedAppend chan struct{} // closed and replaced at each
 }
 
 var errDown = fmt.Errorf("%w: connection refused", store.ErrUnavailable)
 
+func newUnavailable(st store.Store) *unavailable {
+	return &unavailable{Store: st, refusedAppend: make(chan struct{})}
+}
+
 func (u *unavailable) AppendEvents(ctx context.Context, evs []event.Event) error {
 	if u.down.Load() {
+		u.mu.Lock()
+		u.appendRefused++
+		close(u.refusedAppend)
+		u.refusedAppend = make(chan struct{})
+		u.mu.Unlock()
 		return errDown
 	}
 	return u.Store.AppendEvents(ctx, evs)
@@ -372,6 +410,73 @@ func (u *unavailable) CancelRequests(ctx context.Context, owner string, epoch in
 	return u.Store.CancelRequests(ctx, owner, epoch)
 }
 
+// logWatch is a slog.Handler that keeps the messages logged, for a test to
+// wait for one.
+type logWatch struct {
+	mu      sync.Mutex
+	msgs    []string
+	changed chan struct{} // closed and replaced at each message
+}
+
+func newLogWatch() *logWatch { return &logWatch{changed: make(chan struct{})} }
+
+func (w *logWatch) Enabled(context.Context, slog.Level) bool { return true }
+func (w *logWatch) WithAttrs([]slog.Attr) slog.Handler       { return w }
+func (w *logWatch) WithGroup(string) slog.Handler            { return w }
+
+func (w *logWatch) Handle(_ context.Context, r slog.Record) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.msgs = append(w.msgs, r.Message)
+	close(w.changed)
+	w.changed = make(chan struct{})
+	return nil
+}
+
+// await waits until a message starting with prefix was logged.
+func (w *logWatch) await(t *testing.T, prefix string) {
+	t.Helper()
+	timeout := time.NewTimer(30 * time.Second)
+	defer timeout.Stop()
+	for seen := 0; ; {
+		w.mu.Lock()
+		msgs, changed := w.msgs[seen:], w.changed
+		seen = len(w.msgs)
+		w.mu.Unlock()
+		for _, m := range msgs {
+			if strings.HasPrefix(m, prefix) {
+				return
+			}
+		}
+		select {
+		case <-changed:
+		case <-timeout.C:
+			t.Fatalf("no %q logged within 30s", prefix)
+		}
+	}
+}
+
+// awaitAppendRefused waits until the event log has had a write refused
+// since the store went down: the outage has been felt.
+func (u *unavailable) awaitAppendRefused(t *testing.T) {
+	t.Helper()
+	timeout := time.NewTimer(30 * time.Second)
+	defer timeout.Stop()
+	for {
+		u.mu.Lock()
+		n, changed := u.appendRefused, u.refusedAppend
+		u.mu.Unlock()
+		if n > 0 {
+			return
+		}
+		select {
+		case <-changed:
+		case <-timeout.C:
+			t.Fatal("the event log wrote nothing within 30s of the store going down")
+		}
+	}
+}
+
 // A replica cut off from the store stops acting for its run before its term
 // ends; another replica ends the run after what was published; when the
 // store comes back, the cut-off replica's held events do not overwrite or
@@ -379,16 +484,23 @@ func (u *unavailable) CancelRequests(ctx context.Context, owner string, epoch in
 func TestCutOffExecutorIsFenced(t *testing.T) {
 	t.Parallel()
 	shared, b := openStore(t), newRetainingBus(t)
-	cut := &unavailable{Store: shared}
-	a := replica(t, "a", cut, b, streaming(10_000))
+	cut := newUnavailable(shared)
+	logs := newLogWatch()
+	a := run.New(run.Config{Store: cut, Bus: b, Engine: streaming(10_000), ReplicaID: "a", LeaseTTL: leaseTTL,
+		SweepInterval: 20 * time.Millisecond, Logger: slog.New(logs)})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		a.Shutdown(ctx)
+	})
 	replica(t, "b", shared, b, streaming(0))
 	started, err := a.Start(context.Background(), alice, run.StartRequest{Input: "go"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond) // some events out
+	b.awaitPublished(t, started.Run.ConversationID, 5) // some events out
 	cut.down.Store(true)
-	got := waitRun(t, shared, started.Run.ID, 4*leaseTTL, ended)
+	got := waitRun(t, shared, started.Run.ID, 30*time.Second, ended)
 	if got.Status != chat.RunFailed || got.Error == nil || got.Error.Code != "executor_lost" {
 		t.Fatalf("run %+v", got)
 	}
@@ -399,7 +511,9 @@ func TestCutOffExecutorIsFenced(t *testing.T) {
 		}
 	}
 	cut.down.Store(false)
-	time.Sleep(leaseTTL) // a's writer retries and finds the store again
+	// a's writer drops what it held for the fenced execution, rather than
+	// write it after the end.
+	logs.await(t, "event log: dropped events of executions that stopped acting")
 	evs := checkLog(t, shared, b, started.Run.ConversationID)
 	if last := evs[len(evs)-1]; !last.Terminal() || last.Seq != endSeq {
 		t.Fatalf("the log ends with %d %s, the run's end is %d", last.Seq, last.Type, endSeq)
@@ -414,18 +528,23 @@ func TestCutOffExecutorIsFenced(t *testing.T) {
 func TestShortStoreOutage(t *testing.T) {
 	t.Parallel()
 	shared, b := openStore(t), newRetainingBus(t)
-	cut := &unavailable{Store: shared}
+	cut := newUnavailable(shared)
 	a := replica(t, "a", cut, b, streaming(40))
 	replica(t, "b", shared, b, streaming(0))
 	started, err := a.Start(context.Background(), alice, run.StartRequest{Input: "go"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
+	// Mid-stream, the store goes away until the executor's event log has
+	// felt it (a write refused), then comes back. Waiting for that, rather
+	// than sleeping leaseTTL/3, keeps the outage well inside the lease on a
+	// loaded machine too: a sleep of a third of the lease, stretched by the
+	// scheduler, outlasted the margin between heartbeats and fenced the run.
+	b.awaitPublished(t, started.Run.ConversationID, 5)
 	cut.down.Store(true)
-	time.Sleep(leaseTTL / 3)
+	cut.awaitAppendRefused(t)
 	cut.down.Store(false)
-	got := waitRun(t, shared, started.Run.ID, 5*time.Second, ended)
+	got := waitRun(t, shared, started.Run.ID, 30*time.Second, ended)
 	if got.Status != chat.RunSucceeded {
 		t.Fatalf("run %+v", got)
 	}
