@@ -27,6 +27,7 @@ func TestOIDCTokens(t *testing.T) {
 		o.issuers = []auth.Issuer{{Issuer: p.URL, Audience: "agentchat", TenantClaim: "org_id", RoleClaim: "roles", AdminValue: "chat-admin",
 			ClientID: "console", Name: "Test SSO"}}
 		e := setup(t, o)
+		e.authn.Refresh(context.Background()) // as serve's background refresh does at start
 		kid := p.Published()[0]
 		member := p.Sign(kid, p.Valid("agentchat", "alice", map[string]any{"org_id": "acme", "roles": []any{"viewer"}}))
 		admin := p.Sign(kid, p.Valid("agentchat", "carol", map[string]any{"org_id": "acme", "roles": []any{"viewer", "chat-admin"}}))
@@ -44,7 +45,7 @@ func TestOIDCTokens(t *testing.T) {
 			t.Fatalf("static token of the same user: %v", got)
 		}
 		fs := e.chat(member, map[string]any{"input": "hello", "conversationId": c["id"]})
-		if last(fs).Event != "agent_end" {
+		if last(fs).Event != "agent.end" {
 			t.Fatalf("chat ended with %v", names(fs))
 		}
 		// EventSource's ?access_token= on a stream.
