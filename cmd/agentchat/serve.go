@@ -24,7 +24,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentchat/agentchat/internal/agent"
-	"github.com/agentchat/agentchat/internal/auth"
 	"github.com/agentchat/agentchat/internal/bus"
 	"github.com/agentchat/agentchat/internal/bus/membus"
 	"github.com/agentchat/agentchat/internal/chat"
@@ -168,10 +167,11 @@ func devToken(dataDir string) (string, error) {
 	return tok, os.WriteFile(path, []byte(tok+"\n"), 0o600)
 }
 
-// authTokens is the configured static tokens or, with neither tokens nor a
-// JWT secret, the development token, which it announces on stdout.
+// authTokens is the configured static tokens or, with neither tokens, a
+// JWT secret nor a trusted token issuer, the development token, which it
+// announces on stdout.
 func authTokens(cfg config.Config, stdout io.Writer) ([]config.Token, error) {
-	if len(cfg.Tokens) > 0 || cfg.JWTSecret != "" {
+	if len(cfg.Tokens) > 0 || cfg.JWTSecret != "" || cfg.OIDCIssuer != "" || cfg.JWKSURL != "" || cfg.JWTIssuers != "" {
 		return cfg.Tokens, nil
 	}
 	tok, err := devToken(cfg.DataDir)
@@ -229,6 +229,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		log.Info("tracing: exporting spans over OTLP")
 	}
 	health := &telemetry.Health{Store: st, Bus: b}
+	authn, stopAuth, err := newAuthenticator(ctx, cfg, tokens, health, log)
+	if err != nil {
+		return err
+	}
+	defer stopAuth()
 	tel := telemetry.New(telemetry.Config{TracerProvider: tracer, TenantLabels: cfg.MetricsTenantLabels, Health: health, ProcessMetrics: true})
 	tools, closeTools, err := newTools(ctx, cfg, log, tel)
 	if err != nil {
@@ -278,7 +283,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	api := httpapi.New(httpapi.Config{
-		Runs: runs, Tools: tools, Logger: log, Auth: auth.New(tokens, cfg.JWTSecret),
+		Runs: runs, Tools: tools, Logger: log, Auth: authn,
 		TenantHeader: cfg.TenantHeader, MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval,
 		HistoryLocation: cfg.HistoryLocation(), ChainHardLimit: cfg.ChainHardLimit, CORSOrigins: cfg.CORSOrigins,
 		Retrieval: parts.retrieval, Compactor: parts.compactor,

@@ -36,6 +36,14 @@ type Config struct {
 	Tokens []Token
 	// JWTSecret verifies HS256 JWTs carrying sub, tenant and exp (and role).
 	JWTSecret string
+	// OIDCIssuer, JWKSURL and the JWT… fields trust one OpenID provider;
+	// JWTIssuers (a JSON list, or a file's path) adds more. See oidc.go.
+	OIDCIssuer, JWKSURL, JWTIssuer, JWTAudience           string
+	JWTUserClaim, JWTTenantClaim, JWTTenant, JWTRoleClaim string
+	JWTAdminValue                                         string
+	JWTClockSkew                                          time.Duration
+	OIDCClientID, OIDCName, OIDCScopes                    string
+	JWTIssuers                                            string
 	// TenantHeader names the header that may name the tenant.
 	TenantHeader string
 	// CORSOrigins lists the browser origins (scheme://host[:port], exact and
@@ -259,6 +267,9 @@ func (c Config) Validate() error {
 		if err := o.check(&c); err != nil {
 			errs = append(errs, fmt.Errorf("%s (%s): %w", o.name, o.env, err))
 		}
+	}
+	if _, err := c.Issuers(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.LLM == LLMAnthropic && c.AnthropicAPIKey == "" {
 		errs = append(errs, errors.New("anthropic-api-key (ANTHROPIC_API_KEY): required with --llm anthropic"))

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentchat/agentchat/internal/auth"
 	"github.com/agentchat/agentchat/internal/bus/redisbus"
 	"github.com/agentchat/agentchat/internal/compaction"
 	"github.com/agentchat/agentchat/internal/engine"
@@ -88,6 +89,34 @@ var options = []option{
 		value: list(func(c *Config) *[]Token { return &c.Tokens }, parseToken, nil).shows("none: a development token")},
 	{name: "jwt-secret", env: "AGENTCHAT_JWT_SECRET", group: GroupAuth, secret: true, help: "HS256 secret (16 bytes or more) for JWTs carrying sub, tenant, exp and optionally role (admin or member)",
 		value: text(func(c *Config) *string { return &c.JWTSecret }, "", minLength(16))},
+	{name: "oidc-issuer", env: "AGENTCHAT_OIDC_ISSUER", group: GroupAuth, help: "OpenID provider whose tokens are trusted (RS256, ES256, EdDSA); its discovery document gives the key set, e.g. https://acme.eu.auth0.com/",
+		value: text(func(c *Config) *string { return &c.OIDCIssuer }, "", httpURL).shows("none")},
+	{name: "jwks-url", env: "AGENTCHAT_JWKS_URL", group: GroupAuth, help: "key set (JWKS) of a token issuer without discovery; needs --jwt-issuer",
+		value: text(func(c *Config) *string { return &c.JWKSURL }, "", httpURL).shows("none")},
+	{name: "jwt-issuer", env: "AGENTCHAT_JWT_ISSUER", group: GroupAuth, help: "the exact iss of the provider's tokens",
+		value: text(func(c *Config) *string { return &c.JWTIssuer }, "").shows("the OIDC issuer")},
+	{name: "jwt-audience", env: "AGENTCHAT_JWT_AUDIENCE", group: GroupAuth, help: "the aud every token of the provider must carry (required with an issuer)",
+		value: text(func(c *Config) *string { return &c.JWTAudience }, "").shows("none")},
+	{name: "jwt-user-claim", env: "AGENTCHAT_JWT_USER_CLAIM", group: GroupAuth, help: "claim naming the user",
+		value: text(func(c *Config) *string { return &c.JWTUserClaim }, auth.DefaultUserClaim)},
+	{name: "jwt-tenant-claim", env: "AGENTCHAT_JWT_TENANT_CLAIM", group: GroupAuth, help: "claim naming the tenant (a dotted path reads nested claims; a one-entry list works), e.g. org_id",
+		value: text(func(c *Config) *string { return &c.JWTTenantClaim }, auth.DefaultTenantClaim)},
+	{name: "jwt-tenant", env: "AGENTCHAT_JWT_TENANT", group: GroupAuth, help: "one fixed tenant for every token of the provider, instead of a claim",
+		value: text(func(c *Config) *string { return &c.JWTTenant }, "").shows("none: from the claim")},
+	{name: "jwt-role-claim", env: "AGENTCHAT_JWT_ROLE_CLAIM", group: GroupAuth, help: "claim naming the role, a string or a list such as roles or groups",
+		value: text(func(c *Config) *string { return &c.JWTRoleClaim }, auth.DefaultRoleClaim)},
+	{name: "jwt-admin-value", env: "AGENTCHAT_JWT_ADMIN_VALUE", group: GroupAuth, help: "the role claim's value (or list entry) that makes a tenant admin; anything else is a member",
+		value: text(func(c *Config) *string { return &c.JWTAdminValue }, auth.DefaultAdminValue)},
+	{name: "jwt-clock-skew", env: "AGENTCHAT_JWT_CLOCK_SKEW", group: GroupAuth, help: "leeway for the provider's exp, nbf and iat",
+		value: duration(func(c *Config) *time.Duration { return &c.JWTClockSkew }, auth.DefaultClockSkew, between(time.Duration(0), 5*time.Minute))},
+	{name: "oidc-client-id", env: "AGENTCHAT_OIDC_CLIENT_ID", group: GroupAuth, help: "public client (no secret) of the console's Sign in with the provider; its redirect URI is the console's URL",
+		value: text(func(c *Config) *string { return &c.OIDCClientID }, "").shows("none: pasted tokens only")},
+	{name: "oidc-name", env: "AGENTCHAT_OIDC_NAME", group: GroupAuth, help: "the provider's name on the console's sign-in button",
+		value: text(func(c *Config) *string { return &c.OIDCName }, "").shows("the issuer's host")},
+	{name: "oidc-scopes", env: "AGENTCHAT_OIDC_SCOPES", group: GroupAuth, help: "scopes the console asks for at sign-in",
+		value: text(func(c *Config) *string { return &c.OIDCScopes }, "openid profile email")},
+	{name: "jwt-issuers", env: "AGENTCHAT_JWT_ISSUERS", group: GroupAuth, help: "more trusted issuers, each with its own audience and claims: a JSON list, or the path of a file holding one (see docs/oidc.md)",
+		value: text(func(c *Config) *string { return &c.JWTIssuers }, "").shows("none")},
 	{name: "tenant-header", env: "TENANT_ID_HEADER", group: GroupAuth, help: "header that may name the tenant",
 		value: text(func(c *Config) *string { return &c.TenantHeader }, httpapi.DefaultTenantHeader)},
 

@@ -2,9 +2,11 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 
+	"github.com/agentchat/agentchat/internal/auth"
 	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/errcode"
 )
@@ -37,8 +39,15 @@ func (s *Server) authenticate(h http.Handler, queryToken bool) http.Handler {
 		if !ok && queryToken && r.Method == http.MethodGet && r.Header.Get("Authorization") == "" {
 			token = r.URL.Query().Get("access_token")
 		}
-		sc, err := s.auth.Authenticate(strings.TrimSpace(token))
+		sc, err := s.auth.AuthenticateContext(r.Context(), strings.TrimSpace(token))
 		if err != nil {
+			// A verified token that maps to no principal says which claim
+			// is missing (never the token); any other failure says nothing.
+			var ce *auth.ClaimError
+			if errors.As(err, &ce) {
+				writeError(w, r, s.log, apiErr(http.StatusUnauthorized, errcode.Unauthorized, "%s", ce.Error()))
+				return
+			}
 			writeError(w, r, s.log, apiErr(http.StatusUnauthorized, errcode.Unauthorized, "a valid bearer token is required"))
 			return
 		}

@@ -93,6 +93,9 @@ type options struct {
 	agents     bool
 	modelsFile string
 	getenv     func(string) string
+	// issuers are trusted OpenID providers (oidc_test.go), with keyOptions.
+	issuers    []auth.Issuer
+	keyOptions auth.KeyOptions
 }
 
 type env struct {
@@ -106,6 +109,7 @@ type env struct {
 	dbPath string
 	tel    *telemetry.Telemetry
 	agents *agent.Service
+	authn  *auth.Authenticator
 }
 
 // metricsToken reads GET /metrics on the test server.
@@ -186,7 +190,20 @@ func setup(t *testing.T, o options) *env {
 	}
 	runs := run.New(rc)
 	tokens, _ := config.ParseTokens("alice-token:acme:alice,bob-token:acme:bob,root-token:acme:root:admin,eve-token:evil:eve,mallory-token:evil:mallory:admin")
-	api := httpapi.New(httpapi.Config{Runs: runs, Tools: reg, Auth: auth.New(tokens, jwtSecret), PingInterval: o.ping, MaxBodyBytes: 64 << 10,
+	authn := auth.New(tokens, jwtSecret)
+	if len(o.issuers) > 0 {
+		if err := authn.Trust(o.issuers, o.keyOptions); err != nil {
+			t.Fatal(err)
+		}
+		health.Keys = func() []telemetry.KeyCheck {
+			var out []telemetry.KeyCheck
+			for _, k := range authn.KeyStatus() {
+				out = append(out, telemetry.KeyCheck{Issuer: k.Issuer, Status: k.Status, Keys: k.Keys, Error: k.Error})
+			}
+			return out
+		}
+	}
+	api := httpapi.New(httpapi.Config{Runs: runs, Tools: reg, Auth: authn, PingInterval: o.ping, MaxBodyBytes: 64 << 10,
 		CORSOrigins: o.corsOrigins, BodyTimeout: o.bodyTimeout, Retrieval: parts.retrieval, Compactor: parts.compactor,
 		Telemetry: tel, Health: health, MetricsToken: metricsToken, Agents: agents, Models: models})
 	srv := httptest.NewUnstartedServer(api)
@@ -196,7 +213,7 @@ func setup(t *testing.T, o options) *env {
 	}
 	srv.Start()
 	e := &env{t: t, url: srv.URL, client: &http.Client{Transport: validating{t, &http.Transport{}}}, store: st, runs: runs, api: api, srv: srv, dbPath: o.dbPath, tel: tel,
-		agents: agents}
+		agents: agents, authn: authn}
 	t.Cleanup(e.stop)
 	return e
 }

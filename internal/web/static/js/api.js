@@ -156,3 +156,10 @@ export async function launch(path, body) {
   await res.body?.cancel().catch(() => {});
   return ids;
 }
+
+/** providers lists the OpenID providers the console may sign in with (no token needed). */
+export async function providers() {
+  const res = await fetch('/v1/auth/providers');
+  if (!res.ok) throw await failure(res);
+  return (await res.json()).providers;
+}

@@ -11,7 +11,8 @@
 // deltas merged, and the id of the last one), so a reload redraws it and
 // reattaches with Last-Event-ID: nothing is drawn twice, nothing is missed.
 
-import { api, stream, launch, token, setToken, ApiError } from './api.js';
+import { api, stream, launch, token, setToken, providers, ApiError } from './api.js';
+import * as oidc from './oidc.js';
 import { h, $ } from './dom.js';
 import { t, lang, setLang, apply as applyLang, dateTime } from './i18n.js';
 import { RunView, framesFromMessages, toolLabel } from './run.js';
@@ -971,10 +972,53 @@ function wire() {
   window.addEventListener('hashchange', () => route().catch(fail));
 }
 
+// drawProviders offers "Sign in with <provider>" for each provider the
+// server trusts with a console client id; none leaves the pasted token alone.
+async function drawProviders() {
+  let list = [];
+  try {
+    list = await providers();
+  } catch {
+    // an older server or a network hiccup: the pasted token still works
+  }
+  const box = $('signin-providers');
+  box.replaceChildren(...list.map((p) => {
+    const b = h('button', { type: 'button', class: 'primary', 'data-issuer': p.issuer }, t('signin.with', { name: p.name }));
+    b.addEventListener('click', () => oidc.begin(p).catch((err) => signInFailed(p.name, err.message)));
+    return b;
+  }));
+  box.hidden = list.length === 0;
+  $('signin-or').hidden = list.length === 0;
+}
+
+function signInFailed(name, reason) {
+  $('signin-error').textContent = t('signin.providerFailed', { name, reason });
+  $('signin-error').hidden = false;
+}
+
+async function start() {
+  drawProviders();
+  window.addEventListener('langchange', () => drawProviders());
+  let tok = null;
+  try {
+    tok = await oidc.complete();
+  } catch (err) {
+    signOut();
+    signInFailed(err.provider ?? '', err.message);
+    return;
+  }
+  if (tok) {
+    signIn(tok).catch((err) => {
+      signOut();
+      signInFailed('', err instanceof ApiError ? err.message : t('signin.refused'));
+    });
+  } else if (token()) {
+    signIn(token()).catch(() => signOut(t('signin.saved')));
+  } else {
+    signOut();
+  }
+}
+
 applyLang();
 wire();
-if (token()) {
-  signIn(token()).catch(() => signOut(t('signin.saved')));
-} else {
-  signOut();
-}
+start();

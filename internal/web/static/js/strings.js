@@ -18,6 +18,9 @@ export const STRINGS = {
     'signin.refused': 'That token was not accepted.',
     'signin.expired': 'Your token is no longer accepted; sign in again.',
     'signin.saved': 'Sign in again: the saved token was not accepted.',
+    'signin.with': 'Sign in with {name}',
+    'signin.or': 'or paste a token',
+    'signin.providerFailed': 'Sign-in with {name} failed: {reason}',
 
     'nav.conversations': 'Conversations',
     'nav.chats': 'Chats',
@@ -271,6 +274,9 @@ export const STRINGS = {
     'signin.refused': '该令牌未被接受。',
     'signin.expired': '你的令牌已失效，请重新登录。',
     'signin.saved': '请重新登录：保存的令牌未被接受。',
+    'signin.with': '使用 {name} 登录',
+    'signin.or': '或粘贴令牌',
+    'signin.providerFailed': '使用 {name} 登录失败：{reason}',
 
     'nav.conversations': '对话列表',
     'nav.chats': '对话',
