@@ -158,6 +158,8 @@ type Store interface {
 	Knowledge
 	// Agents: agents, their versions and the tenants' settings (agent.go).
 	Agents
+	// Files: uploaded files' records (file.go).
+	Files
 
 	// Conversations.
 	CreateConversation(ctx context.Context, s chat.Scope, c chat.Conversation) (chat.Conversation, error)
