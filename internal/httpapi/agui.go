@@ -49,6 +49,21 @@ func (s *Server) aguiRun(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	stream := strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+	if len(in.Resume) == 0 {
+		// CopilotKit answers an on_interrupt event with forwardedProps.command.
+		entry, ok, err := in.CommandResume()
+		if err != nil {
+			return err
+		}
+		if ok {
+			if entry.InterruptID == "" && in.ThreadID != "" {
+				if entry.InterruptID, err = s.openInterrupt(r, in.ThreadID); err != nil {
+					return err
+				}
+			}
+			in.Resume = []agui.ResumeEntry{entry}
+		}
+	}
 	if len(in.Resume) > 0 {
 		return s.aguiResume(w, r, in, stream)
 	}
@@ -160,6 +175,30 @@ func (s *Server) aguiResume(w http.ResponseWriter, r *http.Request, in agui.RunA
 	}
 	s.serveStream(w, r, st, agui.NewContinuation(in.ThreadID, in.RunID, wait.Before))
 	return nil
+}
+
+// openInterrupt is the id of the confirmation a thread waits for, the
+// oldest when several are open: the one a resume that names none answers.
+func (s *Server) openInterrupt(r *http.Request, name string) (string, error) {
+	ctx, sc := r.Context(), scopeOf(r.Context())
+	thread, err := s.clientThread(ctx, sc, name)
+	if err != nil {
+		return "", err
+	}
+	pending, err := s.runs.Confirmations(ctx, sc, chat.ConfirmPending)
+	if err != nil {
+		return "", err
+	}
+	var open *chat.Confirmation
+	for i, c := range pending {
+		if c.ConversationID == thread && (open == nil || c.CreatedAt.Before(open.CreatedAt)) {
+			open = &pending[i]
+		}
+	}
+	if open == nil {
+		return "", apiErr(http.StatusNotFound, errcode.InterruptNotFound, "forwardedProps.command.resume answers an interrupt, but no confirmation is waiting in this thread")
+	}
+	return open.ID, nil
 }
 
 // aguiEvents streams a thread's AG-UI events in seed mode. With
