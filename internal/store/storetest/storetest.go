@@ -29,7 +29,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"MessageBumpsConversation", testMessageBumpsConversation},
 		{"RunOneActivePerConversation", testRunOneActive},
 		{"StartRun", testStartRun},
-		{"RunTraceRoundTrip", testRunTrace}, // trace.go
+		{"ConcurrentStarts", testConcurrentStarts}, // startmany.go
+		{"RunTraceRoundTrip", testRunTrace},        // trace.go
 		{"RunUpdateCompareAndSet", testRunUpdate},
 		{"RunUpdateFields", testRunUpdateFields}, // runupdate.go
 		{"ReplicaTerms", testReplicaTerms},
