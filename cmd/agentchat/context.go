@@ -8,6 +8,7 @@ import (
 	"github.com/agentchat/agentchat/internal/compaction"
 	"github.com/agentchat/agentchat/internal/config"
 	"github.com/agentchat/agentchat/internal/engine/local"
+	"github.com/agentchat/agentchat/internal/file"
 	"github.com/agentchat/agentchat/internal/llm"
 	"github.com/agentchat/agentchat/internal/llm/openai"
 	"github.com/agentchat/agentchat/internal/prompt"
@@ -23,6 +24,7 @@ type contextParts struct {
 	prompt    local.PromptSource
 	blobs     local.BlobStore
 	inline    int
+	files     *file.Service
 }
 
 func newContextParts(cfg config.Config, st store.Store, model llm.Model, log *slog.Logger) (contextParts, error) {
@@ -56,4 +58,7 @@ func (p contextParts) apply(c *local.Config) {
 		c.Retriever = p.retrieval
 	}
 	c.Prompt, c.Blobs, c.InlineBytes = p.prompt, p.blobs, p.inline
+	if p.files != nil {
+		c.Files = p.files
+	}
 }

@@ -252,10 +252,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("models-file (AGENTCHAT_MODELS_FILE): %w", err)
 	}
+	files, closeFiles, err := openFiles(ctx, cfg, st, log) // files.go
+	if err != nil {
+		return err
+	}
+	defer closeFiles()
 	parts, err := newContextParts(cfg, st, model, log)
 	if err != nil {
 		return err
 	}
+	parts.files = files
 	router, gateways, err := newRouter(cfg, model, tools, parts, log, tel)
 	if err != nil {
 		return err
@@ -270,6 +276,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		LeaseTTL: cfg.LeaseTTL, ReplicaID: replicaID(), Sole: mustKind(cfg) != "postgres", Compactor: parts.compactor,
 		MaxExecutions: cmp.Or(budget.Runs, cfg.MaxExecutingRuns),
 		Agents:        agents,
+		Files:         files,
 	})
 	readyCtx, cancelReady := context.WithTimeout(ctx, 60*time.Second)
 	err = runs.Ready(readyCtx)
@@ -287,7 +294,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		TenantHeader: cfg.TenantHeader, MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval,
 		HistoryLocation: cfg.HistoryLocation(), ChainHardLimit: cfg.ChainHardLimit, CORSOrigins: cfg.CORSOrigins,
 		Retrieval: parts.retrieval, Compactor: parts.compactor,
-		Telemetry: tel, Health: health, MetricsToken: cfg.MetricsToken, Agents: agents, Models: models,
+		Telemetry: tel, Health: health, MetricsToken: cfg.MetricsToken, Agents: agents, Models: models, Files: files,
 	})
 	srv := &http.Server{
 		Handler:           api,

@@ -95,17 +95,28 @@ func marshal(v any) json.RawMessage {
 	return b
 }
 
-// Part is one piece of a user message's content: text, or an image by URL
-// (https: or data:). A message's Parts hold a list of them as JSON.
+// Part is one piece of a user message's content: text, a stored file, or
+// (in messages older than files) an image by URL. A message's Parts hold a
+// list of them as JSON: stored messages reference files by id, never hold
+// their bytes.
 type Part struct {
-	Type     string `json:"type"` // PartText or PartImage
+	Type     string `json:"type"` // PartText, PartFile or PartImage
 	Text     string `json:"text,omitempty"`
 	ImageURL string `json:"imageUrl,omitempty"`
+	// A file part: the stored file's id, name, sniffed media type and size.
+	FileID    string `json:"fileId,omitempty"`
+	Name      string `json:"name,omitempty"`
+	MediaType string `json:"mediaType,omitempty"`
+	Size      int64  `json:"size,omitempty"`
+	// URL is, on a part arriving from a client only, where the file is (a
+	// data: or http(s) URL): the run service stores it and keeps the id.
+	URL string `json:"url,omitempty"`
 }
 
 // Part types.
 const (
 	PartText  = "text"
+	PartFile  = "file"
 	PartImage = "image_url"
 )
 
@@ -114,18 +125,21 @@ const (
 // says all.
 func Content(parts []Part) (string, json.RawMessage) {
 	var texts []string
-	images := false
+	other := false
 	for _, p := range parts {
 		switch p.Type {
 		case PartText:
 			texts = append(texts, p.Text)
-		case PartImage:
-			images = true
+		default:
+			other = true
 		}
 	}
 	text := strings.Join(texts, "\n")
-	if !images {
+	if !other {
 		return text, nil
 	}
 	return text, marshal(parts)
 }
+
+// ParseParts reads a message's Parts leniently: what is not a list reads as none.
+func ParseParts(raw json.RawMessage) []Part { return parse[[]Part](raw) }

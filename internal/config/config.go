@@ -54,6 +54,16 @@ type Config struct {
 
 	// MaxBodyBytes bounds request bodies.
 	MaxBodyBytes int64
+	// FileStorage is where uploaded files live: disk.
+	FileStorage string
+	// FileRetention is how long an unreferenced upload is kept.
+	FileRetention time.Duration
+	// FileMaxBytes is the largest upload (default 20 MiB).
+	FileMaxBytes int64
+	// FileTypes are the media types an upload may have (default file.DefaultTypes).
+	FileTypes []string
+	// FileTenantQuota bounds a tenant's file bytes (default 1 GiB; -1 none).
+	FileTenantQuota int64
 	// MaxInputChars bounds one user input.
 	MaxInputChars int
 	// PingInterval is the keep-alive period of every stream.
@@ -308,4 +318,12 @@ func (c Config) SQLitePath() string {
 		return p
 	}
 	return filepath.Join(c.DataDir, "agentchat.db")
+}
+
+// FileStorageKind is where uploaded files live: disk (the only backend so far).
+func (c Config) FileStorageKind() string {
+	if c.FileStorage == "" {
+		return "disk"
+	}
+	return c.FileStorage
 }

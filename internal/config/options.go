@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"mime"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/agentchat/agentchat/internal/engine"
 	"github.com/agentchat/agentchat/internal/engine/chain"
 	"github.com/agentchat/agentchat/internal/engine/openclaw"
+	"github.com/agentchat/agentchat/internal/file"
 	"github.com/agentchat/agentchat/internal/httpapi"
 	"github.com/agentchat/agentchat/internal/llm"
 	"github.com/agentchat/agentchat/internal/llm/scripted"
@@ -213,6 +215,10 @@ var options = []option{
 		value: duration(func(c *Config) *time.Duration { return &c.LeaseTTL }, run.DefaultLeaseTTL, atLeast(500*time.Millisecond))},
 	{name: "run-retention", env: "AGENTCHAT_RUN_RETENTION", group: GroupStorage, help: "how long finished runs and timelines are kept",
 		value: duration(func(c *Config) *time.Duration { return &c.RunRetention }, run.DefaultRunRetention, atLeast(time.Duration(0)))},
+	{name: "file-storage", env: "AGENTCHAT_FILE_STORAGE", group: GroupStorage, help: "where uploaded files' bytes live: disk (the data directory's files/); the S3 and PostgreSQL backends are not built yet",
+		value: text(func(c *Config) *string { return &c.FileStorage }, "disk", checkFileStorage)},
+	{name: "file-retention", env: "AGENTCHAT_FILE_RETENTION", group: GroupStorage, help: "how long an upload no message references is kept",
+		value: duration(func(c *Config) *time.Duration { return &c.FileRetention }, file.DefaultRetention, atLeast(time.Minute))},
 
 	// Limits
 	{name: "max-body-bytes", env: "AGENTCHAT_MAX_BODY_BYTES", group: GroupLimits, help: "request body limit in bytes",
@@ -229,6 +235,12 @@ var options = []option{
 		value: number(func(c *Config) *int { return &c.ChainHardLimit }, chain.DefaultHardLimit, atLeast(1))},
 	{name: "knowledge-max-bytes", env: "AGENTCHAT_KNOWLEDGE_MAX_BYTES", group: GroupLimits, help: "largest knowledge-base document in bytes; larger uploads get 413",
 		value: number(func(c *Config) *int { return &c.KnowledgeMaxBytes }, retrieval.DefaultMaxDocBytes, atLeast(1))},
+	{name: "file-max-bytes", env: "AGENTCHAT_FILE_MAX_BYTES", group: GroupLimits, help: "largest uploaded file in bytes; larger uploads get 413 before anything is stored",
+		value: number(func(c *Config) *int64 { return &c.FileMaxBytes }, file.DefaultMaxBytes, atLeast[int64](1))},
+	{name: "file-types", env: "AGENTCHAT_FILE_TYPES", group: GroupLimits, help: "media types an upload may have, comma-separated; the type is sniffed from the bytes, never taken from the client",
+		value: list(func(c *Config) *[]string { return &c.FileTypes }, parseMediaType, nil).shows(strings.Join(file.DefaultTypes, ", "))},
+	{name: "file-tenant-quota", env: "AGENTCHAT_FILE_TENANT_QUOTA", group: GroupLimits, help: "bytes of files one tenant may store; beyond it an upload gets 507; -1 for no limit",
+		value: number(func(c *Config) *int64 { return &c.FileTenantQuota }, file.DefaultTenantQuota, atLeast[int64](-1))},
 
 	// Observability
 	{name: "log-level", env: "AGENTCHAT_LOG_LEVEL", group: GroupObservability, help: "least severe level logged: debug, info, warn or error",
@@ -321,4 +333,20 @@ func parseAllow(s string, _ int) (string, error) {
 		return "", err
 	}
 	return s, nil
+}
+
+func checkFileStorage(s string) error {
+	if s == "" || s == "disk" {
+		return nil
+	}
+	return fmt.Errorf("want disk, not %q (the S3 and PostgreSQL file backends are not built yet)", s)
+}
+
+// parseMediaType reads one entry of a media type list: type/subtype, lower case.
+func parseMediaType(s string, _ int) (string, error) {
+	mt, params, err := mime.ParseMediaType(s)
+	if err != nil || len(params) > 0 || !strings.Contains(mt, "/") || strings.Contains(mt, "*") {
+		return "", fmt.Errorf("%q is not a media type (type/subtype, e.g. image/png)", s)
+	}
+	return mt, nil
 }

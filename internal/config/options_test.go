@@ -57,6 +57,8 @@ var samples = map[string]string{
 	"tool-confirm":    "http_get=always",
 	"http-get-allow":  "10.0.0.0/8",
 	"engine-fallback": "local",
+	"file-types":      "image/png",
+	"file-storage":    "disk",
 }
 
 func sample(t *testing.T, o option) string {

@@ -99,6 +99,24 @@ const (
 	AgentVersionNotFound = "agent_version_not_found"
 	// AgentsDisabled: the server runs without agents.
 	AgentsDisabled = "agents_disabled"
+	// FileNotFound: no such file of the caller's.
+	FileNotFound = "file_not_found"
+	// FilesDisabled: the server runs without file storage.
+	FilesDisabled = "files_disabled"
+)
+
+// Files refused (see package file).
+const (
+	// FileTooLarge: the file is over the size limit (413).
+	FileTooLarge = "file_too_large"
+	// UnsupportedFileType: the file's sniffed media type is not allowed (415),
+	// or the model cannot take it (422).
+	UnsupportedFileType = "unsupported_file_type"
+	// FileQuotaExceeded: the tenant's file storage is full (507).
+	FileQuotaExceeded = "file_quota_exceeded"
+	// FileURLRefused: a file URL a client gave cannot be fetched (a private
+	// address, a failure, a non-2xx answer) (422).
+	FileURLRefused = "file_url_refused"
 )
 
 // Conflicts with the state of a conversation, run or decision.

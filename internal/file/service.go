@@ -42,7 +42,10 @@ type Config struct {
 	Retention time.Duration
 	// TempDir holds uploads while they arrive; default os.TempDir().
 	TempDir string
-	Logger  *slog.Logger
+	// Fetch fetches the http(s) URLs clients give for files (FromURL); it
+	// must refuse private addresses (builtin.GuardedClient). Nil fetches none.
+	Fetch  *http.Client
+	Logger *slog.Logger
 }
 
 // Service uploads, reads and deletes files: records in the store, bytes

@@ -516,7 +516,7 @@ func TestAGUIImageInput(t *testing.T) {
 		t.Fatalf("stored %v", u)
 	}
 	e.apiError(req{method: "POST", path: "/api/v1/agent/runs", token: alice, body: input("t-img", "run-2", map[string]any{"id": "u2", "role": "user",
-		"content": []any{map[string]any{"type": "audio", "source": map[string]any{"type": "url", "value": "https://x/a.mp3"}}}})}, 422, "unsupported_content")
+		"content": []any{map[string]any{"type": "audio", "source": map[string]any{"type": "url", "value": "https://x/a.mp3"}}}})}, 422, "files_disabled")
 }
 
 func TestAGUIBadInput(t *testing.T) {

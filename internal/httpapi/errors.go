@@ -62,6 +62,9 @@ func toAPIError(err error, notFoundCode, what string) *Error {
 	var tooMany *run.TooManyRunsError
 	var ve *agent.ValidationError
 	var mismatch *run.AgentMismatchError
+	if fe := fileRefusal(err); fe != nil {
+		return fe
+	}
 	switch {
 	case errors.As(err, &ae):
 		return ae

@@ -96,6 +96,11 @@ type options struct {
 	// issuers are trusted OpenID providers (oidc_test.go), with keyOptions.
 	issuers    []auth.Issuer
 	keyOptions auth.KeyOptions
+	// files stores uploads and attachments on disk (files_test.go);
+	// fileMax and fetch are its size limit and URL client.
+	files   bool
+	fileMax int64
+	fetch   *http.Client
 }
 
 type env struct {
@@ -155,8 +160,13 @@ func setup(t *testing.T, o options) *env {
 	if o.tools != nil {
 		o.tools(reg)
 	}
+	files := testFiles(t, o, st)
+	lc := parts.local(local.Config{Model: tel.Model(o.model, "scripted", "scripted"), Tools: reg, MaxIterations: o.maxIterations})
+	if files != nil {
+		lc.Files = files
+	}
 	router := &engine.Router{Default: "local", Engines: map[string]engine.Engine{
-		"local": local.New(parts.local(local.Config{Model: tel.Model(o.model, "scripted", "scripted"), Tools: reg, MaxIterations: o.maxIterations})),
+		"local": local.New(lc),
 	}}
 	if o.engines != nil {
 		for name, eng := range o.engines(reg, router.Engines["local"]) {
@@ -184,6 +194,7 @@ func setup(t *testing.T, o options) *env {
 		Telemetry: tel, Sole: true, // one process over its store, as serve runs SQLite
 		MaxRunsPerTenant: o.maxRunsPerTenant,
 		MaxExecutions:    o.maxExecutions,
+		Files:            files,
 	}
 	if agents != nil {
 		rc.Agents = agents // a nil *agent.Service would be a non-nil interface
@@ -205,7 +216,7 @@ func setup(t *testing.T, o options) *env {
 	}
 	api := httpapi.New(httpapi.Config{Runs: runs, Tools: reg, Auth: authn, PingInterval: o.ping, MaxBodyBytes: 64 << 10,
 		CORSOrigins: o.corsOrigins, BodyTimeout: o.bodyTimeout, Retrieval: parts.retrieval, Compactor: parts.compactor,
-		Telemetry: tel, Health: health, MetricsToken: metricsToken, Agents: agents, Models: models})
+		Telemetry: tel, Health: health, MetricsToken: metricsToken, Agents: agents, Models: models, Files: files})
 	srv := httptest.NewUnstartedServer(api)
 	if o.budget.Bounded() {
 		srv.Listener = o.budget.Listen(srv.Listener)

@@ -47,7 +47,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	sc := scopeOf(r.Context())
-	started, err := s.runs.Start(r.Context(), sc, run.StartRequest{ConversationID: body.ConversationID, Input: body.Input, Title: body.Title, Engine: body.Engine,
+	started, err := s.runs.Start(r.Context(), sc, run.StartRequest{ConversationID: body.ConversationID, Input: body.Input, Parts: body.Parts(), Title: body.Title, Engine: body.Engine,
 		AgentID: body.AgentID, AgentVersion: body.AgentVersion}, true)
 	if err != nil {
 		return conversationErr(err)

@@ -19,6 +19,7 @@ import (
 	enginechain "github.com/agentchat/agentchat/internal/engine/chain"
 	"github.com/agentchat/agentchat/internal/errcode"
 	"github.com/agentchat/agentchat/internal/fdbudget"
+	"github.com/agentchat/agentchat/internal/file"
 	"github.com/agentchat/agentchat/internal/retrieval"
 	"github.com/agentchat/agentchat/internal/run"
 	"github.com/agentchat/agentchat/internal/telemetry"
@@ -69,6 +70,9 @@ type Config struct {
 	// them 404 agents_disabled.
 	Agents *agent.Service
 	Models *agent.Models
+	// Files serves the file API and attachments; nil answers its routes 404
+	// files_disabled.
+	Files *file.Service
 }
 
 // Server holds the handlers. Create it with New.
@@ -92,6 +96,7 @@ type Server struct {
 	metricsToken   string
 	agents         *agent.Service
 	models         *agent.Models
+	files          *file.Service
 
 	// closing is closed when the server begins to shut down, so streams end cleanly.
 	closing   chan struct{}
@@ -104,7 +109,7 @@ func New(cfg Config) *Server {
 		runs: cfg.Runs, auth: cfg.Auth, tools: cfg.Tools, log: cfg.Logger,
 		tenantHeader: cfg.TenantHeader, maxBody: cfg.MaxBodyBytes, bodyTimeout: cfg.BodyTimeout, ping: cfg.PingInterval, historyLoc: cfg.HistoryLocation,
 		chainHardLimit: cfg.ChainHardLimit, retrieval: cfg.Retrieval, compactor: cfg.Compactor,
-		tel: cfg.Telemetry, health: cfg.Health, metricsToken: cfg.MetricsToken, agents: cfg.Agents, models: cfg.Models,
+		tel: cfg.Telemetry, health: cfg.Health, metricsToken: cfg.MetricsToken, agents: cfg.Agents, models: cfg.Models, files: cfg.Files,
 		mux: http.NewServeMux(), closing: make(chan struct{}),
 	}
 	if s.log == nil {
@@ -171,8 +176,9 @@ func (s *Server) routes() {
 	// Chain stream (seed 003): chain.go.
 	stream("GET /v1/chain/stream", s.chainStream)
 	api("POST /v1/chain/stream", s.chainStream)
-	s.contextRoutes(api) // knowledge.go
-	s.agentRoutes(api)   // agents.go
+	s.contextRoutes(api)      // knowledge.go
+	s.agentRoutes(api)        // agents.go
+	s.fileRoutes(api, stream) // files.go
 }
 
 // wrap renders a handler's error. Before the handler, it answers 404 for a
@@ -219,6 +225,8 @@ func pathIDs(pattern string) []pathID {
 			e = notFound(errcode.ThreadNotFound, "thread")
 		case name == "agentId":
 			e = notFound(errcode.AgentNotFound, "agent")
+		case name == "fileId":
+			e = notFound(errcode.FileNotFound, "file")
 		case name == "id" && strings.Contains(pattern, "/confirmations/"):
 			e = notFound(errcode.ConfirmationNotFound, "confirmation")
 		case name == "id":
@@ -263,7 +271,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			slog.Duration("duration", time.Since(start)), slog.String("tenant", tenant)) // request_id: telemetry.LogHandler
 	}()
 	if r.Body != nil && r.Body != http.NoBody {
-		r.Body = http.MaxBytesReader(rec, r.Body, s.maxBody)
+		r.Body = http.MaxBytesReader(rec, r.Body, s.bodyLimit(pattern))
 		// The body must arrive in time; readBody lifts the deadline once it
 		// has, so a stream answering the request is not cut by it.
 		rc := http.NewResponseController(rec)

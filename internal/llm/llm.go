@@ -21,12 +21,32 @@ const (
 	RoleTool      Role = "tool"
 )
 
-// Part is one piece of a multi-part user message: text or an image by URL.
+// Part is one piece of a multi-part user message: text, an image by URL,
+// or an attached file's bytes.
 type Part struct {
-	Type     string `json:"type"` // "text" or "image_url"
+	Type     string `json:"type"` // PartText, PartImageURL, PartImage or PartDocument
 	Text     string `json:"text,omitempty"`
 	ImageURL string `json:"imageUrl,omitempty"`
+	// Name is an attached file's name: set on an image or document part,
+	// and on a text part holding a text file's contents.
+	Name string `json:"name,omitempty"`
+	// MediaType and Data are an image's or a document's bytes.
+	MediaType string `json:"mediaType,omitempty"`
+	Data      []byte `json:"data,omitempty"`
 }
+
+// Part types. A PartDocument is a PDF: adapters send it as the provider's
+// document input (Anthropic document blocks, OpenAI file parts); its Text,
+// when set, is the text extracted from it, for models that read no PDFs.
+const (
+	PartText     = "text"
+	PartImageURL = "image_url"
+	PartImage    = "image"
+	PartDocument = "document"
+	// PartFile is a stored file not yet loaded (FileID in Text); engines
+	// replace it before a call, and adapters refuse it.
+	PartFile = "file"
+)
 
 // ToolCall is a complete tool call requested by the model.
 type ToolCall struct {

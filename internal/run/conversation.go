@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -67,7 +68,16 @@ func (s *Service) DeleteConversation(ctx context.Context, sc chat.Scope, id stri
 			return err
 		}
 	}
-	return s.st.DeleteConversation(ctx, sc, id)
+	if err := s.st.DeleteConversation(ctx, sc, id); err != nil {
+		return err
+	}
+	if s.cfg.Files != nil {
+		// The files only this conversation referenced go with it.
+		if _, err := s.cfg.Files.Sweep(ctx, time.Now()); err != nil {
+			s.log.WarnContext(ctx, "file sweep after deleting a conversation", "err", err)
+		}
+	}
+	return nil
 }
 
 // HistoryRead is what a client loading a thread's stored messages needs to

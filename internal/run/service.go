@@ -20,6 +20,7 @@ import (
 	"github.com/agentchat/agentchat/internal/engine"
 	"github.com/agentchat/agentchat/internal/errcode"
 	"github.com/agentchat/agentchat/internal/event"
+	"github.com/agentchat/agentchat/internal/file"
 	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/telemetry"
 )
@@ -100,6 +101,9 @@ type Config struct {
 	// Agents resolves the agent version each run executes (package agent);
 	// nil runs every run on the engine's own configuration, naming no agent.
 	Agents Agents
+	// Files stores the files messages attach (attach.go) and sweeps those
+	// no conversation references; nil refuses attachments.
+	Files *file.Service
 }
 
 // Agents resolves agent versions for runs (package agent implements it).
@@ -337,6 +341,20 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 		return Started{}, err
 	}
 
+	var fileIDs []string
+	if len(req.Parts) > 0 {
+		model := ""
+		if ag != nil {
+			model = ag.ModelName
+		}
+		parts, ids, err := s.attach(sctx, sc, chat.ParseParts(req.Parts), model)
+		if err != nil {
+			return Started{}, err
+		}
+		_, req.Parts = chat.Content(parts)
+		fileIDs = ids
+	}
+
 	// The run's span begins before the run is stored: the row names its trace.
 	tel := s.cfg.Telemetry.NewRun(ctx)
 	in := store.RunStart{
@@ -375,6 +393,11 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 		return Started{}, err
 	}
 	tel.Bind(started.Run)
+	if err := s.st.ReferenceFiles(sctx, sc, started.Conversation.ID, fileIDs); err != nil {
+		tel.Abort(err)
+		s.abandon(started.Run, err)
+		return Started{}, err
+	}
 	out := Started{Run: started.Run, Conversation: started.Conversation, Created: in.NewConversation != nil}
 	r, conv, last, userMsg := started.Run, started.Conversation, started.LastSeq, started.Message
 	for _, m := range extra {
@@ -826,6 +849,13 @@ func (s *Service) sweepLoop() {
 		s.sweep(now)
 		if now.Sub(lastRetention) > time.Hour {
 			lastRetention = now
+			if s.cfg.Files != nil {
+				if n, err := s.cfg.Files.Sweep(s.ctx, now); err != nil {
+					s.log.Warn("file retention", "err", err)
+				} else if n > 0 {
+					s.log.Info("retention removed unreferenced files", "files", n)
+				}
+			}
 			if n, err := s.st.DeleteRunsEndedBefore(s.ctx, now.Add(-s.cfg.RunRetention)); err != nil {
 				s.log.Warn("retention", "err", err)
 			} else if n > 0 {

@@ -2,6 +2,7 @@ package agui
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"strings"
 
@@ -269,8 +270,11 @@ func decision(i int, e ResumeEntry) (chat.Decision, error) {
 	return d, nil
 }
 
-// contentParts reads a message's content: a string, or AG-UI parts of which
-// text and images (by URL or inline data) are understood.
+// contentParts reads a message's content: a string, or AG-UI parts: text,
+// and files in AG-UI 1.0's image, audio, video and document parts or the
+// older binary part. A file part keeps its URL (a data: URL for inline
+// data) for the run service to store, or names a stored file by its
+// content route.
 func contentParts(raw json.RawMessage) ([]chat.Part, error) {
 	var text string
 	if json.Unmarshal(raw, &text) == nil {
@@ -288,47 +292,60 @@ func contentParts(raw json.RawMessage) ([]chat.Part, error) {
 			t, _ := p["text"].(string)
 			out = append(out, chat.Part{Type: chat.PartText, Text: t})
 			continue
-		case "image", "binary":
-			if u := imageURL(p); u != "" {
-				out = append(out, chat.Part{Type: chat.PartImage, ImageURL: u})
+		case "image", "audio", "video", "document", "binary":
+			if fp, ok := filePart(p); ok {
+				out = append(out, fp)
 				continue
 			}
+			return nil, dialect.Unusable(errcode.UnsupportedContent, "a %s part needs a source with a url, or data and its mimeType", typ)
 		}
-		return nil, dialect.Unusable(errcode.UnsupportedContent, "content parts of type %q are not supported; send text and images", typ)
+		return nil, dialect.Unusable(errcode.UnsupportedContent, "content parts of type %q are not supported; send text and files", typ)
 	}
 	return out, nil
 }
 
-// imageURL reads an image part: AG-UI 1.0's {type:"image", source:{type:
-// "url"|"data", value, mimeType}} or the older {type:"binary", mimeType,
-// url|data}. Inline data becomes a data: URL.
-func imageURL(p map[string]any) string {
+// filePart reads a file part: AG-UI 1.0's {type:"image"|"audio"|"video"|
+// "document", source:{type:"url"|"data", value, mimeType}} or the older
+// {type:"binary", mimeType, url|data|id, filename}. Inline data becomes a
+// data: URL.
+func filePart(p map[string]any) (chat.Part, bool) {
 	str := func(m map[string]any, k string) string { s, _ := m[k].(string); return s }
+	fp := chat.Part{Type: chat.PartFile, Name: str(p, "filename")}
+	var u string
 	if src, ok := p["source"].(map[string]any); ok {
+		fp.MediaType = str(src, "mimeType")
 		switch str(src, "type") {
 		case "url":
-			return str(src, "value")
+			u = str(src, "value")
 		case "data":
-			if v, mt := str(src, "value"), str(src, "mimeType"); v != "" && strings.HasPrefix(mt, "image/") {
-				return "data:" + mt + ";base64," + v
+			if v := str(src, "value"); v != "" {
+				u = "data:" + cmp.Or(fp.MediaType, "application/octet-stream") + ";base64," + v
 			}
 		}
-		return ""
+	} else {
+		fp.MediaType = str(p, "mimeType")
+		switch {
+		case str(p, "url") != "":
+			u = str(p, "url")
+		case str(p, "data") != "":
+			u = "data:" + cmp.Or(fp.MediaType, "application/octet-stream") + ";base64," + str(p, "data")
+		}
 	}
-	mt := str(p, "mimeType")
-	if mt != "" && !strings.HasPrefix(mt, "image/") {
-		return ""
+	if u == "" {
+		return chat.Part{}, false
 	}
-	if u := str(p, "url"); u != "" {
-		return u
+	if id, ok := dialect.FileIDOf(u); ok {
+		fp.FileID = id
+	} else if strings.HasPrefix(fp.MediaType, "image/") || p["type"] == "image" {
+		// An image by URL, as before files: the run service stores it when
+		// the server stores files.
+		return chat.Part{Type: chat.PartImage, ImageURL: u}, true
+	} else {
+		fp.URL = u
 	}
-	if d := str(p, "data"); d != "" && mt != "" {
-		return "data:" + mt + ";base64," + d
-	}
-	return ""
+	return fp, true
 }
 
-// jsonObject decodes raw as a JSON object; ok is false for anything else.
 func jsonObject(raw json.RawMessage) (map[string]any, bool) {
 	var m map[string]any
 	if len(bytes.TrimSpace(raw)) == 0 || json.Unmarshal(raw, &m) != nil || m == nil {

@@ -24,6 +24,26 @@ type ChatRequest struct {
 	// AgentVersion pins one of its versions (0: the published one).
 	AgentID      string `json:"agentId"`
 	AgentVersion int    `json:"agentVersion"`
+	// Attachments are ids of files uploaded first (POST /v1/files) that
+	// the message attaches.
+	Attachments []string `json:"attachments"`
+}
+
+// MaxAttachments bounds the files one message attaches.
+const MaxAttachments = 20
+
+// Parts is the message's multi-part form: its text, then its attachments
+// as file parts; nil without attachments.
+func (r ChatRequest) Parts() json.RawMessage {
+	if len(r.Attachments) == 0 {
+		return nil
+	}
+	parts := []chat.Part{{Type: chat.PartText, Text: r.Input}}
+	for _, id := range r.Attachments {
+		parts = append(parts, chat.Part{Type: chat.PartFile, FileID: id})
+	}
+	_, raw := chat.Content(parts)
+	return raw
 }
 
 // Agent is the agent the request names.
@@ -39,8 +59,16 @@ func DecodeChatRequest(body []byte) (ChatRequest, error) {
 	if err := dialect.DecodeJSON(body, &r, dialect.Strict, false); err != nil {
 		return ChatRequest{}, err
 	}
-	if strings.TrimSpace(r.Input) == "" {
+	if strings.TrimSpace(r.Input) == "" && len(r.Attachments) == 0 {
 		return ChatRequest{}, dialect.Unusable(errcode.InvalidInput, "field \"input\" is required")
+	}
+	if len(r.Attachments) > MaxAttachments {
+		return ChatRequest{}, dialect.Unusable(errcode.InvalidField, "a message attaches at most %d files", MaxAttachments)
+	}
+	for _, id := range r.Attachments {
+		if strings.TrimSpace(id) == "" {
+			return ChatRequest{}, dialect.Unusable(errcode.InvalidField, "field \"attachments\" holds file ids")
+		}
 	}
 	if err := dialect.CheckAgentRef(r.Agent(), "agentId", "agentVersion"); err != nil {
 		return ChatRequest{}, err

@@ -47,6 +47,7 @@ type RequestPart struct {
 	Type       string    `json:"type"`
 	Text       string    `json:"text"`
 	MediaType  string    `json:"mediaType"`
+	Filename   string    `json:"filename"`
 	URL        string    `json:"url"`
 	ToolCallID string    `json:"toolCallId"`
 	State      string    `json:"state"`
@@ -222,14 +223,23 @@ func (r Request) NewInput() (string, json.RawMessage, error) {
 		switch {
 		case p.Type == "text":
 			parts = append(parts, chat.Part{Type: chat.PartText, Text: p.Text})
-		case p.Type == "file" && strings.HasPrefix(p.MediaType, "image/") && p.URL != "":
-			parts = append(parts, chat.Part{Type: chat.PartImage, ImageURL: p.URL})
+		case p.Type == "file" && p.URL != "":
+			// Stored as a file on arrival (the run service): a data: URL's
+			// bytes, an http(s) URL fetched once, or a file of the caller's
+			// by its content route.
+			fp := chat.Part{Type: chat.PartFile, Name: p.Filename, MediaType: p.MediaType}
+			if id, ok := dialect.FileIDOf(p.URL); ok {
+				fp.FileID = id
+			} else {
+				fp.URL = p.URL
+			}
+			parts = append(parts, fp)
 		case p.Type == "file":
-			return "", nil, dialect.Unusable(errcode.UnsupportedPart, "only image files can be attached, not %q", p.MediaType)
+			return "", nil, dialect.Unusable(errcode.UnsupportedPart, "a file part needs its url (a data: URL, an http(s) URL, or a file's content route)")
 		}
 	}
 	input, raw := chat.Content(parts)
-	if strings.TrimSpace(input) == "" {
+	if strings.TrimSpace(input) == "" && raw == nil {
 		return "", nil, dialect.Unusable(errcode.InvalidInput, "the last user message has no text")
 	}
 	return input, raw, nil

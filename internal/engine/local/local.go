@@ -36,6 +36,9 @@ type Config struct {
 	// line and its message keeps {"_ref": id}. Zero InlineBytes keeps all inline.
 	Blobs       BlobStore
 	InlineBytes int
+	// Files reads the files user messages attach (files.go); nil shows the
+	// model a note in place of each.
+	Files FileReader
 }
 
 // Agent is the local engine. It is safe for concurrent runs.
@@ -50,6 +53,7 @@ type Agent struct {
 	prompt      PromptSource
 	blobs       BlobStore
 	inlineBytes int
+	files       FileReader
 }
 
 var _ engine.Engine = (*Agent)(nil)
@@ -59,7 +63,7 @@ func New(cfg Config) *Agent {
 	return &Agent{
 		model: cfg.Model, tools: cfg.Tools, maxIter: cmp.Or(max(cfg.MaxIterations, 0), engine.DefaultMaxIterations), system: cfg.SystemPrompt,
 		log:       cmpLogger(cfg.Logger),
-		retriever: cfg.Retriever, prompt: cfg.Prompt, blobs: cfg.Blobs, inlineBytes: cfg.InlineBytes,
+		retriever: cfg.Retriever, prompt: cfg.Prompt, blobs: cfg.Blobs, inlineBytes: cfg.InlineBytes, files: cfg.Files,
 	}
 }
 
@@ -136,6 +140,7 @@ func (a *Agent) Execute(ctx context.Context, t engine.Task, h engine.Host) engin
 		}
 	}
 	msgs := BuildContext(r.systemPrompt(), t.History)
+	msgs = r.loadFiles(ctx, msgs) // files.go
 	if t.Resume == nil {
 		msgs = r.retrieve(ctx, msgs) // context.go
 	}
@@ -553,10 +558,7 @@ func BuildContext(system string, history []chat.Message) []llm.Message {
 			flush()
 			msg := llm.Message{Role: llm.RoleUser, Content: m.Content}
 			if len(m.Parts) > 0 {
-				var parts []llm.Part
-				if json.Unmarshal(m.Parts, &parts) == nil && len(parts) > 0 {
-					msg.Parts = parts
-				}
+				msg.Parts = modelParts(chat.ParseParts(m.Parts))
 			}
 			out = append(out, msg)
 		case chat.RoleAssistant:

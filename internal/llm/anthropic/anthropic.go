@@ -42,6 +42,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -257,6 +258,14 @@ func userBlocks(msg llm.Message) ([]sdk.ContentBlockParamUnion, error) {
 			}
 		case "image_url":
 			blocks = append(blocks, sdk.NewImageBlock(sdk.URLImageSourceParam{URL: part.ImageURL}))
+		case llm.PartImage:
+			blocks = append(blocks, sdk.NewImageBlockBase64(part.MediaType, base64.StdEncoding.EncodeToString(part.Data)))
+		case llm.PartDocument:
+			doc := sdk.NewDocumentBlock(sdk.Base64PDFSourceParam{Data: base64.StdEncoding.EncodeToString(part.Data)})
+			if part.Name != "" {
+				doc.OfDocument.Title = param.NewOpt(part.Name)
+			}
+			blocks = append(blocks, doc)
 		default:
 			return nil, fmt.Errorf("unknown part type %q", part.Type)
 		}

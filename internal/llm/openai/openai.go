@@ -39,6 +39,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -220,6 +221,12 @@ func message(msg llm.Message) (sdk.ChatCompletionMessageParamUnion, error) {
 				parts = append(parts, sdk.TextContentPart(part.Text))
 			case "image_url":
 				parts = append(parts, sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: part.ImageURL}))
+			case llm.PartImage:
+				parts = append(parts, sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: dataURL(part)}))
+			case llm.PartDocument:
+				f := sdk.ChatCompletionContentPartFileFileParam{FileData: sdk.String(dataURL(part))}
+				f.Filename = sdk.String(cmp.Or(part.Name, "document.pdf"))
+				parts = append(parts, sdk.FileContentPart(f))
 			default:
 				return sdk.ChatCompletionMessageParamUnion{}, fmt.Errorf("unknown part type %q", part.Type)
 			}
@@ -247,6 +254,12 @@ func message(msg llm.Message) (sdk.ChatCompletionMessageParamUnion, error) {
 		return sdk.ToolMessage(msg.Content, msg.ToolCallID), nil
 	}
 	return sdk.ChatCompletionMessageParamUnion{}, fmt.Errorf("unknown role %q", msg.Role)
+}
+
+// dataURL is an attached file's bytes as the data: URL OpenAI's image_url
+// and file_data take.
+func dataURL(p llm.Part) string {
+	return "data:" + p.MediaType + ";base64," + base64.StdEncoding.EncodeToString(p.Data)
 }
 
 // decoder is the adapter's decode step (see package stream): it turns

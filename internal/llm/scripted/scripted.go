@@ -267,23 +267,34 @@ func (m *Model) script(req llm.Request) ([]step, error) {
 
 func (m *Model) plainAnswer(msg llm.Message, missing []string) string {
 	text := strings.TrimSpace(textOf(msg))
-	images := 0
+	images, docs := 0, 0
 	for _, p := range msg.Parts {
-		if p.Type == "image_url" {
+		switch {
+		case p.Type == llm.PartImageURL, p.Type == llm.PartImage:
 			images++
+		case p.Type == llm.PartDocument, p.Type == llm.PartText && p.Name != "":
+			docs++
 		}
 	}
+	var with []string
+	if images > 0 {
+		with = append(with, plural(images, "image"))
+	}
+	if docs > 0 {
+		with = append(with, plural(docs, "document"))
+	}
+	attached := strings.Join(with, " and ")
 	var b strings.Builder
 	b.WriteString("I'm agentchat's offline demo model, so I can't really think, but ")
 	switch {
-	case text == "" && images == 0:
+	case text == "" && attached == "":
 		b.WriteString("I received an empty message.")
 	case text == "":
-		fmt.Fprintf(&b, "I received your message with %s.", plural(images, "image"))
+		fmt.Fprintf(&b, "I received your message with %s.", attached)
 	default:
 		b.WriteString("I received your message")
-		if images > 0 {
-			fmt.Fprintf(&b, " with %s", plural(images, "image"))
+		if attached != "" {
+			fmt.Fprintf(&b, " with %s", attached)
 		}
 		fmt.Fprintf(&b, ": %q.", clip(oneLine(text), 200))
 	}
@@ -641,7 +652,7 @@ func textOf(m llm.Message) string {
 	}
 	var parts []string
 	for _, p := range m.Parts {
-		if p.Type == "text" {
+		if p.Type == llm.PartText && p.Name == "" { // a text file's text is not the message's
 			parts = append(parts, p.Text)
 		}
 	}

@@ -62,6 +62,19 @@ type httpGet struct {
 }
 
 func newHTTPGet(cfg HTTPGetConfig) (*httpGet, error) {
+	client, err := GuardedClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &httpGet{client: client, maxBytes: cmp.Or(cfg.MaxBytes, DefaultHTTPGetMaxBytes), timeout: cmp.Or(cfg.Timeout, DefaultHTTPGetTimeout)}, nil
+}
+
+// GuardedClient is http_get's HTTP client: no proxy, redirects bounded and
+// kept to http and https, and every connection vetted by the SSRF guard
+// (loopback, private, link-local and other internal addresses refused,
+// unless cfg.Allow exempts them). Whatever fetches a URL a client or a
+// model chose uses it: the file service fetching attachments does.
+func GuardedClient(cfg HTTPGetConfig) (*http.Client, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -100,7 +113,7 @@ func newHTTPGet(cfg HTTPGetConfig) (*httpGet, error) {
 			return nil
 		},
 	}
-	return &httpGet{client: client, maxBytes: cmp.Or(cfg.MaxBytes, DefaultHTTPGetMaxBytes), timeout: timeout}, nil
+	return client, nil
 }
 
 func (h *httpGet) Spec() tool.Spec {
