@@ -21,8 +21,10 @@ import (
 	"github.com/agentchat/agentchat/internal/fdbudget"
 	"github.com/agentchat/agentchat/internal/retrieval"
 	"github.com/agentchat/agentchat/internal/run"
+	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/telemetry"
 	"github.com/agentchat/agentchat/internal/tool"
+	"github.com/agentchat/agentchat/internal/usage"
 )
 
 // Defaults of Config.
@@ -69,6 +71,10 @@ type Config struct {
 	// them 404 agents_disabled.
 	Agents *agent.Service
 	Models *agent.Models
+	// Usage answers GET /v1/usage (the store); nil answers it 404.
+	Usage store.Usage
+	// Limits are the limits GET /v1/usage/limits shows; nil shows none.
+	Limits *usage.Limits
 }
 
 // Server holds the handlers. Create it with New.
@@ -92,6 +98,8 @@ type Server struct {
 	metricsToken   string
 	agents         *agent.Service
 	models         *agent.Models
+	usage          store.Usage
+	limits         *usage.Limits
 
 	// closing is closed when the server begins to shut down, so streams end cleanly.
 	closing   chan struct{}
@@ -105,6 +113,7 @@ func New(cfg Config) *Server {
 		tenantHeader: cfg.TenantHeader, maxBody: cfg.MaxBodyBytes, bodyTimeout: cfg.BodyTimeout, ping: cfg.PingInterval, historyLoc: cfg.HistoryLocation,
 		chainHardLimit: cfg.ChainHardLimit, retrieval: cfg.Retrieval, compactor: cfg.Compactor,
 		tel: cfg.Telemetry, health: cfg.Health, metricsToken: cfg.MetricsToken, agents: cfg.Agents, models: cfg.Models,
+		usage: cfg.Usage, limits: cfg.Limits,
 		mux: http.NewServeMux(), closing: make(chan struct{}),
 	}
 	if s.log == nil {
@@ -173,6 +182,7 @@ func (s *Server) routes() {
 	api("POST /v1/chain/stream", s.chainStream)
 	s.contextRoutes(api) // knowledge.go
 	s.agentRoutes(api)   // agents.go
+	s.usageRoutes(api)   // usage.go
 }
 
 // wrap renders a handler's error. Before the handler, it answers 404 for a

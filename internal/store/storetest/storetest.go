@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -69,6 +70,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"RacingAgentVersionsOneWinner", testRacingAgentVersions},
 		{"TenantSettings", testTenantSettings},
 		{"ConversationAndRunAgents", testConversationAndRunAgents},
+		{"UsageRecords", testUsageRecords}, // usage.go
+		{"QuotaLimits", testQuotaLimits},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -352,7 +355,7 @@ func testRunUpdate(t *testing.T, s store.Store) {
 		Status: chat.RunFailed, Error: &event.ErrorInfo{Code: "llm_unavailable", Message: "down"}, Usage: &usage, EndedAt: &end,
 	}))
 	got := must[chat.Run](t)(s.GetRun(ctx(t), alice, r.ID))
-	if got.Status != chat.RunFailed || got.Error == nil || got.Error.Code != "llm_unavailable" || got.Usage != usage ||
+	if got.Status != chat.RunFailed || got.Error == nil || got.Error.Code != "llm_unavailable" || !reflect.DeepEqual(got.Usage, usage) ||
 		got.EndedAt == nil || !got.EndedAt.Equal(*fin.EndedAt) || string(got.State) != string(state) {
 		t.Fatalf("stored run %+v", got)
 	}
