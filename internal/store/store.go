@@ -164,6 +164,8 @@ type Store interface {
 	Agents
 	// Usage: the usage records of ended runs (usage.go).
 	Usage
+	// Files: uploaded files' records (file.go).
+	Files
 
 	// Conversations.
 	CreateConversation(ctx context.Context, s chat.Scope, c chat.Conversation) (chat.Conversation, error)
