@@ -39,6 +39,7 @@ import (
 	"github.com/agentchat/agentchat/internal/tool"
 	"github.com/agentchat/agentchat/internal/tool/builtin"
 	"github.com/agentchat/agentchat/internal/tool/mcptool"
+	usagelimits "github.com/agentchat/agentchat/internal/usage"
 )
 
 // errHelp: the command printed its help as asked (exit status 0).
@@ -270,6 +271,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Engines: slices.Sorted(maps.Keys(router.Engines)), Gateways: gateways, Logger: log})
 	defer agents.Close()
 
+	limits, err := usagelimits.New(usagelimits.Config{Path: cfg.EngineConfig, Logger: log, Defaults: usagelimits.Policy{
+		RunsPerMinute: cfg.RunsPerMinute, TokensPerDay: cfg.TokensPerDay, TokensPerMonth: cfg.TokensPerMonth, CostPerMonth: cfg.CostPerMonth,
+	}})
+	if err != nil {
+		return fmt.Errorf("engine-config (AGENTCHAT_ENGINE_CONFIG): %w", err)
+	}
 	runs := run.New(run.Config{
 		Store: tel.Store(st), Bus: tel.Bus(b), Logger: log, Engine: router, Telemetry: tel,
 		ConfirmTTL: cfg.ConfirmTTL, RunRetention: cfg.RunRetention, MaxInputChars: cfg.MaxInputChars, MaxRunsPerTenant: cfg.MaxRunsPerTenant,
@@ -277,6 +284,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		MaxExecutions: cmp.Or(budget.Runs, cfg.MaxExecutingRuns),
 		Agents:        agents,
 		Files:         files,
+		Limits:        limits,
 	})
 	readyCtx, cancelReady := context.WithTimeout(ctx, 60*time.Second)
 	err = runs.Ready(readyCtx)
@@ -295,6 +303,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		HistoryLocation: cfg.HistoryLocation(), ChainHardLimit: cfg.ChainHardLimit, CORSOrigins: cfg.CORSOrigins,
 		Retrieval: parts.retrieval, Compactor: parts.compactor,
 		Telemetry: tel, Health: health, MetricsToken: cfg.MetricsToken, Agents: agents, Models: models, Files: files,
+		Usage: st, Limits: limits,
 	})
 	srv := &http.Server{
 		Handler:           api,

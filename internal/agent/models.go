@@ -67,6 +67,11 @@ type ModelEntry struct {
 	ContextWindow int `json:"contextWindow,omitempty"`
 	// Tenants, when set, are the only tenants that may use the model.
 	Tenants []string `json:"tenants,omitempty"`
+	// Price, when set, is what the model's tokens cost per million
+	// ({"input": 2.5, "cachedInput": 1.25, "output": 10, "currency": "USD"});
+	// each call's cost is computed with the price of its time, so a later
+	// change does not rewrite the usage already recorded.
+	Price *llm.Price `json:"price,omitempty"`
 }
 
 // ModelInfo is what clients may know of a model: never its URL or key.
@@ -110,6 +115,9 @@ func BuildModel(e ModelEntry, key string, o ModelOptions) (llm.Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Every call ends with its usage, priced: the provider's, or an
+	// estimate where it reports none.
+	m = llm.Metered(m, e.Provider, cmp.Or(e.Model, e.Provider), e.Price)
 	if o.Observe != nil {
 		m = o.Observe(m, e.Provider, cmp.Or(e.Model, e.Provider))
 	}
@@ -118,6 +126,8 @@ func BuildModel(e ModelEntry, key string, o ModelOptions) (llm.Model, error) {
 
 // modelName is what a models file may call a model: a name an agent's
 // definition and a URL can carry as they are.
+var currency = regexp.MustCompile(`^[A-Z]{3}$`)
+
 var modelName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$`)
 
 // model is one usable model of a loaded file.
@@ -299,6 +309,14 @@ func (m *Models) build(name string, e ModelEntry) (*model, error) {
 	}
 	if e.ContextWindow < 0 {
 		return nil, errors.New(`"contextWindow" must not be negative`)
+	}
+	if p := e.Price; p != nil {
+		if p.Input < 0 || p.CachedInput < 0 || p.Output < 0 {
+			return nil, errors.New(`"price" must not be negative`)
+		}
+		if p.Currency != "" && !currency.MatchString(p.Currency) {
+			return nil, errors.New(`"price.currency" is a three-letter ISO 4217 code such as USD`)
+		}
 	}
 	key := ""
 	if e.APIKeyEnv != "" {

@@ -75,6 +75,13 @@ type Config struct {
 	// MaxRunsPerTenant bounds one tenant's executing runs, counted across all
 	// replicas; 0 means no bound.
 	MaxRunsPerTenant int
+	// RunsPerMinute, TokensPerDay, TokensPerMonth and CostPerMonth (in
+	// currency units) are every tenant's default limits (package usage);
+	// 0 means none. The engine file's "limits" override them.
+	RunsPerMinute  int64
+	TokensPerDay   int64
+	TokensPerMonth int64
+	CostPerMonth   float64
 	// MaxExecutingRuns bounds the runs this process executes at once; 0
 	// lets the open-files limit decide (fdbudget), and the limit also caps
 	// a larger value.

@@ -58,6 +58,10 @@ type Engines struct {
 type EngineFile struct {
 	Gateways map[string]Gateway    `json:"gateways"`
 	Tenants  map[string]TenantRule `json:"tenants"`
+	// Limits are the runs limits and budgets per tenant, user and agent:
+	// package usage reads them (usage.File), and reads them again when
+	// the file changes.
+	Limits json.RawMessage `json:"limits,omitempty"`
 }
 
 // Gateway is one OpenClaw Gateway.

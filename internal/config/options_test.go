@@ -71,6 +71,8 @@ func sample(t *testing.T, o option) string {
 		return "sample-value-of-some-length"
 	case o.typ == "int":
 		return "7"
+	case o.typ == "number":
+		return "7.5"
 	case o.typ == "duration":
 		return "7s"
 	case o.typ == "bool":

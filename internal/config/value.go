@@ -3,6 +3,7 @@ package config
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -108,6 +109,17 @@ func number[T int | int64](p func(*Config) *T, def T, checks ...func(T) error) v
 			return 0, fmt.Errorf("not an integer: %q", s)
 		}
 		return T(n), nil
+	}, checks)
+}
+
+// decimal is a non-integer number setting (an amount of money).
+func decimal(p func(*Config) *float64, def float64, checks ...func(float64) error) value {
+	return scalar("number", p, def, func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }, func(s string) (float64, error) {
+		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return 0, fmt.Errorf("not a number: %q", s)
+		}
+		return f, nil
 	}, checks)
 }
 

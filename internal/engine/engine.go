@@ -52,6 +52,29 @@ type Task struct {
 	// so an execution never mixes two versions. Nil keeps the engine's own
 	// configuration: its model, prompt, tools and bounds.
 	Agent *Agent
+	// Budget, when set, is asked before each model call after the run's
+	// first whether the run's token and cost budgets allow another, given
+	// its usage so far; nil always allows.
+	Budget Budget
+}
+
+// Budget says whether a run that has used used may make another model
+// call: nil, or the failure that ends the run (errcode.QuotaExceeded).
+type Budget func(ctx context.Context, used event.Usage) *event.ErrorInfo
+
+// OverBudget checks t's budget before a model call after the first; a
+// non-nil Outcome ends the run failed, with what it answered so far kept
+// (the engine stored it as it went). The host emits the failure, with the
+// run's usage, as it ends the run.
+func OverBudget(ctx context.Context, t Task, used event.Usage) *Outcome {
+	if t.Budget == nil {
+		return nil
+	}
+	info := t.Budget(ctx, used)
+	if info == nil {
+		return nil
+	}
+	return &Outcome{Status: StatusFailed, Error: info, Usage: used}
 }
 
 // Agent is the resolved definition of one agent version: what an engine
@@ -206,5 +229,19 @@ func Stopped(ctx context.Context) *Outcome {
 		return &Outcome{Status: StatusFailed, Error: &event.ErrorInfo{Code: errcode.ServerShutdown, Message: "The server stopped while the run was in progress."}}
 	default:
 		return &Outcome{Status: StatusFailed, Error: &event.ErrorInfo{Code: errcode.RunTimeout, Message: "The run took too long and was stopped."}}
+	}
+}
+
+// CallUsage is one model call's usage as a run counts it. fallback names
+// the model when the usage names none (a model that is not Metered).
+func CallUsage(u llm.Usage, fallback string) event.ModelUsage {
+	model := u.Model
+	if model == "" {
+		model = fallback
+	}
+	return event.ModelUsage{
+		Provider: u.Provider, Model: model, Calls: 1,
+		InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, ReasoningTokens: u.ReasoningTokens,
+		CachedInputTokens: u.CachedInputTokens, Estimated: u.Estimated, Cost: u.Cost, Currency: u.Currency,
 	}
 }

@@ -155,6 +155,14 @@ const (
 const (
 	// TooManyRuns: the tenant has as many runs executing as it may (429).
 	TooManyRuns = "too_many_runs"
+	// RateLimited: a runs-per-minute limit (of the tenant, the user or the
+	// agent) is reached; Retry-After says when a run fits again (429).
+	RateLimited = "rate_limited"
+	// QuotaExceeded: a token or cost budget (per day or month) is spent:
+	// before a run, a 429 with Retry-After at the window's end; during a
+	// run, between its model calls, the run's error (its answer so far is
+	// kept).
+	QuotaExceeded = "quota_exceeded"
 	// ShuttingDown: the server no longer starts runs (503).
 	ShuttingDown = "shutting_down"
 	// Overloaded: the server has no room for another run or connection now,

@@ -101,17 +101,102 @@ type ErrorInfo struct {
 	Message string `json:"message"`
 }
 
-// Usage counts model tokens; it stays on the run and is never put on a wire
-// that the seeds say must not carry it.
+// Usage counts a run's model tokens and their cost: the totals, and the
+// same counts per model (Models, in the order the models were first
+// called), as the providers reported them at the time of each call.
 type Usage struct {
 	InputTokens     int `json:"inputTokens,omitempty"`
 	OutputTokens    int `json:"outputTokens,omitempty"`
 	ReasoningTokens int `json:"reasoningTokens,omitempty"`
+	// CachedInputTokens are a part of InputTokens: those read from the
+	// provider's prompt cache.
+	CachedInputTokens int `json:"cachedInputTokens,omitempty"`
+	// Estimated: some call's provider reported no usage, and its counts
+	// are an approximation.
+	Estimated bool `json:"estimated,omitempty"`
+	// Cost is in nano-units (1e-9) of Currency, priced when each call was
+	// made; 0 for models without a price. Currency is "" when no call was
+	// priced, and "mixed" when calls were priced in several currencies
+	// (Models keeps each one's).
+	Cost     int64        `json:"cost,omitempty"`
+	Currency string       `json:"currency,omitempty"`
+	Models   []ModelUsage `json:"models,omitempty"`
 }
 
-// Add sums two usages.
+// ModelUsage is the usage of one model (provider and model name) in a run.
+type ModelUsage struct {
+	Provider          string `json:"provider,omitempty"`
+	Model             string `json:"model"`
+	Calls             int    `json:"calls,omitempty"`
+	InputTokens       int    `json:"inputTokens,omitempty"`
+	OutputTokens      int    `json:"outputTokens,omitempty"`
+	ReasoningTokens   int    `json:"reasoningTokens,omitempty"`
+	CachedInputTokens int    `json:"cachedInputTokens,omitempty"`
+	Estimated         bool   `json:"estimated,omitempty"`
+	Cost              int64  `json:"cost,omitempty"`
+	Currency          string `json:"currency,omitempty"`
+}
+
+// TotalTokens is input plus output tokens.
+func (u Usage) TotalTokens() int { return u.InputTokens + u.OutputTokens }
+
+// Empty reports whether u counts nothing.
+func (u Usage) Empty() bool { return u.TotalTokens() == 0 && u.Cost == 0 && len(u.Models) == 0 }
+
+// Add sums two usages; their models are merged by provider and model.
 func (u Usage) Add(o Usage) Usage {
-	return Usage{u.InputTokens + o.InputTokens, u.OutputTokens + o.OutputTokens, u.ReasoningTokens + o.ReasoningTokens}
+	out := Usage{
+		InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens,
+		ReasoningTokens: u.ReasoningTokens + o.ReasoningTokens, CachedInputTokens: u.CachedInputTokens + o.CachedInputTokens,
+		Estimated: u.Estimated || o.Estimated, Cost: u.Cost + o.Cost, Currency: sumCurrency(u.Currency, o.Currency),
+	}
+	if len(u.Models)+len(o.Models) > 0 {
+		out.Models = append(make([]ModelUsage, 0, len(u.Models)+len(o.Models)), u.Models...)
+		for _, m := range o.Models {
+			out.Models = addModel(out.Models, m)
+		}
+	}
+	return out
+}
+
+// AddCall counts one model call.
+func (u Usage) AddCall(m ModelUsage) Usage {
+	if m.Calls == 0 {
+		m.Calls = 1
+	}
+	return u.Add(Usage{InputTokens: m.InputTokens, OutputTokens: m.OutputTokens, ReasoningTokens: m.ReasoningTokens,
+		CachedInputTokens: m.CachedInputTokens, Estimated: m.Estimated, Cost: m.Cost, Currency: m.Currency, Models: []ModelUsage{m}})
+}
+
+func addModel(ms []ModelUsage, m ModelUsage) []ModelUsage {
+	for i := range ms {
+		if ms[i].Provider == m.Provider && ms[i].Model == m.Model {
+			a := &ms[i]
+			a.Calls += m.Calls
+			a.InputTokens += m.InputTokens
+			a.OutputTokens += m.OutputTokens
+			a.ReasoningTokens += m.ReasoningTokens
+			a.CachedInputTokens += m.CachedInputTokens
+			a.Estimated = a.Estimated || m.Estimated
+			a.Cost += m.Cost
+			a.Currency = sumCurrency(a.Currency, m.Currency)
+			return ms
+		}
+	}
+	return append(ms, m)
+}
+
+// MixedCurrency is the Currency of a sum of costs in several currencies.
+const MixedCurrency = "mixed"
+
+func sumCurrency(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "" || a == b:
+		return a
+	}
+	return MixedCurrency
 }
 
 // ConversationCreatedData announces a conversation created by the run's request.
@@ -278,6 +363,10 @@ type CheckData struct {
 // ErrorData reports a failure; a RunFinished with status failed follows.
 type ErrorData struct {
 	ErrorInfo
+	// Usage, when set, is the run's usage: on the error that ends a run,
+	// emitted by the run service as it finishes it (formats whose failed
+	// end is this error carry it there, as AG-UI's RUN_ERROR does).
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // RunFinishedData closes a run.

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"github.com/agentchat/agentchat/internal/run"
 	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/telemetry"
+	"github.com/agentchat/agentchat/internal/usage"
 )
 
 // Error is an error with a public face: a status, a stable snake_case code and
@@ -30,7 +32,10 @@ type Error struct {
 	Extra map[string]any
 	// RetryAfter, when set, is sent as the Retry-After header (seconds).
 	RetryAfter int
-	Cause      error
+	// Header holds more response headers (the RateLimit headers of a
+	// refusal by a limit).
+	Header http.Header
+	Cause  error
 }
 
 func (e *Error) Error() string {
@@ -65,7 +70,10 @@ func toAPIError(err error, notFoundCode, what string) *Error {
 	if fe := fileRefusal(err); fe != nil {
 		return fe
 	}
+	var refusal *usage.Refusal
 	switch {
+	case errors.As(err, &refusal):
+		return limitError(refusal, cmp.Or(refusal.At, time.Now()))
 	case errors.As(err, &ae):
 		return ae
 	case errors.As(err, &re):
@@ -146,6 +154,9 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, e *Err
 	}
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	for k, v := range e.Header {
+		w.Header()[k] = v
 	}
 	writeJSON(w, e.Status, map[string]any{"error": body})
 }

@@ -40,6 +40,7 @@ import (
 	"github.com/agentchat/agentchat/internal/testenv"
 	"github.com/agentchat/agentchat/internal/tool"
 	"github.com/agentchat/agentchat/internal/tool/builtin"
+	"github.com/agentchat/agentchat/internal/usage"
 )
 
 const (
@@ -101,6 +102,10 @@ type options struct {
 	files   bool
 	fileMax int64
 	fetch   *http.Client
+	// limits are the tenants' default limits (package usage); now, when
+	// set, is the run service's clock.
+	limits usage.Policy
+	now    func() time.Time
 }
 
 type env struct {
@@ -199,6 +204,11 @@ func setup(t *testing.T, o options) *env {
 	if agents != nil {
 		rc.Agents = agents // a nil *agent.Service would be a non-nil interface
 	}
+	limits, err := usage.New(usage.Config{Defaults: o.limits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Limits, rc.Now = limits, o.now
 	runs := run.New(rc)
 	tokens, _ := config.ParseTokens("alice-token:acme:alice,bob-token:acme:bob,root-token:acme:root:admin,eve-token:evil:eve,mallory-token:evil:mallory:admin")
 	authn := auth.New(tokens, jwtSecret)
@@ -216,7 +226,7 @@ func setup(t *testing.T, o options) *env {
 	}
 	api := httpapi.New(httpapi.Config{Runs: runs, Tools: reg, Auth: authn, PingInterval: o.ping, MaxBodyBytes: 64 << 10,
 		CORSOrigins: o.corsOrigins, BodyTimeout: o.bodyTimeout, Retrieval: parts.retrieval, Compactor: parts.compactor,
-		Telemetry: tel, Health: health, MetricsToken: metricsToken, Agents: agents, Models: models, Files: files})
+		Telemetry: tel, Health: health, MetricsToken: metricsToken, Agents: agents, Models: models, Files: files, Usage: st, Limits: limits})
 	srv := httptest.NewUnstartedServer(api)
 	if o.budget.Bounded() {
 		srv.Listener = o.budget.Listen(srv.Listener)

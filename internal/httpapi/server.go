@@ -22,8 +22,10 @@ import (
 	"github.com/agentchat/agentchat/internal/file"
 	"github.com/agentchat/agentchat/internal/retrieval"
 	"github.com/agentchat/agentchat/internal/run"
+	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/telemetry"
 	"github.com/agentchat/agentchat/internal/tool"
+	"github.com/agentchat/agentchat/internal/usage"
 )
 
 // Defaults of Config.
@@ -73,6 +75,10 @@ type Config struct {
 	// Files serves the file API and attachments; nil answers its routes 404
 	// files_disabled.
 	Files *file.Service
+	// Usage answers GET /v1/usage (the store); nil answers it 404.
+	Usage store.Usage
+	// Limits are the limits GET /v1/usage/limits shows; nil shows none.
+	Limits *usage.Limits
 }
 
 // Server holds the handlers. Create it with New.
@@ -97,6 +103,8 @@ type Server struct {
 	agents         *agent.Service
 	models         *agent.Models
 	files          *file.Service
+	usage          store.Usage
+	limits         *usage.Limits
 
 	// closing is closed when the server begins to shut down, so streams end cleanly.
 	closing   chan struct{}
@@ -110,6 +118,7 @@ func New(cfg Config) *Server {
 		tenantHeader: cfg.TenantHeader, maxBody: cfg.MaxBodyBytes, bodyTimeout: cfg.BodyTimeout, ping: cfg.PingInterval, historyLoc: cfg.HistoryLocation,
 		chainHardLimit: cfg.ChainHardLimit, retrieval: cfg.Retrieval, compactor: cfg.Compactor,
 		tel: cfg.Telemetry, health: cfg.Health, metricsToken: cfg.MetricsToken, agents: cfg.Agents, models: cfg.Models, files: cfg.Files,
+		usage: cfg.Usage, limits: cfg.Limits,
 		mux: http.NewServeMux(), closing: make(chan struct{}),
 	}
 	if s.log == nil {
@@ -179,6 +188,7 @@ func (s *Server) routes() {
 	s.contextRoutes(api)      // knowledge.go
 	s.agentRoutes(api)        // agents.go
 	s.fileRoutes(api, stream) // files.go
+	s.usageRoutes(api)        // usage.go
 }
 
 // wrap renders a handler's error. Before the handler, it answers 404 for a

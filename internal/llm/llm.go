@@ -108,11 +108,30 @@ type ToolCallDelta struct {
 	ArgsDelta string
 }
 
-// Usage counts tokens of one model call.
+// Usage counts tokens of one model call, as the provider reports them.
 type Usage struct {
-	InputTokens     int `json:"inputTokens"`
-	OutputTokens    int `json:"outputTokens"`
+	// InputTokens counts every input token, cached ones included
+	// (OpenAI's prompt_tokens; Anthropic's input_tokens plus its cache
+	// creation and cache read tokens).
+	InputTokens  int `json:"inputTokens"`
+	OutputTokens int `json:"outputTokens"`
+	// ReasoningTokens are the output tokens spent thinking (a part of
+	// OutputTokens for OpenAI; Anthropic reports them apart).
 	ReasoningTokens int `json:"reasoningTokens,omitempty"`
+	// CachedInputTokens are the input tokens read from the provider's
+	// prompt cache (OpenAI's prompt_tokens_details.cached_tokens,
+	// Anthropic's cache_read_input_tokens): a part of InputTokens.
+	CachedInputTokens int `json:"cachedInputTokens,omitempty"`
+	// Estimated: the provider reported no usage (the offline model, a
+	// gateway that strips it); the counts are an approximation.
+	Estimated bool `json:"estimated,omitempty"`
+	// Provider and Model name the model that answered, and Cost (in
+	// nano-units of Currency, see Price) is the call's price: a Metered
+	// model fills them in; a bare adapter leaves them empty.
+	Provider string `json:"provider,omitempty"`
+	Model    string `json:"model,omitempty"`
+	Cost     int64  `json:"cost,omitempty"`
+	Currency string `json:"currency,omitempty"`
 }
 
 // Chunk is one streamed piece of a completion. Exactly one of its fields is set,

@@ -260,7 +260,8 @@ func (x *execution) finish(o engine.Outcome) {
 	x.mu.Lock()
 	if o.Status == engine.StatusFailed && !x.errored {
 		x.mu.Unlock()
-		x.Emit(ctx, event.New(event.ErrorData{ErrorInfo: *o.Error}))
+		u := o.Usage
+		x.Emit(ctx, event.New(event.ErrorData{ErrorInfo: *o.Error, Usage: &u}))
 		x.mu.Lock()
 	}
 	if x.fenced() {

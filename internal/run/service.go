@@ -23,6 +23,7 @@ import (
 	"github.com/agentchat/agentchat/internal/file"
 	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/telemetry"
+	"github.com/agentchat/agentchat/internal/usage"
 )
 
 // Errors the service returns besides the store's sentinels.
@@ -104,6 +105,13 @@ type Config struct {
 	// Files stores the files messages attach (attach.go) and sweeps those
 	// no conversation references; nil refuses attachments.
 	Files *file.Service
+	// Limits are the runs limits and budgets of tenants, users and agents
+	// (package usage): checked by the store as a run starts, and between
+	// the model calls of a running run. Nil limits nothing.
+	Limits *usage.Limits
+	// Now is the clock of the limits' windows and of the runs' start
+	// times. Default time.Now.
+	Now func() time.Time
 }
 
 // Agents resolves agent versions for runs (package agent implements it).
@@ -367,6 +375,12 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 	if ag != nil {
 		in.Run.AgentID, in.Run.AgentVersion, in.Run.Model = ag.ID, ag.Version, ag.ModelName
 	}
+	// The runs limits count starts by their time: the limits' clock.
+	now := s.now()
+	in.Run.CreatedAt = now
+	if s.cfg.Limits != nil {
+		in.Limits = s.cfg.Limits.For(sc.Tenant, sc.User, in.Run.AgentID).StoreLimits(sc.Tenant, sc.User, in.Run.AgentID, now)
+	}
 	if req.Regenerates != "" {
 		in.Message.Metadata = chat.UserMeta{Regenerates: req.Regenerates}.Marshal()
 	}
@@ -387,6 +401,10 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 	if errors.Is(err, store.ErrTooManyRuns) {
 		tel.Abort(err)
 		return Started{}, &TooManyRunsError{Limit: s.cfg.MaxRunsPerTenant}
+	}
+	if qe := (*store.QuotaError)(nil); errors.As(err, &qe) {
+		tel.Abort(err)
+		return Started{}, usage.Refused(qe, now)
 	}
 	if err != nil {
 		tel.Abort(err)
@@ -447,7 +465,7 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 		history = s.withCompaction(ctx, sc, conv.ID, r.ID, x, history, true) // context.go
 		opts := engine.Options{Engine: req.Engine, Structured: req.Structured, FrontendTools: req.FrontendTools,
 			Context: req.Context, MaxSteps: req.MaxSteps}
-		return s.eng.Execute(ctx, engine.Task{Scope: sc, Run: r, Conversation: conv, History: history, Options: opts, Agent: ag}, x)
+		return s.eng.Execute(ctx, engine.Task{Scope: sc, Run: r, Conversation: conv, History: history, Options: opts, Agent: ag, Budget: s.budget(r)}, x)
 	})
 	return out, nil
 }
@@ -741,7 +759,7 @@ func (s *Service) continueRun(r chat.Run, c chat.Confirmation, clientRunID strin
 					Message: fmt.Sprintf("The run's agent version (%s v%d) can no longer run.", x.run.AgentID, x.run.AgentVersion)}}
 			}
 		}
-		return s.eng.Execute(ctx, engine.Task{Scope: sc, Run: x.run, Conversation: conv, History: history, Resume: &engine.Resume{Confirmation: c, ClientRunID: clientRunID}, Agent: ag}, x)
+		return s.eng.Execute(ctx, engine.Task{Scope: sc, Run: x.run, Conversation: conv, History: history, Resume: &engine.Resume{Confirmation: c, ClientRunID: clientRunID}, Agent: ag, Budget: s.budget(x.run)}, x)
 	})
 }
 

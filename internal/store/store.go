@@ -82,6 +82,10 @@ type RunStart struct {
 	// ReserveSeqs, when above zero, sets the run's SeqReserved to the
 	// thread's last seq plus this many.
 	ReserveSeqs int64
+	// Limits are the quotas the start must fit, checked in order under
+	// the same lock as MaxExecuting; the first one reached refuses the
+	// start with *QuotaError and nothing is written.
+	Limits []Limit
 }
 
 // RunStarted is what StartRun wrote, and the thread's last seq before the run.
@@ -158,6 +162,8 @@ type Store interface {
 	Knowledge
 	// Agents: agents, their versions and the tenants' settings (agent.go).
 	Agents
+	// Usage: the usage records of ended runs (usage.go).
+	Usage
 	// Files: uploaded files' records (file.go).
 	Files
 

@@ -16,6 +16,9 @@ type metrics struct {
 
 	modelCalls *prometheus.CounterVec // model, outcome
 	tokens     *prometheus.CounterVec // model, direction [tenant]
+	// usageTokens (model, agent, kind [tenant]) and usageCost (model,
+	// agent, currency [tenant]) count ended runs' usage.
+	usageTokens, usageCost *prometheus.CounterVec
 
 	toolCalls    *prometheus.CounterVec   // tool, outcome
 	toolDuration *prometheus.HistogramVec // tool, outcome
@@ -67,6 +70,10 @@ func newMetrics(reg *prometheus.Registry, tenantLabels bool) metrics {
 
 		modelCalls: counter("llm_calls_total", "Model calls, by model and outcome (ok, error).", "model", "outcome"),
 		tokens:     counter("llm_tokens_total", "Model tokens, by model and direction (input, output).", withTenant("model", "direction")...),
+		usageTokens: counter("usage_tokens_total", "Tokens of ended runs as recorded for usage, by model, agent (\"\" for none) and kind (input, output, cached_input, reasoning).",
+			withTenant("model", "agent", "kind")...),
+		usageCost: counter("usage_cost_total", "Cost of ended runs as recorded for usage, in units of currency, by model, agent and currency.",
+			withTenant("model", "agent", "currency")...),
 
 		toolCalls:    counter("tool_calls_total", "Tool calls, by tool and outcome (success, failure, partial).", "tool", "outcome"),
 		toolDuration: histogram("tool_call_duration_seconds", "Tool call latency, by tool and outcome.", latencyBuckets, "tool", "outcome"),

@@ -268,6 +268,10 @@ func (r *Run) End(status string, fail *event.ErrorInfo, usage event.Usage) {
 	r.t.m.runsExecuting.Dec()
 	r.t.m.runsEnded.WithLabelValues(r.t.tenant(r.run.Tenant, eng, status)...).Inc()
 	r.t.m.runDuration.WithLabelValues(eng, status).Observe(time.Since(r.start).Seconds())
+	if status != chat.RunAwaitingInput {
+		// The run's whole usage, once: a paused run's end carries it on.
+		r.t.countUsage(r.run.Tenant, r.run.AgentID, usage)
+	}
 
 	r.mu.Lock()
 	attrs := []attribute.KeyValue{
@@ -292,4 +296,18 @@ func (r *Run) End(status string, fail *event.ErrorInfo, usage event.Usage) {
 		r.span.SetStatus(codes.Error, msg)
 	}
 	r.span.End()
+}
+
+// countUsage adds an ended run's usage, per model, to the usage metrics.
+func (t *Telemetry) countUsage(tenant, agent string, u event.Usage) {
+	for _, m := range u.Models {
+		for kind, n := range map[string]int{"input": m.InputTokens, "output": m.OutputTokens, "cached_input": m.CachedInputTokens, "reasoning": m.ReasoningTokens} {
+			if n > 0 {
+				t.m.usageTokens.WithLabelValues(t.tenant(tenant, m.Model, agent, kind)...).Add(float64(n))
+			}
+		}
+		if m.Cost > 0 {
+			t.m.usageCost.WithLabelValues(t.tenant(tenant, m.Model, agent, m.Currency)...).Add(float64(m.Cost) / 1e9)
+		}
+	}
 }

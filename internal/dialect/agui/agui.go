@@ -262,6 +262,9 @@ func (e *Encoder) encode(dst []byte, ev event.Event) []byte {
 			return dst
 		}
 		dst = e.ensureRun(dst, ev)
+		if p.Usage != nil {
+			return e.runError(dst, ev, p.Message, p.Code, *p.Usage)
+		}
 		return e.runError(dst, ev, p.Message, p.Code)
 	case event.RunFinishedData:
 		return e.finish(dst, ev, p)
@@ -594,10 +597,13 @@ func (e *Encoder) custom(dst []byte, ev event.Event, name string, value json.Raw
 
 // runError ends the open AG-UI run with RUN_ERROR. Text and reasoning are
 // closed first so the client keeps them as whole messages.
-func (e *Encoder) runError(dst []byte, ev event.Event, message, code string) []byte {
+func (e *Encoder) runError(dst []byte, ev event.Event, message, code string, usage ...event.Usage) []byte {
 	dst = e.closeText(dst, ev)
 	dst = e.closeReasoning(dst, ev)
 	v := runError{Type: RunError, Timestamp: ts(ev), scope: e.scope(), Message: cmp.Or(message, "The run failed."), Code: code}
+	if len(usage) > 0 {
+		v.Usage = dialect.UsageList(usage[0])
+	}
 	e.live, e.errored, e.steps = false, true, nil
 	return e.frame(dst, RunError, v)
 }
@@ -617,7 +623,7 @@ func (e *Encoder) finish(dst []byte, ev event.Event, p event.RunFinishedData) []
 	case event.StatusSucceeded:
 		dst = e.closeAll(dst, ev)
 		dst = e.finishSteps(dst, ev)
-		v := runFinished{Type: RunFinished, Timestamp: ts(ev), ThreadID: e.thread, RunID: e.runID}
+		v := runFinished{Type: RunFinished, Timestamp: ts(ev), ThreadID: e.thread, RunID: e.runID, Usage: dialect.UsageList(p.Usage)}
 		if p.Answer != nil {
 			v.Result, _ = json.Marshal(publicAnswer(*p.Answer))
 		}
@@ -631,13 +637,13 @@ func (e *Encoder) finish(dst []byte, ev event.Event, p event.RunFinishedData) []
 		if p.Error != nil && p.Error.Message != "" {
 			msg = p.Error.Message
 		}
-		return e.runError(dst, ev, msg, CodeCancelled)
+		return e.runError(dst, ev, msg, CodeCancelled, p.Usage)
 	default:
 		var info event.ErrorInfo
 		if p.Error != nil {
 			info = *p.Error
 		}
-		return e.runError(dst, ev, info.Message, info.Code)
+		return e.runError(dst, ev, info.Message, info.Code, p.Usage)
 	}
 }
 

@@ -125,10 +125,14 @@ func TestStandardHasNoSeedFields(t *testing.T) {
 	// verifyStream in strict mode already refuses any non-schema field; the
 	// internal statistics must not hide inside free-form values either.
 	verifyStream(t, []byte(stream), true)
-	for _, field := range []string{"stage", "tool_name", "tool_call_args", "inputTokens", "outputTokens", "reasoningTokens", "gpt-test", "usage", "latencyMs", "cost", "ui_hints"} {
+	for _, field := range []string{"stage", "tool_name", "tool_call_args", "gpt-test", "latencyMs", "cost", "ui_hints"} {
 		if strings.Contains(stream, field) {
 			t.Errorf("standard stream contains %q", field)
 		}
+	}
+	// The run's token usage is AG-UI 1.0's, on RUN_FINISHED (issue 24).
+	if !strings.Contains(stream, `"usage":[{"model":"unknown","inputTokens":1200,"outputTokens":310,"totalTokens":1510,"reasoningTokens":40}]`) {
+		t.Errorf("RUN_FINISHED without the run's usage list:\n%s", stream)
 	}
 }
 

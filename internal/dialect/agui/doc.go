@@ -85,8 +85,9 @@
 // # Dropped
 //
 // conversation.created (the thread id is on every run event), iteration
-// boundaries, tool.running, the model name, token usage and every other
-// internal statistic (inputTokens, outputTokens, cost, latencyMs, model), a
+// boundaries, tool.running, the model name, cost and every other internal
+// statistic (latencyMs, model) besides the run's token usage, which
+// RUN_FINISHED and a run's final RUN_ERROR carry as AG-UI 1.0's usage list; a
 // tool result's structured output beyond its text (seed 004's result is that
 // text too), a context patch that is not a JSON array, and retrieval without
 // hits.

@@ -3,6 +3,7 @@ package agui
 import (
 	"encoding/json"
 
+	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/uischema"
 )
 
@@ -31,6 +32,8 @@ type runFinished struct {
 	RunID     string          `json:"runId"`
 	Result    json.RawMessage `json:"result,omitempty"`
 	Outcome   *outcome        `json:"outcome,omitempty"`
+	// Usage is the run's token usage per model (AG-UI 1.0).
+	Usage []dialect.ModelUsage `json:"usage,omitempty"`
 }
 
 // outcome is RUN_FINISHED's outcome: an interrupt (a confirmation), or a
@@ -78,6 +81,8 @@ type runError struct {
 	*scope
 	Message string `json:"message"`
 	Code    string `json:"code,omitempty"`
+	// Usage is what the run used before it failed (AG-UI 1.0).
+	Usage []dialect.ModelUsage `json:"usage,omitempty"`
 }
 
 type step struct {

@@ -35,7 +35,8 @@
 // iteration_start opens it), steps, reasoning, tool-call argument fragments
 // (tool_call carries the whole arguments), tool.running, the awaiting state
 // (the tool_result follows the decision), context patches, plans, checks, and
-// every statistic: model name, token usage, cost, latency.
+// every statistic but the turn's usage and cost (on done): model name,
+// latency.
 package conversation
 
 import (
@@ -134,6 +135,8 @@ type done struct {
 	Iterations int    `json:"iterations"`
 	ToolCalls  int    `json:"tool_calls"`
 	MessageID  string `json:"message_id,omitempty"`
+	// Usage is the turn's token usage and cost.
+	Usage *dialect.Usage `json:"usage,omitempty"`
 }
 
 // Encode appends the frames of ev, each with its own id (dialect.ID): a
@@ -192,7 +195,7 @@ func (e *Encoder) encode(dst []byte, ev event.Event) []byte {
 	case event.ErrorData:
 		return e.frame(dst, errorData{h(Error), p.Code, p.Message})
 	case event.RunFinishedData:
-		return e.frame(dst, done{h(Done), p.Status, e.iterations, e.results, e.message})
+		return e.frame(dst, done{h(Done), p.Status, e.iterations, e.results, e.message, dialect.UsageTotal(p.Usage)})
 	}
 	return dst
 }

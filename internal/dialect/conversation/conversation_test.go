@@ -82,8 +82,8 @@ func TestTurnSegmentsAndPairs(t *testing.T) {
 	if last["status"] != "succeeded" || last["iterations"] != json.Number("2") || last["tool_calls"] != json.Number("2") || last["message_id"] != "msg-a2" {
 		t.Errorf("done %v", last)
 	}
-	if _, has := last["usage"]; has {
-		t.Errorf("done carries usage")
+	if u, _ := last["usage"].(map[string]any); u["inputTokens"] != json.Number("1200") || u["totalTokens"] != json.Number("1510") {
+		t.Errorf("done's usage %v, want the run's (issue 24)", last["usage"])
 	}
 }
 

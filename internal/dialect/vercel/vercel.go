@@ -59,7 +59,8 @@
 // # Dropped
 //
 // Steps (router, worker…), tool.running, run.resumed (the new `start` says it),
-// the model name, token usage and every other statistic, the structured
+// the model name and every statistic but the run's usage (on `finish`, as
+// messageMetadata.usage), the structured
 // answer (the text is the answer), and retrieval without hits.
 package vercel
 
@@ -258,7 +259,7 @@ func (e *Encoder) encode(dst []byte, ev event.Event) []byte {
 		default:
 			reason = FinishError
 		}
-		dst = e.finish(dst, reason)
+		dst = e.finish(dst, reason, p.Usage)
 		e.paused = false
 		return e.frames.Append(dst, "", done)
 	}
@@ -305,13 +306,19 @@ func (e *Encoder) finishStep(dst []byte) []byte {
 	return e.chunk(dst, typed{"finish-step"})
 }
 
-func (e *Encoder) finish(dst []byte, reason string) []byte {
+func (e *Encoder) finish(dst []byte, reason string, usage ...event.Usage) []byte {
 	dst = e.finishStep(dst)
 	e.started = false
 	if e.opts.AISDK5 {
 		reason = ""
 	}
-	return e.chunk(dst, finishChunk{"finish", reason})
+	c := finishChunk{Type: "finish", FinishReason: reason}
+	if len(usage) > 0 {
+		if u := dialect.UsageTotal(usage[0]); u != nil {
+			c.MessageMetadata = &finishMetadata{Usage: u}
+		}
+	}
+	return e.chunk(dst, c)
 }
 
 func (e *Encoder) closeText(dst []byte) []byte {
@@ -444,6 +451,14 @@ type startChunk struct {
 type finishChunk struct {
 	Type         string `json:"type"`
 	FinishReason string `json:"finishReason,omitempty"`
+	// MessageMetadata carries the run's usage on its finish.
+	MessageMetadata *finishMetadata `json:"messageMetadata,omitempty"`
+}
+
+// finishMetadata is the message metadata of a run's finish: its usage in
+// the AI SDK's LanguageModelUsage shape, with cost.
+type finishMetadata struct {
+	Usage *dialect.Usage `json:"usage"`
 }
 
 // part is text-* and reasoning-*: delta only on the -delta chunks.

@@ -286,6 +286,15 @@ func (r *runner) fail(ctx context.Context, step, code, msg string) *engine.Outco
 func (r *runner) execute(ctx context.Context, resuming bool) (string, *engine.Outcome) {
 	t := r.t
 	t.Options = engine.Options{Allowed: &engine.AllowedTools{Names: r.resolve(r.st.Plan.MCPConfig)}, Context: r.context()}
+	if b := t.Budget; b != nil {
+		// The executor counts its own calls; the run's budget, the plan's too.
+		t.Budget = func(ctx context.Context, used event.Usage) *event.ErrorInfo { return b(ctx, r.st.Usage.Add(used)) }
+		if !r.st.Usage.Empty() {
+			if o := engine.OverBudget(ctx, r.t, r.st.Usage); o != nil {
+				return "", o
+			}
+		}
+	}
 	if resuming {
 		t.Run.State = r.st.Executor
 	} else {
@@ -535,6 +544,12 @@ func (r *runner) structured(ctx context.Context, step, name string, schema json.
 			o.Usage = r.st.Usage
 			return nil, o
 		}
+		if !r.st.Usage.Empty() {
+			// Between model calls: the run's budgets may be spent.
+			if o := engine.OverBudget(ctx, r.t, r.st.Usage); o != nil {
+				return nil, o
+			}
+		}
 		req := llm.Request{Messages: msgs, JSONObject: true, Schema: &llm.OutputSchema{Name: name, Schema: schema}}
 		if r.t.Agent != nil {
 			req.Temperature = r.t.Agent.Temperature
@@ -575,7 +590,7 @@ func (r *runner) complete(ctx context.Context, req llm.Request) (string, error) 
 		acc.Add(stream.Chunk())
 	}
 	if u := acc.Usage(); u != nil {
-		r.st.Usage = r.st.Usage.Add(event.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, ReasoningTokens: u.ReasoningTokens})
+		r.st.Usage = r.st.Usage.AddCall(engine.CallUsage(*u, model.Name()))
 	}
 	return acc.Text(), stream.Err()
 }

@@ -150,6 +150,12 @@ func (a *Agent) Execute(ctx context.Context, t engine.Task, h engine.Host) engin
 			o.Usage = r.usage
 			return *o
 		}
+		if iteration > 0 || t.Resume != nil {
+			// Between model calls: the run's budgets may be spent.
+			if o := engine.OverBudget(ctx, t, r.usage); o != nil {
+				return *o
+			}
+		}
 		iteration++
 		out, o := r.iterate(ctx, iteration, msgs)
 		if o != nil {
@@ -263,7 +269,7 @@ func (r *runner) iterate(ctx context.Context, it int, msgs []llm.Message) (turnO
 		err = stream.Err()
 		stream.Close()
 		if u := acc.Usage(); u != nil {
-			r.usage = r.usage.Add(event.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, ReasoningTokens: u.ReasoningTokens})
+			r.usage = r.usage.AddCall(engine.CallUsage(*u, model.Name()))
 		}
 		// Calls whose ids the model left out get the ids their events used.
 		calls := acc.ToolCalls()

@@ -160,7 +160,10 @@ func New(cfg Config) (*Engine, error) {
 		if err != nil {
 			return nil, fmt.Errorf("openclaw gateway %q: %w", name, err)
 		}
-		e.gateways[name] = &gateway{name: name, cfg: g, model: cfg.Telemetry.Model(m, Provider, "openclaw/"+g.AgentID)}
+		// A gateway may strip the usage of the models behind it: the meter
+		// estimates the calls that report none.
+		metered := llm.Metered(m, Provider, "openclaw/"+g.AgentID, nil)
+		e.gateways[name] = &gateway{name: name, cfg: g, model: cfg.Telemetry.Model(metered, Provider, "openclaw/"+g.AgentID)}
 	}
 	for tenant, name := range cfg.Tenants {
 		if _, ok := e.gateways[name]; !ok {

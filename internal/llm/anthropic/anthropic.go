@@ -401,6 +401,7 @@ func (d *decoder) convert(ev *event, q []llm.Chunk) []llm.Chunk {
 		u := ev.messageUsage
 		d.usage.InputTokens = int(u.input())
 		d.usage.OutputTokens = int(u.outputTokens)
+		d.usage.CachedInputTokens = int(u.cacheReadInputTokens)
 		d.hasUse = true
 	case "content_block_start":
 		b := &ev.block
@@ -446,6 +447,7 @@ func (d *decoder) convert(ev *event, q []llm.Chunk) []llm.Chunk {
 		d.usage.OutputTokens = int(ev.usage.outputTokens)
 		if in := ev.usage.input(); in > 0 {
 			d.usage.InputTokens = int(in)
+			d.usage.CachedInputTokens = int(ev.usage.cacheReadInputTokens)
 		}
 		d.usage.ReasoningTokens = int(ev.usage.thinkingTokens)
 		d.hasUse = true

@@ -42,7 +42,8 @@ func (anthropicWire) frames(rep Reply, req Request) (content, end [][]byte) {
 	content = append(content, ev("message_start", map[string]any{"message": map[string]any{
 		"id": "msg_fake", "type": "message", "role": "assistant", "content": []any{},
 		"model": model, "stop_reason": nil, "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": u.InputTokens, "output_tokens": 1},
+		// Anthropic counts the prompt cache's tokens apart from input_tokens.
+		"usage": map[string]any{"input_tokens": u.InputTokens - u.CachedInputTokens, "cache_read_input_tokens": u.CachedInputTokens, "output_tokens": 1},
 	}}))
 	content = append(content, sse("ping", []byte(`{"type": "ping"}`)))
 

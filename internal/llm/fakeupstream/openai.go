@@ -55,6 +55,9 @@ type oaUsage struct {
 	CompletionTokensDetails struct {
 		ReasoningTokens int `json:"reasoning_tokens"`
 	} `json:"completion_tokens_details"`
+	PromptTokensDetails *struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details,omitempty"`
 }
 
 func (openaiWire) frames(rep Reply, req Request) (content, end [][]byte) {
@@ -89,6 +92,11 @@ func (openaiWire) frames(rep Reply, req Request) (content, end [][]byte) {
 		u := usageOf(rep)
 		ou := &oaUsage{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens, TotalTokens: u.InputTokens + u.OutputTokens}
 		ou.CompletionTokensDetails.ReasoningTokens = u.ReasoningTokens
+		if u.CachedInputTokens > 0 {
+			ou.PromptTokensDetails = &struct {
+				CachedTokens int `json:"cached_tokens"`
+			}{u.CachedInputTokens}
+		}
 		end = append(end, sse("", mustJSON(oaChunk{
 			ID: "chatcmpl-fake", Object: "chat.completion.chunk", Created: 1700000000,
 			Model: model, Choices: []oaChoice{}, Usage: ou,

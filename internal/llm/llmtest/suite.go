@@ -82,6 +82,22 @@ func RunAdapter(t *testing.T, a Adapter) {
 		}
 	})
 
+	t.Run("cached input tokens", func(t *testing.T) {
+		t.Parallel()
+		srv := a.newServer(t, Options{Replies: []Reply{{
+			Text:  Words("Hi."),
+			Usage: &llm.Usage{InputTokens: 120, OutputTokens: 1, CachedInputTokens: 100},
+		}}})
+		var acc llm.Accumulator
+		for _, c := range chunks(t, model(t, srv), req) {
+			acc.Add(c)
+		}
+		want := llm.Usage{InputTokens: 120, OutputTokens: 1, CachedInputTokens: 100}
+		if u := acc.Usage(); u == nil || *u != want {
+			t.Errorf("usage %+v, want %+v: every input token counted, the cache's among them", u, want)
+		}
+	})
+
 	t.Run("tool call deltas split across chunks", func(t *testing.T) {
 		t.Parallel()
 		srv := a.newServer(t, Options{Replies: []Reply{{

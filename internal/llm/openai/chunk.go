@@ -15,7 +15,7 @@ type chunk struct {
 }
 
 type usage struct {
-	promptTokens, completionTokens, reasoningTokens int64
+	promptTokens, completionTokens, reasoningTokens, cachedTokens int64
 }
 
 type choice struct {
@@ -173,6 +173,16 @@ func (d *chunkDecoder) usage(u *usage) error {
 			return d.s.Int(&u.promptTokens)
 		case "completion_tokens":
 			return d.s.Int(&u.completionTokens)
+		case "prompt_tokens_details":
+			u.cachedTokens = 0
+			if d.s.Peek() == '{' {
+				return d.s.Object(func(key []byte) error {
+					if string(key) == "cached_tokens" {
+						return d.s.Int(&u.cachedTokens)
+					}
+					return d.s.Skip()
+				})
+			}
 		case "completion_tokens_details":
 			u.reasoningTokens = 0
 			if d.s.Peek() == '{' {

@@ -22,7 +22,7 @@ import (
 type decoded struct {
 	IsError  bool
 	HasUsage bool
-	Usage    [3]int64 // prompt, completion, reasoning tokens
+	Usage    [4]int64 // prompt, completion, reasoning, cached prompt tokens
 	Choices  []decodedChoice
 }
 
@@ -46,7 +46,7 @@ func narrow(data []byte) (decoded, error) {
 		return decoded{}, err
 	}
 	out := decoded{IsError: c.isError, HasUsage: c.hasUsage,
-		Usage: [3]int64{c.usage.promptTokens, c.usage.completionTokens, c.usage.reasoningTokens}}
+		Usage: [4]int64{c.usage.promptTokens, c.usage.completionTokens, c.usage.reasoningTokens, c.usage.cachedTokens}}
 	for _, ch := range c.choices {
 		dc := decodedChoice{
 			Index: ch.index, FinishReason: ch.finishReason,
@@ -105,7 +105,8 @@ func reference(data []byte) (out decoded, ok bool) {
 	if u, ok := top["usage"].(map[string]any); ok {
 		out.HasUsage = true
 		details, _ := u["completion_tokens_details"].(map[string]any)
-		out.Usage = [3]int64{num(u["prompt_tokens"]), num(u["completion_tokens"]), num(details["reasoning_tokens"])}
+		prompt, _ := u["prompt_tokens_details"].(map[string]any)
+		out.Usage = [4]int64{num(u["prompt_tokens"]), num(u["completion_tokens"]), num(details["reasoning_tokens"]), num(prompt["cached_tokens"])}
 	}
 	for _, ch := range objects(top["choices"]) {
 		d, _ := ch["delta"].(map[string]any)
@@ -127,7 +128,7 @@ func reference(data []byte) (out decoded, ok bool) {
 func fromSDK(c *sdk.ChatCompletionChunk) decoded {
 	out := decoded{HasUsage: c.JSON.Usage.Valid()}
 	if out.HasUsage {
-		out.Usage = [3]int64{c.Usage.PromptTokens, c.Usage.CompletionTokens, c.Usage.CompletionTokensDetails.ReasoningTokens}
+		out.Usage = [4]int64{c.Usage.PromptTokens, c.Usage.CompletionTokens, c.Usage.CompletionTokensDetails.ReasoningTokens, c.Usage.PromptTokensDetails.CachedTokens}
 	}
 	extra := func(d sdk.ChatCompletionChunkChoiceDelta, name string) string {
 		var s string
@@ -172,7 +173,7 @@ func TestDecodeChunk(t *testing.T) {
 		{"text sample", string(sample(t, "chunk-text.json")), choice(decodedChoice{Content: " world"})},
 		{"tool sample", string(sample(t, "chunk-tool.json")), choice(decodedChoice{
 			ToolCalls: []decodedToolCall{{Args: `{"location":`}}})},
-		{"usage sample", string(sample(t, "chunk-usage.json")), decoded{HasUsage: true, Usage: [3]int64{19, 10, 0}}},
+		{"usage sample", string(sample(t, "chunk-usage.json")), decoded{HasUsage: true, Usage: [4]int64{19, 10, 0, 0}}},
 		{"reasoning sample", string(sample(t, "chunk-reasoning.json")), choice(decodedChoice{ReasoningContent: "嗯，用户"})},
 		{"escapes", `{"choices":[{"delta":{"content":"a\"b\\c\/d\b\f\n\r\t\u00e9\u4e2d"}}]}`,
 			choice(decodedChoice{Content: "a\"b\\c/d\b\f\n\r\t\u00e9中"})},
@@ -199,7 +200,8 @@ func TestDecodeChunk(t *testing.T) {
 		{"error event", `{"error":{"message":"boom","type":"server_error"}}`, decoded{IsError: true}},
 		{"null error", `{"error":null}`, decoded{IsError: true}},
 		{"null chunk", `null`, decoded{}},
-		{"reasoning tokens", `{"usage":{"completion_tokens_details":{"reasoning_tokens":7}}}`, decoded{HasUsage: true, Usage: [3]int64{0, 0, 7}}},
+		{"reasoning tokens", `{"usage":{"completion_tokens_details":{"reasoning_tokens":7}}}`, decoded{HasUsage: true, Usage: [4]int64{0, 0, 7, 0}}},
+		{"cached tokens", `{"usage":{"prompt_tokens":90,"prompt_tokens_details":{"cached_tokens":64,"audio_tokens":0}}}`, decoded{HasUsage: true, Usage: [4]int64{90, 0, 0, 64}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -308,6 +308,8 @@ func (d *decoder) convert(c *chunk, q []llm.Chunk) []llm.Chunk {
 			InputTokens:     int(c.usage.promptTokens),
 			OutputTokens:    int(c.usage.completionTokens),
 			ReasoningTokens: int(c.usage.reasoningTokens),
+			// A part of the prompt's tokens (prompt_tokens_details.cached_tokens).
+			CachedInputTokens: int(c.usage.cachedTokens),
 		}
 		d.usage = &u
 	}

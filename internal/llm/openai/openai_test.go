@@ -214,9 +214,9 @@ func TestCompatibleServerQuirks(t *testing.T) {
 			body: sse(
 				head+`{"reasoning":"hmm"},"finish_reason":null}],"usage":null}`,
 				head+`{"content":"ok","reasoning_content":null},"finish_reason":"stop"}],"usage":null}`,
-				`{"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}`,
+				`{"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5,"prompt_tokens_details":{"cached_tokens":2}}}`,
 				"[DONE]"),
-			want: []llm.Chunk{{Reasoning: "hmm"}, {Text: "ok"}, {FinishReason: "stop"}, {Usage: &llm.Usage{InputTokens: 3, OutputTokens: 2}}},
+			want: []llm.Chunk{{Reasoning: "hmm"}, {Text: "ok"}, {FinishReason: "stop"}, {Usage: &llm.Usage{InputTokens: 3, OutputTokens: 2, CachedInputTokens: 2}}},
 		},
 		{
 			name: "[DONE] without a finish reason ends cleanly",

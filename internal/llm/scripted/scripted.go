@@ -260,7 +260,7 @@ func (m *Model) script(req llm.Request) ([]step, error) {
 	}
 	steps = append(steps,
 		step{chunk: llm.Chunk{FinishReason: finish}},
-		step{chunk: llm.Chunk{Usage: &llm.Usage{InputTokens: input, OutputTokens: output, ReasoningTokens: reasoning}}},
+		step{chunk: llm.Chunk{Usage: &llm.Usage{InputTokens: input, OutputTokens: output, ReasoningTokens: reasoning, Estimated: true}}},
 	)
 	return steps, nil
 }

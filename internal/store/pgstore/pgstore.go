@@ -565,7 +565,21 @@ func (s *Store) UpdateRun(ctx context.Context, tenant, id string, u store.RunUpd
 	if len(u.From) > 0 {
 		from = u.From
 	}
-	r, err := scanRun(s.pool.QueryRow(ctx, `UPDATE runs SET
+	// An end with its usage writes the usage records in the same
+	// transaction as the end.
+	var q interface {
+		QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	} = s.pool
+	var tx pgx.Tx
+	if u.Usage != nil && u.EndedAt != nil {
+		var err error
+		if tx, err = s.pool.Begin(ctx); err != nil {
+			return chat.Run{}, fmt.Errorf("update run %s: %w", id, interpretError(err))
+		}
+		defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after Commit it is a no-op
+		q = tx
+	}
+	r, err := scanRun(q.QueryRow(ctx, `UPDATE runs SET
 			status = COALESCE($3, status),
 			error_code = CASE WHEN $4::boolean THEN $5::text ELSE error_code END,
 			error_message = CASE WHEN $4::boolean THEN $6::text ELSE error_message END,
@@ -581,6 +595,11 @@ func (s *Store) UpdateRun(ctx context.Context, tenant, id string, u store.RunUpd
 		var cur string
 		if err = s.pool.QueryRow(ctx, `SELECT status FROM runs WHERE id = $1 AND tenant = $2`, id, tenant).Scan(&cur); err == nil {
 			err = fmt.Errorf("%w: run %s is %s", store.ErrConflict, id, cur)
+		}
+	}
+	if err == nil && tx != nil {
+		if err = recordUsage(ctx, tx, r); err == nil {
+			err = tx.Commit(ctx)
 		}
 	}
 	if err != nil {

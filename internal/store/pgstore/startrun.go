@@ -92,7 +92,7 @@ func (s *Store) startRun(ctx context.Context, sc chat.Scope, in store.RunStart) 
 		sc.Tenant, sc.User)
 
 	var q batchSender = s.pool
-	if in.MaxExecuting > 0 {
+	if in.MaxExecuting > 0 || len(in.Limits) > 0 {
 		// Counting and inserting race across replicas: a transaction
 		// holding the tenant's advisory lock orders the starts that count.
 		tx, berr := s.pool.Begin(ctx)
@@ -106,12 +106,17 @@ func (s *Store) startRun(ctx context.Context, sc chat.Scope, in store.RunStart) 
 		if _, qerr := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('runs of ' || $1, 0))`, sc.Tenant); qerr != nil {
 			return store.RunStarted{}, false, fmt.Errorf("start run: %w", interpretError(qerr))
 		}
-		var n int
-		if qerr := tx.QueryRow(ctx, `SELECT count(*) FROM runs WHERE tenant = $1 AND status IN ('queued', 'running')`, sc.Tenant).Scan(&n); qerr != nil {
-			return store.RunStarted{}, false, fmt.Errorf("start run: %w", interpretError(qerr))
+		if in.MaxExecuting > 0 {
+			var n int
+			if qerr := tx.QueryRow(ctx, `SELECT count(*) FROM runs WHERE tenant = $1 AND status IN ('queued', 'running')`, sc.Tenant).Scan(&n); qerr != nil {
+				return store.RunStarted{}, false, fmt.Errorf("start run: %w", interpretError(qerr))
+			}
+			if n >= in.MaxExecuting {
+				return store.RunStarted{}, false, fmt.Errorf("start run: %w: tenant has %d", store.ErrTooManyRuns, n)
+			}
 		}
-		if n >= in.MaxExecuting {
-			return store.RunStarted{}, false, fmt.Errorf("start run: %w: tenant has %d", store.ErrTooManyRuns, n)
+		if qerr := checkLimits(ctx, tx, sc.Tenant, in.Limits); qerr != nil {
+			return store.RunStarted{}, false, fmt.Errorf("start run: %w", qerr)
 		}
 		q = tx
 		defer func() {

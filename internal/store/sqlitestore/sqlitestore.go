@@ -540,7 +540,11 @@ func (s *Store) UpdateRun(ctx context.Context, tenant, id string, u store.RunUpd
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE runs SET status = ?, error_code = ?, error_message = ?, usage = ?, model = ?, state = ?, ended_at = ?, cancel_requested = ? WHERE id = ?`,
 			r.Status, ecode, emsg, string(usage), r.Model, nullJSON(r.State), ended, r.CancelRequested, id)
-		return err
+		if err != nil || u.Usage == nil || u.EndedAt == nil {
+			return err
+		}
+		// The run's end and its usage records: one transaction.
+		return recordUsage(ctx, tx, r)
 	})
 	if err != nil {
 		return chat.Run{}, fmt.Errorf("update run %s: %w", id, err)

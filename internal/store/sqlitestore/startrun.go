@@ -208,6 +208,11 @@ func (s *Store) startRunTx(ctx context.Context, tx *sql.Tx, sc chat.Scope, in st
 			return out, fmt.Errorf("%w: tenant has %d", store.ErrTooManyRuns, n)
 		}
 	}
+	// The limits see the starts committed and those of this batch before
+	// this one (the same transaction): SQLite's one writer orders them.
+	if err := checkLimits(ctx, tx, sc.Tenant, in.Limits); err != nil {
+		return out, err
+	}
 	r := in.Run
 	r.ConversationID = out.Conversation.ID
 	var last sql.NullInt64

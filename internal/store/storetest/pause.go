@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 
@@ -36,7 +37,7 @@ func pausing(t *testing.T, s store.Store) (chat.Run, store.PauseRunParams) {
 func pauseWritten(t *testing.T, s store.Store, r chat.Run, p store.PauseRunParams) {
 	t.Helper()
 	got := must[chat.Run](t)(s.GetRun(ctx(t), alice, r.ID))
-	if got.Status != chat.RunRunning || string(got.State) != string(p.State) || got.Usage != p.Usage || got.LeaseOwner != p.Owner {
+	if got.Status != chat.RunRunning || string(got.State) != string(p.State) || !reflect.DeepEqual(got.Usage, p.Usage) || got.LeaseOwner != p.Owner {
 		t.Fatalf("paused run %+v", got)
 	}
 	pending := must[[]chat.Confirmation](t)(s.ListConfirmations(ctx(t), alice, chat.ConfirmPending))
@@ -91,7 +92,7 @@ func testPauseRun(t *testing.T, s store.Store) {
 	// nothing to announce, only the state.
 	again := store.PauseRunParams{Tenant: "acme", RunID: r.ID, Owner: "replica-b", Epoch: 2, State: json.RawMessage(`{"again":true}`), Usage: event.Usage{InputTokens: 8}}
 	noErr(t, s.PauseRun(ctx(t), again))
-	if got := must[chat.Run](t)(s.GetRun(ctx(t), alice, r.ID)); string(got.State) != `{"again":true}` || got.Usage != again.Usage {
+	if got := must[chat.Run](t)(s.GetRun(ctx(t), alice, r.ID)); string(got.State) != `{"again":true}` || !reflect.DeepEqual(got.Usage, again.Usage) {
 		t.Fatalf("re-paused run %+v", got)
 	}
 }
@@ -125,7 +126,7 @@ func testPauseRunRefused(t *testing.T, s store.Store) {
 			before := must[chat.Run](t)(s.GetRun(ctx(t), alice, r.ID))
 			tt.change(r, &p)
 			wantErr(t, s.PauseRun(ctx(t), p), tt.want)
-			if got := must[chat.Run](t)(s.GetRun(ctx(t), alice, r.ID)); got.State != nil || got.Usage != before.Usage {
+			if got := must[chat.Run](t)(s.GetRun(ctx(t), alice, r.ID)); got.State != nil || !reflect.DeepEqual(got.Usage, before.Usage) {
 				t.Fatalf("a refused pause wrote state %s, usage %+v", got.State, got.Usage)
 			}
 			_, err := s.GetConfirmation(ctx(t), alice, p.Confirmations[0].ID)

@@ -3,6 +3,7 @@ package storetest
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -98,7 +99,7 @@ func testRunUpdateFields(t *testing.T, s store.Store) {
 				t.Fatal(err)
 			}
 			base = must[chat.Run](t)(s.GetRun(ctx(t), alice, base.ID))
-			if base.Status != chat.RunRunning || base.Error == nil || *base.Error != baseErr || base.Usage != baseUsage || base.Model != baseModel ||
+			if base.Status != chat.RunRunning || base.Error == nil || *base.Error != baseErr || !reflect.DeepEqual(base.Usage, baseUsage) || base.Model != baseModel ||
 				string(base.State) != string(baseState) || base.EndedAt == nil || !base.EndedAt.Equal(baseEnd) || base.CancelRequested || base.SeqReserved != 42 {
 				t.Fatalf("base run %+v", base)
 			}
@@ -167,7 +168,7 @@ func sameRun(t *testing.T, what string, got, want chat.Run) {
 		return fields{r.ID, r.Status, r.Input, r.Model, errText(r.Error), string(r.State), endText(r.EndedAt), r.LeaseOwner,
 			r.Usage, r.CancelRequested, r.LeaseEpoch, r.SeqReserved}
 	}
-	if g, w := of(got), of(want); g != w {
+	if g, w := of(got), of(want); !reflect.DeepEqual(g, w) {
 		t.Fatalf("%s run\n got %+v\nwant %+v", what, g, w)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -70,6 +71,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"RacingAgentVersionsOneWinner", testRacingAgentVersions},
 		{"TenantSettings", testTenantSettings},
 		{"ConversationAndRunAgents", testConversationAndRunAgents},
+		{"UsageRecords", testUsageRecords}, // usage.go
+		{"QuotaLimits", testQuotaLimits},
 		{"FileCRUDAndScoping", testFileCRUDAndScoping}, // file.go
 		{"FilePaging", testFilePaging},
 		{"FileQuotaUsage", testFileQuotaUsage},
@@ -357,7 +360,7 @@ func testRunUpdate(t *testing.T, s store.Store) {
 		Status: chat.RunFailed, Error: &event.ErrorInfo{Code: "llm_unavailable", Message: "down"}, Usage: &usage, EndedAt: &end,
 	}))
 	got := must[chat.Run](t)(s.GetRun(ctx(t), alice, r.ID))
-	if got.Status != chat.RunFailed || got.Error == nil || got.Error.Code != "llm_unavailable" || got.Usage != usage ||
+	if got.Status != chat.RunFailed || got.Error == nil || got.Error.Code != "llm_unavailable" || !reflect.DeepEqual(got.Usage, usage) ||
 		got.EndedAt == nil || !got.EndedAt.Equal(*fin.EndedAt) || string(got.State) != string(state) {
 		t.Fatalf("stored run %+v", got)
 	}
