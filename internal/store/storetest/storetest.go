@@ -69,6 +69,9 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"RacingAgentVersionsOneWinner", testRacingAgentVersions},
 		{"TenantSettings", testTenantSettings},
 		{"ConversationAndRunAgents", testConversationAndRunAgents},
+		{"MessageTree", testMessageTree}, // tree.go
+		{"IdempotencyKeys", testIdempotencyKeys},
+		{"Feedback", testFeedback},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
