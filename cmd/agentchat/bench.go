@@ -24,6 +24,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	busURL := fs.String("bus", "", "AGENTCHAT_BUS for the servers (default: in-process)")
 	idle := fs.Bool("idle", false, "also measure memory per idle stream")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	soakFor := fs.Duration("soak", 0, "keep --streams chats going for this long (e.g. 10m) and report the servers' goroutines, RSS and open files, first minute against last")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: agentchat bench [flags]\n\nStarts a fake OpenAI-compatible upstream and agentchat server processes pointed at it,\nopens concurrent chats, and reports latency over the upstream floor, throughput, CPU and memory.\n\n")
 		fs.PrintDefaults()
@@ -40,7 +41,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	res, err := bench.Run(ctx, bench.Config{
 		Binary: self, Streams: *streams, Tokens: *tokens, Pace: *pace, Replicas: *replicas,
-		Store: *storeURL, Bus: *busURL, BusPrefix: fmt.Sprintf("bench%d", time.Now().UnixNano()), IdleProbe: *idle, Log: stderr,
+		Store: *storeURL, Bus: *busURL, BusPrefix: fmt.Sprintf("bench%d", time.Now().UnixNano()), IdleProbe: *idle, Soak: *soakFor, Log: stderr,
 	})
 	if err != nil {
 		return err
@@ -48,7 +49,32 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		if err := enc.Encode(res); err != nil {
+			return err
+		}
+		if res.Errors > 0 {
+			return fmt.Errorf("%d chats failed", res.Errors)
+		}
+		return nil
+	}
+	if sk := res.Soak; sk != nil {
+		first, last := sk.First(), sk.Last()
+		fmt.Fprintf(stdout, `soak: streams %d, tokens %d, pace %s, replicas %d, %.0f s
+  chats                    %d (%d tokens)
+  errors                   %d (refused %d, runs not succeeded %d, streams without their end %d)
+  minute                   goroutines   RSS MiB   open files
+  first (%d)               %10d   %7.1f   %10d
+  last (%d)                %10d   %7.1f   %10d
+  growth                   %+9.1f%%   %+6.1f%%   %+9.1f%%
+`, *streams, *tokens, *pace, *replicas, sk.Duration, sk.Chats, sk.Tokens,
+			sk.Errors, sk.Refused, sk.FailedRuns, sk.NoEnd,
+			first.Minute, first.Goroutines, float64(first.RSSKiB)/1024, first.OpenFiles,
+			last.Minute, last.Goroutines, float64(last.RSSKiB)/1024, last.OpenFiles,
+			growth(first.Goroutines, last.Goroutines), growth(first.RSSKiB, last.RSSKiB), growth(first.OpenFiles, last.OpenFiles))
+		if sk.Errors > 0 {
+			return fmt.Errorf("%d chats failed", sk.Errors)
+		}
+		return nil
 	}
 	fmt.Fprintf(stdout, `streams %d, tokens %d, pace %s, replicas %d
   floor (upstream alone)   TTFB p50 %.2f ms  p99 %.2f ms   first text p50 %.2f ms  p99 %.2f ms
@@ -73,4 +99,12 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("%d chats failed", res.Errors)
 	}
 	return nil
+}
+
+// growth is the change from a to b in per cent.
+func growth(a, b int64) float64 {
+	if a == 0 {
+		return 0
+	}
+	return 100 * float64(b-a) / float64(a)
 }

@@ -191,6 +191,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	log := newLogger(cfg, stderr)
 	slog.SetDefault(log)
+	setMemoryLimit(getenv, log)
 
 	unlock, err := lockData(cfg)
 	if err != nil {

@@ -1,6 +1,8 @@
 // Package auth says who a bearer token names: a static token from the
-// configuration or an HS256 JWT whose claims name a tenant and a user, and
-// the principal's role there (chat.Admin or chat.Member).
+// configuration, an HS256 JWT whose claims name a tenant and a user, or a
+// JWT of a trusted OpenID provider (RS256, ES256, EdDSA, … verified with
+// the keys its JWKS publishes; issuer.go, keyset.go), and the principal's
+// role there (chat.Admin or chat.Member).
 //
 // Roles: a static token is a member's unless its entry names it admin; a
 // JWT is an admin's when its "role" claim is "admin", a member's when the
@@ -15,11 +17,15 @@
 package auth
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
+	"fmt"
+	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -35,6 +41,7 @@ import (
 type Authenticator struct {
 	static    []staticToken
 	jwtSecret []byte
+	issuers   []*trusted
 	now       func() time.Time
 }
 
@@ -65,6 +72,13 @@ var ErrBadToken = errors.New("bad token")
 
 // Authenticate returns the principal of a token.
 func (a *Authenticator) Authenticate(token string) (chat.Scope, error) {
+	return a.AuthenticateContext(context.Background(), token)
+}
+
+// AuthenticateContext returns the principal of a token; ctx bounds a key
+// refresh the token may cause (a kid the issuer's cached keys lack). A
+// verified token that maps to no principal is a *ClaimError.
+func (a *Authenticator) AuthenticateContext(ctx context.Context, token string) (chat.Scope, error) {
 	if token == "" {
 		return chat.Scope{}, ErrBadToken
 	}
@@ -81,7 +95,18 @@ func (a *Authenticator) Authenticate(token string) (chat.Scope, error) {
 	if match == 1 {
 		return found, nil
 	}
-	if len(a.jwtSecret) == 0 || strings.Count(token, ".") != 2 {
+	if strings.Count(token, ".") != 2 {
+		return chat.Scope{}, ErrBadToken
+	}
+	if len(a.issuers) > 0 {
+		iss := unverifiedIssuer(token)
+		for _, t := range a.issuers {
+			if iss != "" && iss == t.Issuer.Issuer {
+				return t.verify(ctx, token)
+			}
+		}
+	}
+	if len(a.jwtSecret) == 0 {
 		return chat.Scope{}, ErrBadToken
 	}
 	var claims struct {
@@ -119,4 +144,85 @@ func validClaims(token, tenant, subject string) bool {
 		}
 	}
 	return true
+}
+
+// Trust adds OpenID providers whose tokens are accepted. Their keys are
+// fetched on first use and kept fresh by Run.
+func (a *Authenticator) Trust(issuers []Issuer, opt KeyOptions) error {
+	for _, is := range issuers {
+		if err := is.Check(); err != nil {
+			return err
+		}
+		for _, t := range a.issuers {
+			if t.Issuer.Issuer == is.Issuer {
+				return fmt.Errorf("issuer %s is listed twice", is.Issuer)
+			}
+		}
+		now := func() time.Time { return a.now() }
+		if opt.Now != nil {
+			now = opt.Now
+		}
+		a.issuers = append(a.issuers, &trusted{Issuer: is, skew: opt.ClockSkew, now: now,
+			keys: newKeySet(is.Issuer, is.JWKSURL, opt.Client, now, opt.UnknownKIDInterval)})
+	}
+	return nil
+}
+
+// Run fetches every trusted issuer's keys and refreshes them in the
+// background as their cache headers say, until ctx ends.
+func (a *Authenticator) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, t := range a.issuers {
+		wg.Go(func() { t.keys.run(ctx) })
+	}
+	wg.Wait()
+}
+
+// Refresh fetches every trusted issuer's keys now (serve calls it once at
+// start, so the first token needs no fetch).
+func (a *Authenticator) Refresh(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, t := range a.issuers {
+		wg.Go(func() { t.keys.refresh(ctx) })
+	}
+	wg.Wait()
+}
+
+// KeyStatus reports each trusted issuer's keys, for /readyz.
+func (a *Authenticator) KeyStatus() []KeyStatus {
+	var out []KeyStatus
+	for _, t := range a.issuers {
+		out = append(out, t.keys.status(t.Issuer.Issuer))
+	}
+	return out
+}
+
+// Providers are the trusted issuers the console offers to sign in with
+// (those with a client id whose discovery has answered).
+func (a *Authenticator) Providers() []Provider {
+	var out []Provider
+	for _, t := range a.issuers {
+		if t.ClientID == "" {
+			continue
+		}
+		t.keys.mu.RLock()
+		ep := t.keys.endpoints
+		t.keys.mu.RUnlock()
+		if ep.Authorization == "" || ep.Token == "" {
+			continue
+		}
+		name := t.Name
+		if name == "" {
+			if u, err := url.Parse(t.Issuer.Issuer); err == nil {
+				name = u.Host
+			}
+		}
+		tok := "access_token"
+		if t.Audience == t.ClientID {
+			tok = "id_token"
+		}
+		out = append(out, Provider{Name: name, Issuer: t.Issuer.Issuer, ClientID: t.ClientID, Scopes: orDefault(t.Scopes, "openid profile email"),
+			Audience: t.Audience, AuthorizationEndpoint: ep.Authorization, TokenEndpoint: ep.Token, Token: tok})
+	}
+	return out
 }

@@ -45,7 +45,10 @@ type Config struct {
 	Bus       string        // AGENTCHAT_BUS ("" = in-process; needed as redis:// with replicas > 1)
 	BusPrefix string        // a key prefix for the Redis bus, so runs do not mix
 	IdleProbe bool          // also measure memory per idle stream
-	Log       io.Writer     // progress; nil discards
+	// Soak, when above zero, replaces the single load by a soak: Streams
+	// chats kept going, one after another, for this long (see Soak).
+	Soak time.Duration
+	Log  io.Writer // progress; nil discards
 }
 
 // Result is what one benchmark measured.
@@ -72,6 +75,8 @@ type Result struct {
 	PeakRSSMiB           float64 `json:"peakRSSMiB"`
 	KiBPerActive         float64 `json:"kibPerActiveStream"`
 	KiBPerIdle           float64 `json:"kibPerIdleStream,omitempty"`
+	// Soak is set by a soak run.
+	Soak *SoakResult `json:"soak,omitempty"`
 }
 
 // Percent holds latency percentiles in milliseconds.
@@ -156,6 +161,14 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			return res, fmt.Errorf("idle streams: %w", err)
 		}
 		res.KiBPerIdle = kib
+	}
+
+	if cfg.Soak > 0 {
+		res.Soak, err = soak(ctx, cfg, client, servers, logf)
+		if res.Soak != nil {
+			res.Errors = res.Soak.Errors
+		}
+		return res, err
 	}
 
 	cpu0 := 0.0
@@ -421,10 +434,11 @@ func totalRSS(servers []*server) (int64, error) {
 
 // server is one agentchat process.
 type server struct {
-	cmd     *exec.Cmd
-	url     string
-	proc    procReader
-	idleRSS int64 // KiB
+	cmd      *exec.Cmd
+	url      string
+	debugURL string // its pprof listener
+	proc     procReader
+	idleRSS  int64 // KiB
 }
 
 func freePort() (string, error) {
@@ -441,8 +455,13 @@ func startServer(ctx context.Context, cfg Config, upURL, dataDir string, i int) 
 	if err != nil {
 		return nil, err
 	}
+	// The pprof listener gives a soak the server's goroutine count.
+	debugAddr, err := freePort()
+	if err != nil {
+		return nil, err
+	}
 	cmd := exec.Command(cfg.Binary, "serve")
-	cmd.Env = append(os.Environ(),
+	cmd.Env = append(os.Environ(), "AGENTCHAT_DEBUG_ADDR="+debugAddr,
 		"AGENTCHAT_ADDR="+addr, "AGENTCHAT_DATA_DIR="+dataDir, "AGENTCHAT_TOKENS=bench-token:bench:bench",
 		"AGENTCHAT_LLM=openai", "OPENAI_BASE_URL="+upURL, "OPENAI_API_KEY=bench", "AGENTCHAT_MODEL=bench",
 		"AGENTCHAT_LOG_LEVEL=warn", "AGENTCHAT_STORE="+cfg.Store, "AGENTCHAT_BUS="+cfg.Bus,
@@ -451,7 +470,7 @@ func startServer(ctx context.Context, cfg Config, upURL, dataDir string, i int) 
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	s := &server{cmd: cmd, url: "http://" + addr}
+	s := &server{cmd: cmd, url: "http://" + addr, debugURL: "http://" + debugAddr}
 	if s.proc, err = newProcReader(procfs.DefaultMountPoint, cmd.Process.Pid); err != nil {
 		s.stop()
 		return nil, fmt.Errorf("bench reads server CPU time and memory from %s: %w", procfs.DefaultMountPoint, err)

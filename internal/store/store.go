@@ -167,6 +167,8 @@ type Store interface {
 	// Steering: the message tree's active branch, idempotency keys,
 	// feedback, queued inputs and thread state (steering.go).
 	Steering
+	// Files: uploaded files' records (file.go).
+	Files
 
 	// Conversations.
 	CreateConversation(ctx context.Context, s chat.Scope, c chat.Conversation) (chat.Conversation, error)

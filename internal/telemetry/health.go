@@ -33,6 +33,8 @@ type Health struct {
 	Bus   bus.Bus
 	// Timeout bounds each check. Default 2s.
 	Timeout time.Duration
+	// Keys reports the trusted token issuers' key sets, when any.
+	Keys func() []KeyCheck
 
 	draining atomic.Bool
 }
@@ -56,6 +58,19 @@ type Report struct {
 	Status string `json:"status"`
 	Store  Check  `json:"store"`
 	Bus    Check  `json:"bus"`
+	// Keys are the trusted token issuers' key sets: a stale set (its
+	// provider unreachable, the last good keys in use) leaves the process
+	// ready; a set never fetched makes it unready, as its users cannot
+	// sign in.
+	Keys []KeyCheck `json:"keys,omitempty"`
+}
+
+// KeyCheck is one token issuer's key set.
+type KeyCheck struct {
+	Issuer string `json:"issuer"`
+	Status string `json:"status"` // up, stale or down
+	Keys   int    `json:"keys"`
+	Error  string `json:"error,omitempty"`
 }
 
 // Ready reports whether the process should receive traffic.
@@ -103,10 +118,17 @@ func (h *Health) Check(ctx context.Context) Report {
 		}, "the bus")
 	})
 	wg.Wait()
+	keysDown := false
+	if h.Keys != nil {
+		rep.Keys = h.Keys()
+		for _, k := range rep.Keys {
+			keysDown = keysDown || k.Status == "down"
+		}
+	}
 	switch {
 	case h.Draining():
 		rep.Status = "draining"
-	case rep.Store.Status != "up" || rep.Bus.Status != "up":
+	case rep.Store.Status != "up" || rep.Bus.Status != "up" || keysDown:
 		rep.Status = "unready"
 	default:
 		rep.Status = "ready"

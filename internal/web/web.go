@@ -22,7 +22,9 @@ import (
 	"io/fs"
 	"mime"
 	"net/http"
+	"net/url"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -36,6 +38,27 @@ const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 's
 // Prefix is the path under which the console's assets are served.
 const Prefix = "/console/"
 
+// policy is CSP with connect-src widened to the origins of connect's URLs.
+func policy(connect func() []string) string {
+	if connect == nil {
+		return CSP
+	}
+	var extra []string
+	for _, raw := range connect() {
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.ContainsAny(u.Host, " ;,'\"") {
+			continue
+		}
+		if o := u.Scheme + "://" + u.Host; !slices.Contains(extra, o) {
+			extra = append(extra, o)
+		}
+	}
+	if len(extra) == 0 {
+		return CSP
+	}
+	return strings.Replace(CSP, "connect-src 'self'", "connect-src 'self' "+strings.Join(extra, " "), 1)
+}
+
 type asset struct {
 	body  []byte
 	etag  string
@@ -44,7 +67,12 @@ type asset struct {
 
 // Handler serves the console: index.html at "/" and the assets under Prefix.
 // A path it does not know goes to notFound.
-func Handler(notFound http.Handler) http.Handler {
+func Handler(notFound http.Handler) http.Handler { return HandlerWith(notFound, nil) }
+
+// HandlerWith is Handler whose policy also lets the console connect to the
+// origins connect returns: the token endpoints of the OpenID providers it
+// signs in with (the code exchange is the browser's own request).
+func HandlerWith(notFound http.Handler, connect func() []string) http.Handler {
 	assets := map[string]asset{}
 	root, _ := fs.Sub(static, "static")
 	_ = fs.WalkDir(root, ".", func(p string, d fs.DirEntry, err error) error {
@@ -74,7 +102,7 @@ func Handler(notFound http.Handler) http.Handler {
 			return
 		}
 		h := w.Header()
-		h.Set("Content-Security-Policy", CSP)
+		h.Set("Content-Security-Policy", policy(connect))
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("X-Frame-Options", "DENY")

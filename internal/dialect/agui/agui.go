@@ -39,6 +39,10 @@ const (
 	Custom                  = "CUSTOM"
 )
 
+// OnInterrupt is the name of the CUSTOM event that carries an interrupt to
+// CopilotKit (and LangGraph-style clients) beside RUN_FINISHED's outcome.
+const OnInterrupt = "on_interrupt"
+
 // InterruptReason is the reason of every interrupt this package writes.
 const InterruptReason = "confirmation"
 
@@ -548,6 +552,12 @@ func (e *Encoder) interrupt(dst []byte, ev event.Event, p event.ToolAwaitingData
 	if !p.ExpiresAt.IsZero() {
 		in.ExpiresAt = dialect.Millis(p.ExpiresAt)
 	}
+	// CopilotKit's interrupt hooks (useInterrupt, useLangGraphInterrupt)
+	// know no RUN_FINISHED outcome: they listen for this CUSTOM event.
+	ci := copilotInterrupt{ID: in.ID, Reason: in.Reason, Message: in.Message, ToolCallID: in.ToolCallID,
+		ToolName: p.Name, Args: in.Metadata.Args, ExpiresAt: in.ExpiresAt}
+	value, _ := json.Marshal(ci)
+	dst = e.frame(dst, Custom, custom{Type: Custom, Timestamp: ts(ev), scope: e.scope(), Name: OnInterrupt, Value: value})
 	v := runFinished{Type: RunFinished, Timestamp: ts(ev), ThreadID: e.thread, RunID: e.runID,
 		Outcome: &outcome{Type: "interrupt", Interrupts: []interrupt{in}}}
 	e.live, e.paused = false, true

@@ -48,7 +48,12 @@
 //     interrupts:[{id: confirmationId, reason:"confirmation", message,
 //     toolCallId, expiresAt, responseSchema, metadata:{toolName, args}}]}.
 //     A client answers with a RunAgentInput whose resume entry
-//     {interruptId, status, payload:{approved, args?}} decides it.
+//     {interruptId, status, payload:{approved, args?}} decides it. Just
+//     before that RUN_FINISHED, a CUSTOM "on_interrupt" event carries the
+//     same interrupt flattened ({id, reason, message, toolCallId, toolName,
+//     args, expiresAt}): CopilotKit's useInterrupt and the clients before
+//     AG-UI 1.0 know no outcome and listen for it, and answer with
+//     forwardedProps.command {resume, interruptEvent} (CommandResume).
 //   - run.resumed → a new RUN_STARTED (the client's new run id, or
 //     "<run>-<seq>"), and the steps the interrupt closed are started again.
 //   - retrieval → CUSTOM "retrieval" {query, hits} (none without hits); plan and

@@ -347,3 +347,68 @@ func (m InputMessage) Text() string {
 	text, _ := chat.Content(parts)
 	return text
 }
+
+// CommandResume reads CopilotKit's way of answering an interrupt:
+// forwardedProps.command {resume, interruptEvent}, where interruptEvent is
+// the value of the on_interrupt CUSTOM event (an object, or that object as
+// JSON text) and resume is the person's answer: {"approved": bool,
+// "reason"?, "args"?}, a boolean, or the text "approve" / "reject" (also
+// "approved", "rejected", "yes", "no"). ok is false when the input has no
+// command.resume. The entry's InterruptID is "" when interruptEvent names
+// none: the caller picks the thread's open confirmation.
+func (in RunAgentInput) CommandResume() (entry ResumeEntry, ok bool, err error) {
+	var props struct {
+		Command *struct {
+			Resume         json.RawMessage `json:"resume"`
+			InterruptEvent json.RawMessage `json:"interruptEvent"`
+		} `json:"command"`
+	}
+	if json.Unmarshal(in.ForwardedProps, &props) != nil || props.Command == nil {
+		return ResumeEntry{}, false, nil
+	}
+	resume := bytes.TrimSpace(props.Command.Resume)
+	if len(resume) == 0 || string(resume) == "null" {
+		return ResumeEntry{}, false, nil
+	}
+	bad := func(format string, a ...any) error {
+		return dialect.Unusable(errcode.InvalidResume, "forwardedProps.command."+format, a...)
+	}
+	var payload []byte
+	var text string
+	var flag bool
+	switch {
+	case json.Unmarshal(resume, &text) == nil:
+		switch strings.ToLower(strings.TrimSpace(text)) {
+		case "approve", "approved", "yes", "true":
+			payload = []byte(`{"approved":true}`)
+		case "reject", "rejected", "no", "false":
+			payload = []byte(`{"approved":false}`)
+		default:
+			return ResumeEntry{}, true, bad("resume must be {\"approved\": true|false, \"reason\"?: …} or \"approve\" / \"reject\"")
+		}
+	case json.Unmarshal(resume, &flag) == nil:
+		payload = []byte(`{"approved":false}`)
+		if flag {
+			payload = []byte(`{"approved":true}`)
+		}
+	default:
+		if _, isObject := jsonObject(resume); !isObject {
+			return ResumeEntry{}, true, bad("resume must be {\"approved\": true|false, \"reason\"?: …} or \"approve\" / \"reject\"")
+		}
+		payload = resume
+	}
+	entry = ResumeEntry{Status: "resolved", Payload: payload}
+	// The interrupt event as the client got it: the object, or its JSON text.
+	ie := bytes.TrimSpace(props.Command.InterruptEvent)
+	if err := json.Unmarshal(ie, &text); err == nil {
+		ie = []byte(text)
+	}
+	if m, isObject := jsonObject(ie); isObject {
+		id, _ := m["id"].(string)
+		entry.InterruptID = id
+	}
+	if _, err := decision(0, ResumeEntry{InterruptID: "-", Status: entry.Status, Payload: entry.Payload}); err != nil {
+		return ResumeEntry{}, true, bad("resume must be {\"approved\": true|false, \"reason\"?: …} or \"approve\" / \"reject\"")
+	}
+	return entry, true, nil
+}

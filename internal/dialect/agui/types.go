@@ -51,6 +51,20 @@ type interrupt struct {
 	Metadata       interruptMeta   `json:"metadata"`
 }
 
+// copilotInterrupt is the value of the on_interrupt CUSTOM event: the
+// interrupt flattened, so a hook renders it without knowing AG-UI 1.0's
+// outcome. A client resumes with forwardedProps.command {resume,
+// interruptEvent: this value}.
+type copilotInterrupt struct {
+	ID         string          `json:"id"`
+	Reason     string          `json:"reason"`
+	Message    string          `json:"message,omitempty"`
+	ToolCallID string          `json:"toolCallId,omitempty"`
+	ToolName   string          `json:"toolName,omitempty"`
+	Args       json.RawMessage `json:"args,omitempty"`
+	ExpiresAt  string          `json:"expiresAt,omitempty"`
+}
+
 // interruptMeta lets a client render the approval card without looking the
 // call up: what would run, with which arguments.
 type interruptMeta struct {

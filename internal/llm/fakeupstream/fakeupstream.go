@@ -86,6 +86,12 @@ type Options struct {
 	Tokens int
 	// Delay paces every stream: the pause before each event after the first.
 	Delay time.Duration
+	// Hold, when set, stops every stream after its first HoldAfter events
+	// (at least one) until Hold is closed, so that a test can keep streams
+	// going until it has done what it needs mid-stream, whatever the
+	// machine's speed, instead of counting on a pace to be slow enough.
+	Hold      <-chan struct{}
+	HoldAfter int
 	// DiscardRequests stops the recording of requests, for long benchmarks.
 	DiscardRequests bool
 	// OnRequest, when set, is called with each request as it arrives, before
@@ -193,7 +199,7 @@ func (f *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	rep := f.reply(n, req)
-	p := player{w: w, r: r, gone: gone, stop: f.stop, delay: f.opts.Delay}
+	p := player{w: w, r: r, gone: gone, stop: f.stop, delay: f.opts.Delay, hold: f.opts.Hold, holdAfter: max(f.opts.HoldAfter, 1)}
 	for k, vs := range rep.Header {
 		for _, v := range vs {
 			w.Header().Add(k, v)
@@ -289,6 +295,10 @@ type player struct {
 	gone  chan struct{}
 	stop  chan struct{}
 	delay time.Duration
+
+	hold      <-chan struct{} // Options.Hold
+	holdAfter int             // frames written before waiting for hold
+	written   int             // frames written so far
 }
 
 // play writes frames, pausing delay before each after the first. It
@@ -303,6 +313,9 @@ func (p *player) play(frames [][]byte) bool {
 				return false
 			}
 		}
+		if p.hold != nil && p.written == p.holdAfter && !p.await(p.hold) {
+			return false
+		}
 		if _, err := p.w.Write(fr); err != nil {
 			p.markGone()
 			return false
@@ -311,8 +324,23 @@ func (p *player) play(frames [][]byte) bool {
 			p.markGone()
 			return false
 		}
+		p.written++
 	}
 	return true
+}
+
+// await blocks until c is closed (true), or the client goes away or the
+// Handler is closed (false).
+func (p *player) await(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	case <-p.r.Context().Done():
+		p.markGone()
+		return false
+	case <-p.stop:
+		return false
+	}
 }
 
 // wait blocks until c fires (true), or the client goes away or the Handler

@@ -87,3 +87,48 @@ func TestHandlerWithoutT(t *testing.T) {
 		t.Errorf("Count %d, recorded %d: want 2 counted, none kept", h.Count(), len(h.Requests()))
 	}
 }
+
+// Hold stops each stream after HoldAfter events until it is closed.
+func TestHold(t *testing.T) {
+	t.Parallel()
+	hold := make(chan struct{})
+	h := fakeupstream.OpenAIHandler(fakeupstream.Options{Tokens: 5, Hold: hold, HoldAfter: 2})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	defer h.Close()
+
+	resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m","stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	next := func() string {
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				return d
+			}
+		}
+		return ""
+	}
+	for range 2 {
+		if next() == "" {
+			t.Fatal("the stream ended before the hold")
+		}
+	}
+	// The rest follows once the hold is released.
+	close(hold)
+	n := 2
+	for d := next(); d != ""; d = next() {
+		n++
+		if d == "[DONE]" {
+			break
+		}
+	}
+	if n < 7 { // 5 text events, the finish, [DONE]
+		t.Fatalf("%d events after the hold was released", n)
+	}
+	if h.Count() != 1 {
+		t.Fatalf("%d requests", h.Count())
+	}
+}

@@ -36,6 +36,11 @@
 //     "chart", back to the previous rule's phrase, is read instead, less the
 //     calculator's expression.
 //   - "system prompt" (or 系统提示词): the answer is the system prompt it was sent.
+//   - the name of any other offered tool, written as a word ("call
+//     pick_colour"; a client's frontend tool, say): that tool, with the
+//     first quoted text as its first string parameter (the schema's
+//     required ones first) when the text has one, else {}. The built-in
+//     tools above are only called by their phrases.
 //
 // A system message starting "Retrieved context" (package retrieval's) makes
 // a plain answer quote its first hit: "According to [1] <source>: <text>".
@@ -155,6 +160,7 @@ func (m *Model) script(req llm.Request) ([]step, error) {
 	for _, t := range req.Tools {
 		offered[t.Name] = true
 	}
+	named := namedTools(req.Tools)
 	var (
 		steps  []step
 		finish = "stop"
@@ -201,6 +207,8 @@ func (m *Model) script(req llm.Request) ([]step, error) {
 			calls = []call{{name: ToolCurrentTime, args: map[string]string{"timezone": "UTC"}}}
 		} else {
 			calls, missing = match(userText, offered)
+			calls = append(calls, named(userText)...)
+			slices.SortStableFunc(calls, func(a, b call) int { return a.at - b.at })
 		}
 		if len(calls) == 0 {
 			if a, ok := contextAnswer(req, userText); ok {
@@ -398,6 +406,82 @@ func match(text string, offered map[string]bool) (calls []call, missing []string
 	}
 	slices.SortStableFunc(calls, func(a, b call) int { return a.at - b.at })
 	return calls, missing
+}
+
+// phraseTools are the tools the phrase rules call: naming them is not enough.
+var phraseTools = map[string]bool{ToolCurrentTime: true, ToolCalculator: true, ToolHTTPGet: true, ToolFeishu: true, ToolWebhook: true, ToolChart: true}
+
+// namedTools returns the rule for tools called by name: every offered tool
+// the phrase rules do not call, found in the text as a whole word.
+func namedTools(tools []llm.ToolSpec) func(text string) []call {
+	type named struct {
+		re    *regexp.Regexp
+		name  string
+		param string // the string parameter the quoted text fills
+	}
+	var rules []named
+	for _, t := range tools {
+		if phraseTools[t.Name] || t.Name == "" {
+			continue
+		}
+		rules = append(rules, named{re: regexp.MustCompile(`(^|[^\w-])` + regexp.QuoteMeta(t.Name) + `($|[^\w-])`), name: t.Name, param: stringParam(t.Parameters)})
+	}
+	return func(text string) []call {
+		var calls []call
+		for _, r := range rules {
+			loc := r.re.FindStringIndex(text)
+			if loc == nil {
+				continue
+			}
+			args := map[string]string{}
+			if m := quoteRe.FindStringSubmatch(text); m != nil && r.param != "" {
+				args[r.param] = cmp.Or(m[1], m[2], m[3])
+			}
+			calls = append(calls, call{name: r.name, args: args, at: loc[0]})
+		}
+		return calls
+	}
+}
+
+// stringParam is the first string property of a JSON schema, the required
+// ones first, in the order the schema lists them; "" when it has none.
+func stringParam(schema json.RawMessage) string {
+	var s struct {
+		Properties json.RawMessage `json:"properties"`
+		Required   []string        `json:"required"`
+	}
+	if json.Unmarshal(schema, &s) != nil {
+		return ""
+	}
+	// The properties in their written order.
+	var order []string
+	dec := json.NewDecoder(bytes.NewReader(s.Properties))
+	types := map[string]string{}
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		var p struct {
+			Type any `json:"type"`
+		}
+		if dec.Decode(&p) != nil {
+			return ""
+		}
+		name, _ := k.(string)
+		typ, _ := p.Type.(string)
+		order = append(order, name)
+		types[name] = typ
+	}
+	for _, name := range append(slices.Clone(s.Required), order...) {
+		if types[name] == "string" {
+			return name
+		}
+	}
+	return ""
 }
 
 // timezone is the IANA zone text names, directly or by a city, else UTC.

@@ -479,3 +479,43 @@ func TestChartValuesComeFromTheChartRequest(t *testing.T) {
 		})
 	}
 }
+
+func TestNamedToolRule(t *testing.T) {
+	t.Parallel()
+	pick := llm.ToolSpec{Name: "pick_colour", Parameters: json.RawMessage(`{"type":"object","properties":{"count":{"type":"number"},"palette":{"type":"string"},"colour":{"type":"string"}},"required":["colour"]}`)}
+	bare := llm.ToolSpec{Name: "clear_page", Parameters: json.RawMessage(`{"type":"object","properties":{}}`)}
+	tools := append(slices.Clone(allTools), pick, bare)
+	tests := []struct {
+		text string
+		want []wantCall
+	}{
+		{`Please call pick_colour with "teal"`, []wantCall{{"pick_colour", map[string]string{"colour": "teal"}}}},
+		{`call pick_colour`, []wantCall{{"pick_colour", map[string]string{}}}},
+		{`clear_page, then what time is it in Tokyo`, []wantCall{{"clear_page", map[string]string{}}, {"get_current_time", map[string]string{"timezone": "Asia/Tokyo"}}}},
+		{`my_pick_colour_x is not a tool name`, nil},
+		{`calculator alone is not a phrase`, nil},
+	}
+	for _, tt := range tests {
+		a := collect(t, fast(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: tt.text}}, Tools: tools})
+		var got []wantCall
+		for _, c := range a.ToolCalls() {
+			var args map[string]string
+			if err := json.Unmarshal(c.Arguments, &args); err != nil {
+				t.Fatalf("%q: arguments %s: %v", tt.text, c.Arguments, err)
+			}
+			got = append(got, wantCall{c.Name, args})
+		}
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%q: calls %+v, want %+v", tt.text, got, tt.want)
+		}
+	}
+	// Its result is summarised like any tool's.
+	a := collect(t, fast(), llm.Request{Tools: tools, Messages: []llm.Message{
+		{Role: llm.RoleUser, Content: "call pick_colour"},
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c1", Name: "pick_colour", Arguments: json.RawMessage(`{}`)}}},
+		{Role: llm.RoleTool, ToolCallID: "c1", Content: "teal"},
+	}})
+	if a.Text() != "The pick_colour tool returned: teal" {
+		t.Errorf("summary %q", a.Text())
+	}
+}

@@ -37,7 +37,7 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 	if err != nil {
 		return fmt.Errorf("append %d events: %w", len(evs), err)
 	}
-	err = s.tx(ctx, func(tx *sql.Tx) error { return insertEventRows(ctx, tx, rows) })
+	err = s.tx(ctx, func(tx *sql.Tx) error { return s.insertEventRows(ctx, tx, rows) })
 	if err != nil {
 		return fmt.Errorf("append %d events: %w", len(evs), err)
 	}
@@ -45,8 +45,8 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 }
 
 // insertEventRows inserts packed rows in tx.
-func insertEventRows(ctx context.Context, tx *sql.Tx, rows []store.EventRow) error {
-	stmt, err := tx.PrepareContext(ctx, insertEventSQL)
+func (s *Store) insertEventRows(ctx context.Context, tx *sql.Tx, rows []store.EventRow) error {
+	stmt, err := s.prep.stmt(ctx, tx, insertEventSQL)
 	if err != nil {
 		return err
 	}

@@ -46,7 +46,7 @@ func (s *Store) PauseRun(ctx context.Context, p store.PauseRunParams) error {
 				return err
 			}
 		}
-		if err := insertEventRows(ctx, tx, rows); err != nil {
+		if err := s.insertEventRows(ctx, tx, rows); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE runs SET state = ?, usage = ? WHERE id = ?`, nullJSON(p.State), string(usage), p.RunID)

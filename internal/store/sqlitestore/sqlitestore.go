@@ -30,8 +30,10 @@ var migrations embed.FS
 
 // Store is the SQLite store.Store.
 type Store struct {
-	write *sql.DB
-	read  *sql.DB
+	write  *sql.DB
+	read   *sql.DB
+	prep   *prepared // the write pool's hot statements
+	starts starts    // StartRun's group commit
 }
 
 var _ store.Store = (*Store)(nil)
@@ -73,6 +75,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}
 	s.read = read
+	if s.prep, err = prepareAll(ctx, write, hotStatements); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
 	return s, nil
 }
 
@@ -164,7 +170,7 @@ func (s *Store) migrate(ctx context.Context) error {
 
 // Close closes both pools.
 func (s *Store) Close() error {
-	var errs []error
+	errs := []error{s.prep.close()}
 	if s.read != nil {
 		errs = append(errs, s.read.Close())
 	}
@@ -382,7 +388,7 @@ func scanMessage(row scanner) (chat.Message, error) {
 
 // AppendMessage adds a message to one of s's conversations.
 func (s *Store) AppendMessage(ctx context.Context, sc chat.Scope, m chat.Message) (chat.Message, error) {
-	err := s.tx(ctx, func(tx *sql.Tx) error { return insertMessage(ctx, tx, sc, &m, now()) })
+	err := s.tx(ctx, func(tx *sql.Tx) error { return s.insertMessage(ctx, tx, sc, &m, now()) })
 	if err != nil {
 		return chat.Message{}, fmt.Errorf("append message to %s: %w", m.ConversationID, err)
 	}
@@ -391,10 +397,10 @@ func (s *Store) AppendMessage(ctx context.Context, sc chat.Scope, m chat.Message
 
 // insertMessage fills in m's defaults, inserts it and bumps its
 // conversation's updatedAt; ErrNotFound when the conversation is not sc's.
-func insertMessage(ctx context.Context, tx *sql.Tx, sc chat.Scope, m *chat.Message, at time.Time) error {
+func (s *Store) insertMessage(ctx context.Context, tx *sql.Tx, sc chat.Scope, m *chat.Message, at time.Time) error {
 	store.FillMessage(m, at)
 	m.CreatedAt = m.CreatedAt.UTC().Truncate(time.Millisecond)
-	res, err := tx.ExecContext(ctx, `UPDATE conversations SET updated_at = max(updated_at, ?) WHERE id = ? AND tenant = ? AND owner = ?`,
+	res, err := s.prep.exec(ctx, tx, updateConvSQL,
 		ms(m.CreatedAt), m.ConversationID, sc.Tenant, sc.User)
 	if err != nil {
 		return err
@@ -418,7 +424,7 @@ func insertMessage(ctx context.Context, tx *sql.Tx, sc chat.Scope, m *chat.Messa
 			}
 		}
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO messages (`+messageCols+`, tenant) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err = s.prep.exec(ctx, tx, insertMessageSQL,
 		m.ID, m.ConversationID, m.Role, m.Content, nullJSON(m.Parts), nullJSON(m.Metadata), m.RunID, m.ToolName, m.ToolCallID, ms(m.CreatedAt), m.ParentID, sc.Tenant)
 	if err != nil || leaf != m.ParentID {
 		return err
@@ -492,7 +498,7 @@ func (s *Store) CreateRun(ctx context.Context, sc chat.Scope, r chat.Run) (chat.
 		if n == 0 {
 			return store.ErrNotFound
 		}
-		return insertRun(ctx, tx, sc, &r, now())
+		return s.insertRun(ctx, tx, sc, &r, now())
 	})
 	if err != nil {
 		return chat.Run{}, fmt.Errorf("create run: %w", err)
@@ -502,93 +508,19 @@ func (s *Store) CreateRun(ctx context.Context, sc chat.Scope, r chat.Run) (chat.
 
 // insertRun fills in r's defaults and inserts it into a conversation the
 // caller has checked is sc's, refusing a second active run.
-func insertRun(ctx context.Context, tx *sql.Tx, sc chat.Scope, r *chat.Run, at time.Time) error {
+func (s *Store) insertRun(ctx context.Context, tx *sql.Tx, sc chat.Scope, r *chat.Run, at time.Time) error {
 	store.FillRun(r, sc, at)
 	var active string
-	switch err := tx.QueryRowContext(ctx, `SELECT id FROM runs WHERE conversation_id = ? AND status IN ('queued','running','awaiting_input')`, r.ConversationID).Scan(&active); {
+	switch err := s.prep.queryRow(ctx, tx, activeRunSQL, r.ConversationID).Scan(&active); {
 	case err == nil:
 		return &store.BusyError{ActiveRunID: active}
 	case !errors.Is(err, sql.ErrNoRows):
 		return err
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, ?, ?, ?, NULL, ?, ?, 0, ?, ?, ?, ?, ?, ?)`,
+	_, err := s.prep.exec(ctx, tx, insertRunSQL,
 		r.ID, r.Tenant, r.Owner, r.ConversationID, r.TurnID, r.Status, r.Input, r.Engine, r.Model, nullJSON(r.State),
 		ms(r.CreatedAt), ms(r.StartedAt), r.LeaseOwner, r.LeaseEpoch, r.SeqReserved, r.TraceID, r.SpanID, r.AgentID, r.AgentVersion, r.ParentID)
 	return err
-}
-
-// StartRun writes a run's start in one transaction: SQLite has one writer, so
-// one transaction instead of four is one wait in its queue instead of four.
-func (s *Store) StartRun(ctx context.Context, sc chat.Scope, in store.RunStart) (store.RunStarted, error) {
-	var out store.RunStarted
-	at := now()
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		if c := in.NewConversation; c != nil {
-			c.CreatedAt = at // whatever the caller set: the conversation begins with its run
-			store.FillConversation(c, sc, at)
-			if _, err := tx.ExecContext(ctx, `INSERT INTO conversations (`+conversationInsertCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-				c.ID, c.Tenant, c.Owner, c.Title, c.Engine, c.AgentID, ms(at), ms(at)); err != nil {
-				return err
-			}
-			out.Conversation = *c
-		} else {
-			var err error
-			if out.Conversation, err = scanConversation(tx.QueryRowContext(ctx, `SELECT `+conversationCols+` FROM conversations WHERE id = ? AND tenant = ? AND owner = ?`,
-				in.Run.ConversationID, sc.Tenant, sc.User)); err != nil {
-				return err
-			}
-		}
-		if in.MaxExecuting > 0 {
-			var n int
-			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE tenant = ? AND status IN ('queued','running')`, sc.Tenant).Scan(&n); err != nil {
-				return err
-			}
-			if n >= in.MaxExecuting {
-				return fmt.Errorf("%w: tenant has %d", store.ErrTooManyRuns, n)
-			}
-		}
-		r := in.Run
-		r.ConversationID = out.Conversation.ID
-		var last sql.NullInt64
-		if err := tx.QueryRowContext(ctx, lastSeqSQL, r.ConversationID, sc.Tenant).Scan(&last); err != nil {
-			return err
-		}
-		out.LastSeq = last.Int64
-		if in.ReserveSeqs > 0 {
-			r.SeqReserved = out.LastSeq + in.ReserveSeqs
-		}
-		r.ParentID = out.Conversation.ActiveLeaf
-		if in.Parent != nil {
-			r.ParentID = *in.Parent
-		}
-		if err := insertRun(ctx, tx, sc, &r, at); err != nil {
-			return err
-		}
-		if in.Parent != nil {
-			// The run's branch is the active one from now on.
-			if _, err := tx.ExecContext(ctx, `UPDATE conversations SET active_leaf = ? WHERE id = ?`, r.ParentID, r.ConversationID); err != nil {
-				return err
-			}
-			out.Conversation.ActiveLeaf = r.ParentID
-		}
-		out.Run = r
-		if in.Message.Role == "" {
-			return nil
-		}
-		m := in.Message
-		m.ConversationID, m.RunID = r.ConversationID, r.ID
-		if err := insertMessage(ctx, tx, sc, &m, at); err != nil {
-			return err
-		}
-		out.Message = m
-		out.Conversation.UpdatedAt = later(m.CreatedAt, out.Conversation.UpdatedAt)
-		out.Conversation.ActiveLeaf = m.ID
-		return nil
-	})
-	if err != nil {
-		return store.RunStarted{}, fmt.Errorf("start run: %w", err)
-	}
-	return out, nil
 }
 
 // GetRun reads one of s's runs.

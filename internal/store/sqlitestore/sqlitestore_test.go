@@ -70,3 +70,14 @@ func TestDeltasShareARow(t *testing.T) {
 		return rows, lastSeqEnd
 	})
 }
+
+// BenchmarkStartRuns measures concurrent run starts (64 callers on two
+// cores), which SQLite's one writer serialises.
+func BenchmarkStartRuns(b *testing.B) {
+	s, err := sqlitestore.Open(b.Context(), filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	storetest.BenchStartRuns(b, s, 32)
+}

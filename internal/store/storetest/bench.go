@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/store"
 )
@@ -52,3 +53,28 @@ var AppendBenchmarks = []struct {
 	Name           string
 	Batch, Threads int
 }{{"200x50", 200, 50}, {"2000x50", 2000, 50}, {"500x500", 500, 500}}
+
+// BenchStartRuns starts b.N runs from concurrent callers (parallelism × GOMAXPROCS
+// goroutines), each in a new conversation, as simultaneous chat requests do.
+// It reports the process's CPU time per start beside the time.
+func BenchStartRuns(b *testing.B, s store.Store, parallelism int) {
+	b.ReportAllocs()
+	b.SetParallelism(parallelism)
+	cpu := processCPU()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := s.StartRun(b.Context(), alice, store.RunStart{
+				NewConversation: &chat.Conversation{Title: "bench"},
+				Run:             chat.Run{Input: "hello", Engine: "local"},
+				Message:         chat.Message{Role: chat.RoleUser, Content: "hello"},
+				ReserveSeqs:     1000,
+			}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/start")
+}

@@ -29,7 +29,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"MessageBumpsConversation", testMessageBumpsConversation},
 		{"RunOneActivePerConversation", testRunOneActive},
 		{"StartRun", testStartRun},
-		{"RunTraceRoundTrip", testRunTrace}, // trace.go
+		{"ConcurrentStarts", testConcurrentStarts}, // startmany.go
+		{"RunTraceRoundTrip", testRunTrace},        // trace.go
 		{"RunUpdateCompareAndSet", testRunUpdate},
 		{"RunUpdateFields", testRunUpdateFields}, // runupdate.go
 		{"ReplicaTerms", testReplicaTerms},
@@ -72,6 +73,10 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"MessageTree", testMessageTree}, // tree.go
 		{"IdempotencyKeys", testIdempotencyKeys},
 		{"Feedback", testFeedback},
+		{"FileCRUDAndScoping", testFileCRUDAndScoping}, // file.go
+		{"FilePaging", testFilePaging},
+		{"FileQuotaUsage", testFileQuotaUsage},
+		{"FileReferencesAndSweep", testFileReferencesAndSweep},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -16,6 +16,8 @@ import { h, $ } from './dom.js';
 import { t, lang, setLang, apply as applyLang, dateTime } from './i18n.js';
 import { RunView, framesFromMessages, toolLabel } from './run.js';
 import { TimelineView } from './timeline.js';
+import { loadAgents, agents, agentsEnabled, defaultAgentId, picker, starters, agentLabel, agentName, ensureAgents, BUILT_IN } from './agents.js';
+import { AgentsView } from './agent-editor.js';
 
 const LIVE_PREFIX = 'agentchat.live.';
 const PENDING_EVERY_MS = 2000;
@@ -36,9 +38,11 @@ const state = {
   attachedElsewhere: new Set(), // runs attached because a confirmation showed up for them
   openSeq: 0, // guards against a slow conversation load drawing over a newer one
   stick: true, // the thread follows new text (the reader is at its end)
+  agentId: '', // the agent a new chat is started with (the picker's choice)
 };
 
 const timeline = new TimelineView();
+const agentsView = new AgentsView({ me: () => state.me, onChanged: () => refreshAgents().catch(fail) });
 
 // --- status line ---------------------------------------------------------------
 
@@ -65,9 +69,19 @@ async function signIn(tok) {
   $('signin').hidden = true;
   $('app').hidden = false;
   document.body.classList.add('signed-in');
+  await refreshAgents().catch(() => {});
+  state.agentId = defaultAgentId();
   await loadConversations(true);
   startPendingPoll();
   await route();
+}
+
+// refreshAgents reads the tenant's agents again (after an edit, or at
+// sign-in): the Agents link shows when the server serves agents.
+async function refreshAgents() {
+  await loadAgents();
+  $('agents-link').hidden = !agentsEnabled();
+  if (state.agentId !== BUILT_IN && !agents().some((a) => a.id === state.agentId)) state.agentId = defaultAgentId();
 }
 
 function drawWho() {
@@ -280,7 +294,7 @@ function setDrawer(open) {
   $('nav-toggle').setAttribute('aria-expanded', String(open));
   $('scrim').hidden = !open;
   const modal = open && phone.matches;
-  for (const id of ['chat', 'timeline']) $(id).inert = modal;
+  for (const id of ['chat', 'timeline', 'agents']) $(id).inert = modal;
   document.querySelector('header.top').inert = modal;
   if (open) $('new-chat').focus();
   else if (wasOpen && phone.matches) $('nav-toggle').focus();
@@ -297,6 +311,22 @@ async function route() {
   if (!state.me) return;
   if (location.hash && !location.hash.startsWith('#/')) return; // not a route
   if ($('sidebar').classList.contains('open')) setDrawer(false);
+  const ag = /^#\/agents(?:\/([^/]+))?$/.exec(location.hash);
+  $('agents').hidden = !ag;
+  if (ag) $('agents-link').setAttribute('aria-current', 'page');
+  else $('agents-link').removeAttribute('aria-current');
+  if (ag) {
+    detach();
+    timeline.stopPlay();
+    state.currentId = '';
+    drawConversations();
+    $('chat').hidden = true;
+    $('timeline').hidden = true;
+    await agentsView.show(ag[1] ? decodeURIComponent(ag[1]) : '');
+    $('agents-title').focus?.();
+    return;
+  }
+  agentsView.hide();
   const m = /^#\/runs\/([^/]+)\/timeline$/.exec(location.hash);
   if (m) {
     $('chat').hidden = true;
@@ -344,19 +374,41 @@ function timelineHref(runId) {
 }
 
 function newRunView() {
-  return new RunView({ interactive: true, onDecide: decide, timelineHref, onRegenerate: (id) => regenerate(id).catch(fail) });
+  return new RunView({ interactive: true, onDecide: decide, timelineHref, agentLabel, onRegenerate: (id) => regenerate(id).catch(fail) });
 }
 
+// welcome is a new chat: the choice of agent (when the tenant has agents of
+// its own), and suggested first messages (the chosen agent's starters, else
+// examples of what the built-in agent does).
 function welcome() {
-  const examples = ['example.time', 'example.think', 'example.chart', 'example.feishu'];
+  const builtIn = ['example.time', 'example.think', 'example.chart', 'example.feishu'];
+  const list = h('ul', { class: 'examples' });
+  const drawExamples = () => {
+    const own = starters(state.agentId);
+    list.setAttribute('aria-label', own.length ? t('agents.starters', { name: agentName(state.agentId) }) : t('welcome.examples'));
+    list.replaceChildren(...(own.length ? own : builtIn.map((k) => t(k))).map((text) => h('li', {},
+      h('button', { type: 'button', class: 'example', onclick: () => {
+        $('composer-input').value = text;
+        $('composer').requestSubmit();
+      } }, text))));
+  };
+  drawExamples();
+  const pick = picker(state.agentId, (id) => {
+    state.agentId = id;
+    drawExamples();
+  });
   return h('div', { class: 'welcome' },
     h('p', { class: 'welcome-title' }, t('welcome.title')),
     h('p', { class: 'muted' }, t('welcome.text')),
-    h('ul', { class: 'examples', 'aria-label': t('welcome.examples') }, examples.map((k) => h('li', {},
-      h('button', { type: 'button', class: 'example', onclick: () => {
-        $('composer-input').value = t(k);
-        $('composer').requestSubmit();
-      } }, t(k))))));
+    pick, list);
+}
+
+// drawChatAgent names the agent of the open conversation under its title.
+function drawChatAgent(conv) {
+  const id = conv?.agentId;
+  const el = $('chat-agent');
+  el.hidden = !id || id === BUILT_IN;
+  el.textContent = el.hidden ? '' : t('agents.chatAgent', { name: agentName(id) });
 }
 
 async function openConversation(id, { force = false } = {}) {
@@ -368,6 +420,7 @@ async function openConversation(id, { force = false } = {}) {
   const box = $('messages');
   if (!id) {
     $('chat-title').textContent = t('chat.new');
+    drawChatAgent(null);
     box.replaceChildren(welcome());
     return;
   }
@@ -376,17 +429,24 @@ async function openConversation(id, { force = false } = {}) {
   if (seq !== state.openSeq) return;
   $('chat-title').textContent = title(conv);
   const groups = groupByRun(messages);
+  // A conversation bound to an agent of the tenant's: each run says which
+  // version answered, so the newest runs' resources are read (the run
+  // resource names it; stored messages do not).
+  const bound = conv.agentId && conv.agentId !== BUILT_IN;
+  const recent = new Set(bound ? groups.filter((g) => g.runId).slice(-100).map((g) => g.runId) : []);
   // Runs whose stored messages do not say how they ended (no complete
   // answer, a failed tool) and the newest run, which may still be going: read
   // their status. The others answered, so they succeeded.
   const lastRunId = [...messages].reverse().find((m) => m.runId)?.runId;
-  const ask = groups.filter((g) => g.runId && (g.runId === lastRunId || unclear(g))).map((g) => g.runId);
+  const ask = [...new Set(groups.filter((g) => g.runId && (recent.has(g.runId) || g.runId === lastRunId || unclear(g))).map((g) => g.runId))];
   const runs = new Map();
   for (let i = 0; i < ask.length; i += 8) {
     const got = await Promise.all(ask.slice(i, i + 8).map((r) => api(`/v1/agent/runs/${r}`).catch(() => null)));
     got.forEach((r) => r && runs.set(r.id, r));
   }
+  await ensureAgents([conv.agentId, ...[...runs.values()].map((r) => r.agentId)]).catch(() => {});
   if (seq !== state.openSeq) return;
+  drawChatAgent(conv);
   const last = runs.get(lastRunId);
   const active = last && ['queued', 'running', 'awaiting_input'].includes(last.status) ? last : null;
   forgetFinished(id, active?.id);
@@ -404,6 +464,8 @@ async function openConversation(id, { force = false } = {}) {
     view.opt.interactive = false;
     for (const f of framesFromMessages(group.runId, rest)) view.apply(f);
     const run = runs.get(group.runId);
+    if (run?.agentId) view.setAgent(run.agentId, run.agentVersion);
+    else if (bound && group.runId) view.setAgent(conv.agentId, 0);
     view.end(run ? run.status : group.runId ? 'succeeded' : '', run?.error ?? null);
     nodes.push(view.el);
   }
@@ -555,6 +617,7 @@ async function follow(live, path, init) {
       state.currentId = f.data.conversationId;
       history.replaceState(null, '', `#/c/${f.data.conversationId}`);
       $('chat-title').textContent = f.data.title || t('conv.untitled');
+      drawChatAgent({ agentId: live.agentId });
       loadConversations(true).catch(fail);
     }
     if (f.event === 'agent.start' && !live.runId) {
@@ -617,6 +680,8 @@ async function send(input) {
   say(t('status.thinking'));
   const body = { input };
   if (state.currentId) body.conversationId = state.currentId;
+  else if (state.agentId && (state.agentId !== BUILT_IN || defaultAgentId() !== BUILT_IN)) body.agentId = state.agentId;
+  if (!state.currentId) live.agentId = body.agentId || defaultAgentId();
   try {
     await follow(live, '/v1/agent/chat', {
       method: 'POST', body,
@@ -824,6 +889,7 @@ function onLanguage() {
   // run is redrawn from its mirror and followed on.
   const tl = /^#\/runs\/([^/]+)\/timeline$/.exec(location.hash);
   if (tl) timeline.show(decodeURIComponent(tl[1])).catch(fail);
+  else if (!$('agents').hidden) agentsView.redraw();
   else openConversation(state.currentId, { force: true }).catch(fail);
 }
 

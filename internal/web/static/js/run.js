@@ -33,7 +33,8 @@ export class RunView {
    * @param {{interactive?: boolean,
    *   onDecide?: (c: {confirmationId: string, decision: string, args?: object, reason?: string}) => Promise<void>,
    *   onRegenerate?: (runId: string, failed: boolean) => void,
-   *   timelineHref?: (runId: string) => string}} opt
+   *   timelineHref?: (runId: string) => string,
+   *   agentLabel?: (agentId: string, version: number) => string}} opt
    */
   constructor(opt = {}) {
     this.opt = opt;
@@ -45,6 +46,19 @@ export class RunView {
     this.error = '';
     this.foot = null;
     this.retrievals = 0;
+    this.agentId = '';
+    this.agentVersion = 0;
+  }
+
+  /** setAgent shows which agent (and version) answered, when opt.agentLabel names it. */
+  setAgent(id, version) {
+    this.agentId = id || '';
+    this.agentVersion = version || 0;
+    const label = this.opt.agentLabel?.(this.agentId, this.agentVersion) ?? '';
+    if (label) this.footer().agent.textContent = label;
+    else if (this.foot) this.foot.agent.textContent = '';
+    this.el.dataset.agentId = this.agentId;
+    if (this.agentVersion) this.el.dataset.agentVersion = String(this.agentVersion);
   }
 
   segment(key, make) {
@@ -66,6 +80,7 @@ export class RunView {
         this.engine = data.engine || this.engine;
         this.el.dataset.runId = data.runId;
         this.status = 'running';
+        if (data.agentId) this.setAgent(data.agentId, data.agentVersion);
         break;
       case 'agent.reasoning': {
         const s = this.segment(`r:${data.messageId}`, () => {
@@ -266,13 +281,14 @@ export class RunView {
 
   footer() {
     if (!this.foot) {
+      const agent = h('span', { class: 'run-agent' });
       const status = h('span', { class: 'run-status' });
       const error = h('span', { class: 'run-error error' });
       const actions = h('span', { class: 'run-actions' });
       const link = h('a', { class: 'timeline-link' });
       link.hidden = true;
-      this.foot = h('div', { class: 'run-foot' }, status, error, actions, link);
-      Object.assign(this.foot, { status, error, actions, link });
+      this.foot = h('div', { class: 'run-foot' }, agent, status, error, actions, link);
+      Object.assign(this.foot, { agent, status, error, actions, link });
       this.el.append(this.foot);
     }
     return this.foot;

@@ -11,6 +11,7 @@ import { api } from './api.js';
 import { h, $, clip } from './dom.js';
 import { t, dateTime } from './i18n.js';
 import { RunView, toolLabel } from './run.js';
+import { agentLabel, ensureAgents } from './agents.js';
 
 /** rows groups the timeline's events: runs of deltas of one message become one row. */
 export function rows(events) {
@@ -119,6 +120,7 @@ export class TimelineView {
     $('timeline-summary').textContent = t('tl.loading');
     const id = encodeURIComponent(runId);
     const [tl, run] = await Promise.all([api(`/v1/agent/runs/${id}/timeline`), api(`/v1/agent/runs/${id}`)]);
+    await ensureAgents([tl.agentId]).catch(() => {});
     if (this.runId !== runId) return;
     const conv = tl.conversationId || run.conversationId;
     $('timeline-back').href = `#/c/${conv}/r/${runId}`;
@@ -130,6 +132,7 @@ export class TimelineView {
     $('timeline-summary').replaceChildren(
       h('span', { class: `badge ${tl.status}` }, status),
       h('span', {}, t('tl.summary', { steps: this.rows.length, events: tl.events.length, total: ms(tEnd - t0), at: dateTime(new Date(t0)) })),
+      agentLabel(tl.agentId, tl.agentVersion) ? h('span', { class: 'run-agent' }, agentLabel(tl.agentId, tl.agentVersion)) : null,
       h('code', { class: 'muted run-id', title: t('tl.runId') }, runId));
 
     const toolStarts = new Map();

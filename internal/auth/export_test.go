@@ -1,0 +1,4 @@
+package auth
+
+// CacheTTL is cacheTTL, for the tests.
+var CacheTTL = cacheTTL

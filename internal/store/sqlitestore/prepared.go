@@ -1,0 +1,78 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// prepared keeps the write pool's hot statements prepared. The write pool
+// is one connection, so a statement prepared on the pool is prepared on that
+// connection, and a transaction's Tx.StmtContext reuses it: SQLite parsing
+// the start path's statements anew each time was a quarter of the writer's
+// CPU (the profile of BenchmarkStartRuns). They are prepared when the store
+// opens: preparing on the pool needs its connection, which a transaction
+// holds. A query not prepared then is prepared in its transaction, each time.
+type prepared struct {
+	m map[string]*sql.Stmt // read-only once built
+}
+
+// prepareAll prepares queries on db, which holds one connection.
+func prepareAll(ctx context.Context, db *sql.DB, queries []string) (*prepared, error) {
+	p := &prepared{m: make(map[string]*sql.Stmt, len(queries))}
+	for _, q := range queries {
+		st, err := db.PrepareContext(ctx, q)
+		if err != nil {
+			p.close()
+			return nil, fmt.Errorf("prepare %q: %w", q, err)
+		}
+		p.m[q] = st
+	}
+	return p, nil
+}
+
+// stmt is query prepared in tx.
+func (p *prepared) stmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
+	if st, ok := p.m[query]; ok {
+		return tx.StmtContext(ctx, st), nil
+	}
+	return tx.PrepareContext(ctx, query)
+}
+
+// exec runs query in tx as a prepared statement.
+func (p *prepared) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	st, err := p.stmt(ctx, tx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(ctx, args...)
+}
+
+// queryRow runs query in tx as a prepared statement. The row's Scan closes
+// the statement's transaction copy.
+func (p *prepared) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) scanner {
+	st, err := p.stmt(ctx, tx, query)
+	if err != nil {
+		return errRow{err}
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+// close closes every cached statement.
+func (p *prepared) close() error {
+	if p == nil {
+		return nil
+	}
+	var errs []error
+	for _, st := range p.m {
+		errs = append(errs, st.Close())
+	}
+	p.m = nil
+	return errors.Join(errs...)
+}
+
+// errRow is the error of preparing a row's statement.
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }

@@ -1,0 +1,110 @@
+// A real CopilotKit app against agentchat, in Debian's chromium: the
+// CopilotKit runtime (@copilotkit/runtime, Node) with an AG-UI HttpAgent
+// pointed at agentchat's POST /api/v1/agent/runs, forwarding the person's
+// bearer token, and a React page with CopilotChat built by Vite
+// (copilotkit/: its own package.json and lock, installed by `npm ci` there;
+// nothing is downloaded at test time). On the embedded default (SQLite,
+// the offline scripted model):
+//   - a chat streams;
+//   - a server tool call renders (useRenderTool) with its result;
+//   - a confirmation shows through useInterrupt, and approving it runs the
+//     tool exactly once;
+//   - the agent calls a frontend tool (useFrontendTool), and its result
+//     continues the run.
+// Shared state (AG-UI `state` reaching the agent) waits for the steering
+// issue and is not tested here.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startAgentchat, launch, guard, shot, json, WAIT } from './lib.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const TOKEN = 'browser-copilotkit-token';
+
+let server; // agentchat
+let app; // the CopilotKit runtime and page
+let chromium;
+
+before(async () => {
+  if (!existsSync(join(here, 'copilotkit', 'node_modules'))) {
+    throw new Error('the CopilotKit app is not installed: cd test/browser/copilotkit && npm ci');
+  }
+  // The runtime's own telemetry stays off: nothing leaves the machine.
+  process.env.COPILOTKIT_TELEMETRY_DISABLED = 'true';
+  process.env.DO_NOT_TRACK = '1';
+  const { buildPage, startApp } = await import('./copilotkit/server.mjs');
+  await buildPage();
+  server = await startAgentchat({
+    AGENTCHAT_TOKENS: `${TOKEN}:acme:ann`,
+    AGENTCHAT_TOOL_CONFIRM: 'get_current_time=always',
+    AGENTCHAT_SCRIPTED_TOKEN_DELAY: '5ms',
+  });
+  app = await startApp({ agentchat: server.url });
+  chromium = await launch();
+});
+
+after(async () => {
+  await chromium?.close();
+  await app?.close();
+  await server?.stop();
+});
+
+async function openApp() {
+  const page = await chromium.browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const g = guard(page, [app.url]);
+  await page.goto(`${app.url}/?token=${TOKEN}`);
+  return { page, g };
+}
+
+async function send(page, text) {
+  const input = page.locator('textarea').first();
+  await input.waitFor({ timeout: WAIT });
+  await input.fill(text);
+  await input.press('Enter');
+}
+
+test('CopilotKit: chat, a tool call, a confirmation through useInterrupt, a frontend tool', async () => {
+  const { page, g } = await openApp();
+  try {
+    // A chat streams: the offline model quotes the message back.
+    await send(page, 'Hello from CopilotKit');
+    await page.getByText(/offline demo model/i).first().waitFor({ timeout: WAIT });
+    assert.ok(await page.getByText(/Hello from CopilotKit/).count() >= 2, 'the question and the answer quoting it');
+
+    // A server tool call renders, with its result, and the answer follows.
+    await send(page, 'calculate (3+4)*5');
+    const calc = page.locator('[data-testid="tool-call"][data-tool="calculator"]');
+    await calc.first().waitFor({ timeout: WAIT });
+    await page.getByText('The result is 35.').first().waitFor({ timeout: WAIT });
+
+    // A confirmation: useInterrupt shows it; approving runs the tool once.
+    await send(page, 'What time is it in Tokyo?');
+    const card = page.getByTestId('approval');
+    await card.waitFor({ timeout: WAIT });
+    assert.equal(await page.getByTestId('approval-tool').textContent(), 'get_current_time');
+    assert.match(await page.getByTestId('approval-args').textContent(), /Asia\/Tokyo/);
+    const pending = await json(server.url, TOKEN, '/v1/agent/confirmations?status=pending');
+    assert.equal(pending.confirmations.length, 1, JSON.stringify(pending));
+    await shot(page, 'copilotkit-approval');
+    await page.getByTestId('approve').click();
+    await page.getByText(/current time in Asia\/Tokyo/i).first().waitFor({ timeout: WAIT });
+    const decided = await json(server.url, TOKEN, '/v1/agent/confirmations');
+    const c = decided.confirmations.find((x) => x.id === pending.confirmations[0].id);
+    assert.equal(c.status, 'approved');
+    const timeline = await json(server.url, TOKEN, `/v1/agent/runs/${c.runId}/timeline`);
+    const results = timeline.events.filter((e) => e.event === 'tool.result');
+    assert.equal(results.length, 1, `the tool ran ${results.length} times`);
+
+    // A frontend tool: the agent calls pick_colour, the page answers, the run goes on.
+    await send(page, 'call pick_colour with "teal"');
+    await page.getByText('colour: teal').waitFor({ timeout: WAIT });
+    await page.getByText('The pick_colour tool returned: picked teal').first().waitFor({ timeout: WAIT });
+    await shot(page, 'copilotkit-chat');
+    assert.deepEqual(g.problems, []);
+  } finally {
+    await page.close();
+  }
+});
