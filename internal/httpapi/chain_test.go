@@ -441,7 +441,8 @@ func TestChainIsARun(t *testing.T) {
 			seen = append(seen, "custom:"+ev.Str("name"))
 		}
 	}
-	if want := []string{"router", "worker", "planner", "custom:plan", "executor"}; !slices.Equal(seen, want) {
+	// on_interrupt: the AG-UI stream names the wait for CopilotKit's useInterrupt.
+	if want := []string{"router", "worker", "planner", "custom:plan", "executor", "custom:on_interrupt"}; !slices.Equal(seen, want) {
 		t.Errorf("AG-UI shows %v, want %v", seen, want)
 	}
 	nat, _ := e.stream(req{method: "GET", path: "/v1/agent/runs/" + runID + "/events", token: alice})
