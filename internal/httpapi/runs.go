@@ -47,26 +47,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	sc := scopeOf(r.Context())
-	k, err := s.idempotency(r, raw) // idempotency.go
+	started, err := s.runs.Start(r.Context(), sc, run.StartRequest{ConversationID: body.ConversationID, Input: body.Input, Parts: body.Parts(), Title: body.Title, Engine: body.Engine,
+		AgentID: body.AgentID, AgentVersion: body.AgentVersion}, true)
 	if err != nil {
-		return err
-	}
-	defer s.unsettled(r, &k)
-	if k.runID != "" {
-		return s.attach(w, r, k, enc)
-	}
-	req := run.StartRequest{ConversationID: body.ConversationID, Input: body.Input, Parts: body.Parts(), Title: body.Title, Engine: body.Engine,
-		AgentID: body.AgentID, AgentVersion: body.AgentVersion, ParentID: body.ParentID}
-	switch {
-	case body.Regenerate != nil:
-		req.Regenerates = body.Regenerate.MessageID
-	case body.Edit != nil:
-		req.Edits, req.Input = body.Edit.MessageID, body.Edit.Input
-	}
-	started, err := s.runs.Start(r.Context(), sc, req, true)
-	s.settle(r, &k, started.Run, err)
-	if err != nil {
-		return steerErr(err)
+		return conversationErr(err)
 	}
 	w.Header().Set("X-Run-ID", started.Run.ID)
 	w.Header().Set("X-Conversation-ID", started.Conversation.ID)
