@@ -62,7 +62,11 @@ type Conversation struct {
 	// AgentID is the agent the conversation was bound to at its creation:
 	// every run in it is that agent's. Empty for a conversation made before
 	// agents, which follows the tenant's default agent.
-	AgentID   string
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	AgentID string
+	// ActiveLeaf is the last message of the conversation's active branch
+	// ("" while it has none): its history, and the context of its next run,
+	// are the messages from the root down to it.
+	ActiveLeaf string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 }

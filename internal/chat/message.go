@@ -17,8 +17,11 @@ const (
 type Message struct {
 	ID             string
 	ConversationID string
-	Role           string
-	Content        string
+	// ParentID is the message this one follows in the conversation's tree
+	// ("" for a first message). Stores set it when they append.
+	ParentID string
+	Role     string
+	Content  string
 	// Parts holds multi-part content (text and image URLs) as JSON, nil when plain text.
 	Parts json.RawMessage
 	// Metadata is structured data about the message (tool calls, tool results, partial marks).

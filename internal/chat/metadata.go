@@ -70,8 +70,10 @@ func (m ToolResultMeta) Marshal() json.RawMessage { return marshal(m) }
 
 // UserMeta is what the run service records on a user message.
 type UserMeta struct {
-	// Regenerates names the run whose answer this message asks for again:
-	// that run and everything after it leave the conversation's context.
+	// Regenerates named the run whose answer this message asked for again,
+	// before the message tree (tree.go): migration 0008 reads it to make
+	// such a message a sibling of that run's first message. Nothing writes
+	// it any more.
 	Regenerates string `json:"regenerates,omitempty"`
 }
 

@@ -42,8 +42,11 @@ type Run struct {
 	// default agent, which has no versions.
 	AgentID      string
 	AgentVersion int
-	Error        *event.ErrorInfo
-	Usage        event.Usage
+	// ParentID is the message the run's first message follows ("" for a
+	// first message): the point of the tree the run answers from.
+	ParentID string
+	Error    *event.ErrorInfo
+	Usage    event.Usage
 	// TraceID is the W3C trace id (32 lowercase hex digits, never all zero)
 	// of the run, fixed when the run starts and kept for its whole life, so
 	// its logs, its spans, the chain stream's trace_id and the API agree. It

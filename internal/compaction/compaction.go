@@ -122,7 +122,21 @@ func (c *Compactor) Compact(ctx context.Context, sc chat.Scope, conversationID, 
 		ThroughID: last.ID, ThroughAt: last.CreatedAt}, archived, activeRunID)
 }
 
+// messages reads the conversation's active branch: what is compacted is
+// the context its runs are given (a branch left aside keeps its messages).
 func (c *Compactor) messages(ctx context.Context, sc chat.Scope, conv string) ([]chat.Message, error) {
+	cv, err := c.cfg.Store.GetConversation(ctx, sc, conv)
+	if err != nil {
+		return nil, err
+	}
+	all, err := c.allMessages(ctx, sc, conv)
+	if err != nil {
+		return nil, err
+	}
+	return chat.Branch(all, cv.ActiveLeaf), nil
+}
+
+func (c *Compactor) allMessages(ctx context.Context, sc chat.Scope, conv string) ([]chat.Message, error) {
 	var all []chat.Message
 	cursor := ""
 	for {

@@ -86,6 +86,7 @@ const (
 	RunTimelineNotFound  = "run_timeline_not_found"
 	ThreadNotFound       = "thread_not_found"
 	MessageNotFound      = "message_not_found"
+	FeedbackNotFound     = "feedback_not_found"
 	ConfirmationNotFound = "confirmation_not_found"
 	InterruptNotFound    = "interrupt_not_found"
 	DocumentNotFound     = "document_not_found"
@@ -135,6 +136,11 @@ const (
 	AgentBuiltIn = "agent_built_in"
 	// NothingToRegenerate: the chat has no answer to regenerate.
 	NothingToRegenerate = "nothing_to_regenerate"
+	// MessageNotEditable: only a person's (user) message can be edited (422).
+	MessageNotEditable = "message_not_editable"
+	// IdempotencyKeyReused: an Idempotency-Key came again with another
+	// request body (422).
+	IdempotencyKeyReused = "idempotency_key_reused"
 	// NoPendingToolCall: tool results answer no call the thread waits for.
 	NoPendingToolCall = "no_pending_tool_call"
 	// ConfirmationRunEnded: the confirmation's run has ended.

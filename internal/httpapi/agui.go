@@ -72,6 +72,18 @@ func (s *Server) aguiRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	k, err := s.idempotency(r, body) // idempotency.go
+	if err != nil {
+		return err
+	}
+	defer s.unsettled(r, &k)
+	if k.runID != "" && stream {
+		return s.attach(w, r, k, agui.NewRunExchange(in.ThreadID))
+	}
+	if k.runID != "" {
+		writeJSON(w, http.StatusAccepted, accepted{TaskID: k.runID, ThreadID: cmp.Or(in.ThreadID, k.convID), RunID: cmp.Or(in.RunID, k.runID)})
+		return nil
+	}
 	if err := s.checkEngine("forwardedProps.engine", turn.Engine); err != nil {
 		return err
 	}
@@ -88,7 +100,18 @@ func (s *Server) aguiRun(w http.ResponseWriter, r *http.Request) error {
 			req.CreateWithID = id
 		}
 	}
+	if req.ConversationID != "" && len(req.ToolAnswers) == 0 {
+		// A history that leaves the stored branch edits it there.
+		sent := make([]run.SentMessage, len(in.Messages))
+		for i, m := range in.Messages {
+			sent[i] = run.SentMessage{ID: m.ID, Role: m.Role, Text: m.Text()}
+		}
+		if req.ParentID, err = s.runs.Diverged(ctx, sc, req.ConversationID, sent); err != nil {
+			return toAPIError(err, errcode.ThreadNotFound, "thread")
+		}
+	}
 	started, err := s.runs.Start(ctx, sc, req, stream)
+	s.settle(r, &k, started.Run, err)
 	switch {
 	case errors.Is(err, run.ErrNoPendingToolCall):
 		return apiErr(http.StatusUnprocessableEntity, errcode.NoPendingToolCall, "the input ends with tool messages, but none answers a tool call the thread is waiting for")

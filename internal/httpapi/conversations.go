@@ -184,14 +184,3 @@ func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) erro
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
-
-func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) error {
-	f := store.MessageFilter{ToolName: r.URL.Query().Get("tool_name"), RunID: r.URL.Query().Get("runId")}
-	list := func(ctx context.Context, sc chat.Scope, p store.Page) ([]chat.Message, string, error) {
-		return s.runs.Messages(ctx, sc, r.PathValue("id"), f, p)
-	}
-	if err := writePage(w, r, "messages", list, native.MessageOf); err != nil {
-		return conversationErr(err)
-	}
-	return nil
-}

@@ -47,10 +47,26 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	sc := scopeOf(r.Context())
-	started, err := s.runs.Start(r.Context(), sc, run.StartRequest{ConversationID: body.ConversationID, Input: body.Input, Parts: body.Parts(), Title: body.Title, Engine: body.Engine,
-		AgentID: body.AgentID, AgentVersion: body.AgentVersion}, true)
+	k, err := s.idempotency(r, raw) // idempotency.go
 	if err != nil {
-		return conversationErr(err)
+		return err
+	}
+	defer s.unsettled(r, &k)
+	if k.runID != "" {
+		return s.attach(w, r, k, enc)
+	}
+	req := run.StartRequest{ConversationID: body.ConversationID, Input: body.Input, Parts: body.Parts(), Title: body.Title, Engine: body.Engine,
+		AgentID: body.AgentID, AgentVersion: body.AgentVersion, ParentID: body.ParentID}
+	switch {
+	case body.Regenerate != nil:
+		req.Regenerates = body.Regenerate.MessageID
+	case body.Edit != nil:
+		req.Edits, req.Input = body.Edit.MessageID, body.Edit.Input
+	}
+	started, err := s.runs.Start(r.Context(), sc, req, true)
+	s.settle(r, &k, started.Run, err)
+	if err != nil {
+		return steerErr(err)
 	}
 	w.Header().Set("X-Run-ID", started.Run.ID)
 	w.Header().Set("X-Conversation-ID", started.Conversation.ID)

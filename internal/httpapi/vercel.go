@@ -42,6 +42,19 @@ func (s *Server) vercelChat(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx, sc := r.Context(), scopeOf(r.Context())
+	k, err := s.idempotency(r, raw) // idempotency.go
+	if err != nil {
+		return err
+	}
+	defer s.unsettled(r, &k)
+	if k.runID != "" {
+		st, err := s.runs.Follow(ctx, sc, "", k.runID, 0)
+		if err != nil {
+			return runErr(err)
+		}
+		s.serveChat(w, r, k.runID, k.convID, st, vercel.ExchangeOptions{}, dialect.ID{})
+		return nil
+	}
 	req := run.StartRequest{Title: body.Title, Engine: body.Engine, AgentID: body.AgentID, AgentVersion: body.AgentVersion}
 	exists := false
 	switch chatID, err := body.ChatID(); {
@@ -70,19 +83,17 @@ func (s *Server) vercelChat(w http.ResponseWriter, r *http.Request) error {
 		if body.Regenerate() {
 			started, err := s.runs.Regenerate(ctx, sc, run.RegenerateRequest{ConversationID: req.ConversationID, Answer: body.MessageID,
 				Engine: body.Engine, AgentID: body.AgentID, AgentVersion: body.AgentVersion}, true)
-			switch {
-			case errors.Is(err, run.ErrNoSuchAnswer):
-				return notFound(errcode.MessageNotFound, "message")
-			case errors.Is(err, run.ErrNothingToRegenerate):
-				return apiErr(http.StatusUnprocessableEntity, errcode.NothingToRegenerate, "this chat has no answer to regenerate")
-			case err != nil:
-				return conversationErr(err)
+			s.settle(r, &k, started.Run, err)
+			if err != nil {
+				return steerErr(err) // tree.go
 			}
 			s.serveChat(w, r, started.Run.ID, started.Conversation.ID, started.Stream, vercel.ExchangeOptions{}, dialect.ID{})
 			return nil
 		}
 		if after, ok := body.Edits(); ok {
-			if req.Regenerates, err = s.runs.Edited(ctx, sc, req.ConversationID, after); err != nil {
+			// The edited message goes where the client has it: after the
+			// answer before it, a sibling of the version it replaces.
+			if req.ParentID, err = s.runs.ForkAfter(ctx, sc, req.ConversationID, after); err != nil {
 				return conversationErr(err)
 			}
 		}
@@ -91,8 +102,9 @@ func (s *Server) vercelChat(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	started, err := s.runs.Start(ctx, sc, req, true)
+	s.settle(r, &k, started.Run, err)
 	if err != nil {
-		return conversationErr(err)
+		return steerErr(err)
 	}
 	s.serveChat(w, r, started.Run.ID, started.Conversation.ID, started.Stream, vercel.ExchangeOptions{}, dialect.ID{})
 	return nil

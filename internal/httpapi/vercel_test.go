@@ -431,16 +431,14 @@ func TestVercelRegenerate(t *testing.T) {
 	if again.chunks[0]["messageId"] == old || again.text() != "Answer 2." {
 		t.Fatalf("regenerated %v: %q", again.chunks[0], again.text())
 	}
-	// The old answer is kept, marked as replaced by the new run's user message.
-	msgs := e.call(req{method: "GET", path: "/v1/conversations/" + conv + "/messages", token: alice}, 200)["messages"].([]any)
-	if len(msgs) != 4 {
-		t.Fatalf("messages %v", msgs)
+	// The old answer is kept in the tree, a sibling of the new one; the
+	// history shows the new one.
+	if got := contentsOf(e.treeMessages(alice, conv, false)); got != "pick a number|Answer 2." {
+		t.Fatalf("active branch %q", got)
 	}
-	if m := msgs[1].(map[string]any); m["content"] != "Answer 1." {
-		t.Fatalf("old answer %v", m)
-	}
-	if m := msgs[2].(map[string]any); m["role"] != "user" || m["content"] != "pick a number" || m["metadata"].(map[string]any)["regenerates"] != old {
-		t.Fatalf("regenerating message %v", m)
+	all := e.treeMessages(alice, conv, true)
+	if contentsOf(all) != "pick a number|Answer 1.|Answer 2." || all[1]["parentId"] != all[0]["id"] || all[2]["parentId"] != all[0]["id"] {
+		t.Fatalf("tree %v", all)
 	}
 	// The model did not see the replaced answer, then or later.
 	e.uiChat(alice, transportBody("regen-chat", "submit-message", "", user, userMessage("u2", "why?")))
@@ -654,8 +652,16 @@ func TestVercelEdit(t *testing.T) {
 			t.Errorf("request %d context %q, want %q", i, got, w)
 		}
 	}
-	msgs := e.call(req{method: "GET", path: "/v1/conversations/" + s.header.Get("X-Conversation-ID") + "/messages", token: alice}, 200)["messages"].([]any)
-	if len(msgs) != 10 {
+	conv := s.header.Get("X-Conversation-ID")
+	if msgs := e.treeMessages(alice, conv, true); len(msgs) != 10 {
 		t.Fatalf("every version is kept: %d messages", len(msgs))
+	}
+	active := e.treeMessages(alice, conv, false)
+	if got := contentsOf(active); got != "first, edited|Answer 4.|third|Answer 5." {
+		t.Fatalf("active branch %q", got)
+	}
+	// The edited first message is the second version of the first.
+	if sib := stringsOf(active[0]["siblingIds"]); len(sib) != 2 || sib[1] != active[0]["id"] || active[0]["parentId"] != nil {
+		t.Fatalf("edited message %v", active[0])
 	}
 }

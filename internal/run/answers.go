@@ -20,7 +20,7 @@ func (s *Service) toolResults(ctx context.Context, sc chat.Scope, thread string,
 	if thread == "" {
 		return nil, fmt.Errorf("tool results need the thread that asked for them: %w", store.ErrNotFound)
 	}
-	stored, err := s.messages(ctx, sc, thread)
+	stored, err := s.activeMessages(ctx, sc, thread) // tree.go
 	if err != nil {
 		return nil, err
 	}

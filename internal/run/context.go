@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/compaction"
@@ -24,6 +25,9 @@ func (s *Service) withCompaction(ctx context.Context, sc chat.Scope, conv, runID
 	if err != nil {
 		x.log.Warn("read compaction; sending the whole history", "conversation_id", conv, "err", err)
 		return history
+	}
+	if k.ID != "" && !slices.ContainsFunc(history, func(m chat.Message) bool { return m.ID == k.ThroughID }) {
+		k = store.Compaction{} // a summary of another branch: this one is whole
 	}
 	if limit := c.ContextTokens(); announce && limit > 0 && compaction.Estimate(compaction.Apply(history, k)) > limit {
 		nk, err := c.Compact(ctx, sc, conv, runID)

@@ -108,7 +108,7 @@ func (s *Service) History(ctx context.Context, sc chat.Scope, thread string, pic
 			h.Point = first[0].Seq - 1
 		}
 	}
-	msgs, err := s.messages(ctx, sc, thread)
+	msgs, err := s.activeMessages(ctx, sc, thread) // tree.go
 	if err != nil {
 		return HistoryRead{}, err
 	}
@@ -143,7 +143,7 @@ func (s *Service) Snapshot(ctx context.Context, sc chat.Scope, thread string) ([
 	if err != nil {
 		return nil, 0, err
 	}
-	msgs, err := s.messages(ctx, sc, thread)
+	msgs, err := s.activeMessages(ctx, sc, thread) // tree.go
 	return msgs, last, err
 }
 
@@ -204,14 +204,4 @@ func (s *Service) Conversation(ctx context.Context, sc chat.Scope, id string) (c
 // RenameConversation sets a conversation's title.
 func (s *Service) RenameConversation(ctx context.Context, sc chat.Scope, id, title string) (chat.Conversation, error) {
 	return s.st.UpdateConversation(ctx, sc, id, &title, nil)
-}
-
-// Messages lists a conversation's stored messages, one page at a time, with
-// their large payloads (stored by reference) resolved.
-func (s *Service) Messages(ctx context.Context, sc chat.Scope, conversationID string, f store.MessageFilter, p store.Page) ([]chat.Message, string, error) {
-	msgs, next, err := s.st.ListMessages(ctx, sc, conversationID, f, p)
-	if err != nil {
-		return nil, "", err
-	}
-	return payload.Resolve(ctx, s.st, sc, msgs), next, nil
 }

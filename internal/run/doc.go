@@ -17,7 +17,7 @@
 //
 // What a run does is decided here for every surface: start (with a client's
 // tool answers resolved against the thread's open calls), continue after
-// decisions (Continue, WaitOf), regenerate and edit (Regenerate, Edited),
+// decisions (Continue, WaitOf), the message tree: regenerate, edit, fork and branches (replace.go, tree.go),
 // cancel, and where a client loading a thread should follow it from
 // (History, Snapshot, RunUpTo). The HTTP handlers and the wire formats call
 // these; none of them needs the store for run semantics.

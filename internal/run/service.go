@@ -234,12 +234,20 @@ type StartRequest struct {
 	// AgentVersion pins a version of the agent (trying a draft); 0 runs
 	// the published one.
 	AgentVersion int
-	// Regenerates, when set, names a run of the conversation whose answer this
-	// run replaces (the AI SDK's regenerate-message): the answers from that
-	// run on stay stored as previous versions, the new user message records
-	// the run it regenerates in its metadata (chat.UserMeta), and the
-	// context of later runs leaves the replaced ones out.
+	// Regenerates, when set, names a message of the conversation whose
+	// answer this run gives again: an answer (the user message it answers
+	// is answered again) or a user message. No user message is written:
+	// the run takes the input of the message it answers again, and its
+	// answer is a sibling of the old one, which stays in the tree.
 	Regenerates string
+	// Edits, when set, names a user message of the conversation that Input
+	// is a new version of: the new user message is its sibling (it follows
+	// the same message) and its branch becomes the active one.
+	Edits string
+	// ParentID, when set, is the message the new user message follows (""
+	// for a new first message) in place of the active leaf: an explicit
+	// fork point. Its branch becomes the active one.
+	ParentID *string
 }
 
 // Started is a run that has begun.
@@ -300,6 +308,13 @@ func (s *Service) finishing(ctx context.Context, sc chat.Scope, runID string) bo
 }
 
 func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, follow bool) (Started, error) {
+	parent, again, err := s.place(ctx, sc, &req) // replace.go
+	if err != nil {
+		return Started{}, err
+	}
+	if again != nil {
+		req.Input, req.Parts, req.ToolAnswers = again.Content, again.Parts, nil
+	}
 	input := strings.TrimSpace(req.Input)
 	var toolResults []chat.Message
 	if len(req.ToolAnswers) > 0 && input == "" && len(req.Parts) == 0 {
@@ -381,11 +396,12 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 	if s.cfg.Limits != nil {
 		in.Limits = s.cfg.Limits.For(sc.Tenant, sc.User, in.Run.AgentID).StoreLimits(sc.Tenant, sc.User, in.Run.AgentID, now)
 	}
-	if req.Regenerates != "" {
-		in.Message.Metadata = chat.UserMeta{Regenerates: req.Regenerates}.Marshal()
-	}
+	in.Parent = parent
 	extra := toolResults
-	if input == "" && len(req.Parts) == 0 {
+	switch {
+	case again != nil:
+		in.Message = chat.Message{} // the run answers again: no message of its own
+	case input == "" && len(req.Parts) == 0:
 		in.Message, extra = toolResults[0], toolResults[1:]
 	}
 	if req.ConversationID == "" {
@@ -418,13 +434,21 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 	}
 	out := Started{Run: started.Run, Conversation: started.Conversation, Created: in.NewConversation != nil}
 	r, conv, last, userMsg := started.Run, started.Conversation, started.LastSeq, started.Message
+	// leaf is where the run's branch ends as it begins: the model's context
+	// is the branch down to it.
+	leaf := cmp.Or(userMsg.ID, r.ParentID)
 	for _, m := range extra {
 		m.ConversationID, m.RunID = conv.ID, r.ID
-		if _, err := s.st.AppendMessage(sctx, sc, m); err != nil {
+		stored, err := s.st.AppendMessage(sctx, sc, m)
+		if err != nil {
 			tel.Abort(err)
 			s.abandon(r, err)
 			return Started{}, err
 		}
+		leaf = stored.ID
+	}
+	if again != nil {
+		userMsg = *again
 	}
 	if s.halt.Err() != nil {
 		// Shutdown gave up waiting: the store may be closing. The run is
@@ -458,7 +482,7 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 		history := []chat.Message{userMsg}
 		var err error
 		if !out.Created || len(extra) > 0 || userMsg.ID == "" {
-			if history, err = s.history(ctx, sc, conv.ID); err != nil {
+			if history, err = s.history(ctx, sc, conv.ID, leaf); err != nil {
 				return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: errcode.StoreFailed, Message: "The conversation history could not be read."}}
 			}
 		}
@@ -559,13 +583,13 @@ func (s *Service) abandon(r chat.Run, cause error) {
 }
 
 // history reads the messages of a conversation's context, oldest first:
-// those of runs later runs regenerated are left out.
-func (s *Service) history(ctx context.Context, sc chat.Scope, conv string) ([]chat.Message, error) {
+// its branch from the root down to leaf.
+func (s *Service) history(ctx context.Context, sc chat.Scope, conv, leaf string) ([]chat.Message, error) {
 	all, err := s.messages(ctx, sc, conv)
 	if err != nil {
 		return nil, err
 	}
-	return current(all), nil
+	return chat.Branch(all, leaf), nil
 }
 
 // messages reads every stored message of a conversation, oldest first.
@@ -583,23 +607,6 @@ func (s *Service) messages(ctx context.Context, sc chat.Scope, conv string) ([]c
 		}
 		cursor = next
 	}
-}
-
-// current drops the runs that later runs regenerated: a user message
-// regenerating run R supersedes everything from R's first message on.
-func current(msgs []chat.Message) []chat.Message {
-	out := msgs[:0:0]
-	for _, m := range msgs {
-		if m.Role == chat.RoleUser && len(m.Metadata) > 0 {
-			if g := chat.ParseUserMeta(m.Metadata); g.Regenerates != "" {
-				if i := slices.IndexFunc(out, func(o chat.Message) bool { return o.RunID == g.Regenerates }); i >= 0 {
-					out = out[:i]
-				}
-			}
-		}
-		out = append(out, m)
-	}
-	return out
 }
 
 // LastSeq is the thread's last event seq, read once this process's events
@@ -744,7 +751,8 @@ func (s *Service) continueRun(r chat.Run, c chat.Confirmation, clientRunID strin
 		if err != nil {
 			return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: errcode.StoreFailed, Message: "The conversation could not be read."}}
 		}
-		history, err := s.history(ctx, sc, conv.ID)
+		all, err := s.messages(ctx, sc, conv.ID)
+		history := chat.Branch(all, chat.RunLeaf(all, x.run))
 		if err != nil {
 			return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: errcode.StoreFailed, Message: "The conversation history could not be read."}}
 		}

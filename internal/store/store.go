@@ -73,8 +73,14 @@ type RunStart struct {
 	// otherwise Run.ConversationID names an existing conversation.
 	NewConversation *chat.Conversation
 	Run             chat.Run
-	// Message is the run's user message (ConversationID and RunID are filled in).
+	// Message is the run's user message (ConversationID and RunID are filled
+	// in); a zero Message (no Role) writes none: the run answers Parent again.
 	Message chat.Message
+	// Parent, when set, is the message the run's first message follows (""
+	// for a new first message: an edit of the first one), and the run's
+	// branch becomes the conversation's active one; nil follows the active
+	// leaf. The stored run's ParentID records it.
+	Parent *string
 	// MaxExecuting, when above zero, refuses the start with ErrTooManyRuns
 	// if the tenant already has that many queued or running runs, counted
 	// across every replica sharing the store.
@@ -164,6 +170,9 @@ type Store interface {
 	Agents
 	// Usage: the usage records of ended runs (usage.go).
 	Usage
+	// Steering: the message tree's active branch, idempotency keys,
+	// feedback, queued inputs and thread state (steering.go).
+	Steering
 	// Files: uploaded files' records (file.go).
 	Files
 

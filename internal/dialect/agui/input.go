@@ -354,6 +354,17 @@ func jsonObject(raw json.RawMessage) (map[string]any, bool) {
 	return m, true
 }
 
+// Text is the message's text: its string content, or the texts of its
+// parts joined by newlines ("" when the content is neither).
+func (m InputMessage) Text() string {
+	parts, err := contentParts(m.Content)
+	if err != nil {
+		return ""
+	}
+	text, _ := chat.Content(parts)
+	return text
+}
+
 // CommandResume reads CopilotKit's way of answering an interrupt:
 // forwardedProps.command {resume, interruptEvent}, where interruptEvent is
 // the value of the on_interrupt CUSTOM event (an object, or that object as

@@ -27,6 +27,26 @@ type ChatRequest struct {
 	// Attachments are ids of files uploaded first (POST /v1/files) that
 	// the message attaches.
 	Attachments []string `json:"attachments"`
+	// Regenerate asks for the answer to a message again (no input): its
+	// messageId is an answer, or the user message to answer again.
+	Regenerate *MessageRef `json:"regenerate"`
+	// Edit replaces a user message with a new version: a sibling under
+	// the same parent, answered; the old branch stays.
+	Edit *Edit `json:"edit"`
+	// ParentID forks explicitly: the new input follows this message (null
+	// or absent: the active leaf).
+	ParentID *string `json:"parentId"`
+}
+
+// MessageRef names a message.
+type MessageRef struct {
+	MessageID string `json:"messageId"`
+}
+
+// Edit is a new version of a user message.
+type Edit struct {
+	MessageID string `json:"messageId"`
+	Input     string `json:"input"`
 }
 
 // MaxAttachments bounds the files one message attaches.
@@ -59,7 +79,28 @@ func DecodeChatRequest(body []byte) (ChatRequest, error) {
 	if err := dialect.DecodeJSON(body, &r, dialect.Strict, false); err != nil {
 		return ChatRequest{}, err
 	}
-	if strings.TrimSpace(r.Input) == "" && len(r.Attachments) == 0 {
+	steers := 0
+	for _, set := range []bool{r.Regenerate != nil, r.Edit != nil, r.ParentID != nil} {
+		if set {
+			steers++
+		}
+	}
+	switch {
+	case steers > 1:
+		return ChatRequest{}, dialect.Unusable(errcode.InvalidField, "use one of \"regenerate\", \"edit\" and \"parentId\"")
+	case (r.Regenerate != nil || r.Edit != nil) && r.ConversationID == "":
+		return ChatRequest{}, dialect.Unusable(errcode.InvalidField, "field \"conversationId\" is required with \"regenerate\" or \"edit\"")
+	case r.Regenerate != nil && r.Regenerate.MessageID == "":
+		return ChatRequest{}, dialect.Unusable(errcode.InvalidField, "field \"regenerate.messageId\" is required")
+	case r.Regenerate != nil && r.Input != "":
+		return ChatRequest{}, dialect.Unusable(errcode.InvalidField, "a regenerate takes no \"input\": it answers the stored message again")
+	case r.Edit != nil && r.Edit.MessageID == "":
+		return ChatRequest{}, dialect.Unusable(errcode.InvalidField, "field \"edit.messageId\" is required")
+	case r.Edit != nil && r.Input != "":
+		return ChatRequest{}, dialect.Unusable(errcode.InvalidField, "an edit carries its text in \"edit.input\"")
+	case r.Edit != nil && strings.TrimSpace(r.Edit.Input) == "":
+		return ChatRequest{}, dialect.Unusable(errcode.InvalidInput, "field \"edit.input\" is required")
+	case r.Regenerate == nil && r.Edit == nil && strings.TrimSpace(r.Input) == "" && len(r.Attachments) == 0:
 		return ChatRequest{}, dialect.Unusable(errcode.InvalidInput, "field \"input\" is required")
 	}
 	if len(r.Attachments) > MaxAttachments {

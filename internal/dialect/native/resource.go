@@ -19,14 +19,17 @@ type Conversation struct {
 	Title string `json:"title,omitempty"`
 	// AgentID is the agent the conversation is bound to (absent for one
 	// made before agents).
-	AgentID   string `json:"agentId,omitempty"`
-	CreatedAt string `json:"createdAt"`
-	UpdatedAt string `json:"updatedAt"`
+	AgentID string `json:"agentId,omitempty"`
+	// ActiveLeafID is the last message of the active branch (absent while
+	// the conversation has no message).
+	ActiveLeafID string `json:"activeLeafId,omitempty"`
+	CreatedAt    string `json:"createdAt"`
+	UpdatedAt    string `json:"updatedAt"`
 }
 
 // ConversationOf gives c its API shape.
 func ConversationOf(c chat.Conversation) Conversation {
-	return Conversation{ID: c.ID, Title: c.Title, AgentID: c.AgentID, CreatedAt: dialect.Millis(c.CreatedAt), UpdatedAt: dialect.Millis(c.UpdatedAt)}
+	return Conversation{ID: c.ID, Title: c.Title, AgentID: c.AgentID, ActiveLeafID: c.ActiveLeaf, CreatedAt: dialect.Millis(c.CreatedAt), UpdatedAt: dialect.Millis(c.UpdatedAt)}
 }
 
 // Message is a stored message (CHAT-020).
@@ -38,13 +41,40 @@ type Message struct {
 	Parts          json.RawMessage `json:"parts,omitempty"`
 	Metadata       json.RawMessage `json:"metadata,omitempty"`
 	RunID          string          `json:"runId,omitempty"`
-	CreatedAt      string          `json:"createdAt"`
+	// ParentID is the message this one follows in the conversation's tree,
+	// null for a first message.
+	ParentID *string `json:"parentId"`
+	// SiblingIDs are the messages that follow the same parent, this one
+	// included, in creation order (a UI draws "< 2 / 3 >" from them).
+	// Absent where the list does not show the tree (the archive).
+	SiblingIDs []string `json:"siblingIds,omitempty"`
+	// Feedback is the owner's rating of the message, when given.
+	Feedback  *Feedback `json:"feedback,omitempty"`
+	CreatedAt string    `json:"createdAt"`
+}
+
+// Feedback is a person's rating of a message.
+type Feedback struct {
+	MessageID      string   `json:"messageId"`
+	ConversationID string   `json:"conversationId"`
+	RunID          string   `json:"runId,omitempty"`
+	AgentID        string   `json:"agentId,omitempty"`
+	UserID         string   `json:"userId,omitempty"`
+	Rating         string   `json:"rating"`
+	Comment        string   `json:"comment,omitempty"`
+	Tags           []string `json:"tags,omitempty"`
+	CreatedAt      string   `json:"createdAt"`
+	UpdatedAt      string   `json:"updatedAt"`
 }
 
 // MessageOf gives m its API shape.
 func MessageOf(m chat.Message) Message {
+	var parent *string
+	if m.ParentID != "" {
+		parent = &m.ParentID
+	}
 	return Message{ID: m.ID, ConversationID: m.ConversationID, Role: m.Role, Content: m.Content, Parts: m.Parts,
-		Metadata: m.Metadata, RunID: m.RunID, CreatedAt: dialect.Millis(m.CreatedAt)}
+		Metadata: m.Metadata, RunID: m.RunID, ParentID: parent, CreatedAt: dialect.Millis(m.CreatedAt)}
 }
 
 // Run is a run.

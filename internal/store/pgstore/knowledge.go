@@ -253,9 +253,9 @@ func (s *Store) Compact(ctx context.Context, sc chat.Scope, c store.Compaction, 
 		b.Queue(`INSERT INTO compactions (`+compactionCols+`, tenant) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 			c.ID, c.ConversationID, c.Summary, c.Archived, c.ThroughID, ms(c.ThroughAt), c.CreatedAt, sc.Tenant)
 		for _, m := range archived {
-			b.Queue(`INSERT INTO message_archive (`+messageCols+`, tenant, compaction_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+			b.Queue(`INSERT INTO message_archive (`+messageCols+`, tenant, compaction_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 				ON CONFLICT (conversation_id, id) DO NOTHING`,
-				m.ID, c.ConversationID, m.Role, m.Content, nullJSON(m.Parts), nullJSON(m.Metadata), m.RunID, m.ToolName, m.ToolCallID, m.CreatedAt, sc.Tenant, c.ID)
+				m.ID, c.ConversationID, m.Role, m.Content, nullJSON(m.Parts), nullJSON(m.Metadata), m.RunID, m.ToolName, m.ToolCallID, m.CreatedAt, m.ParentID, sc.Tenant, c.ID)
 		}
 		return tx.SendBatch(ctx, b).Close()
 	})

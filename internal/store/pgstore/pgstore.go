@@ -259,11 +259,16 @@ const activeStatuses = `('queued', 'running', 'awaiting_input')`
 
 // ---- conversations ----
 
-const conversationCols = `id, tenant, owner, title, engine, agent_id, created_at, updated_at`
+// conversationCols are those a conversation is read from; a new one is
+// written with conversationInsertCols (its active leaf starts empty).
+const (
+	conversationCols       = `id, tenant, owner, title, engine, agent_id, created_at, updated_at, active_leaf`
+	conversationInsertCols = `id, tenant, owner, title, engine, agent_id, created_at, updated_at`
+)
 
 func scanConversation(row pgx.Row) (chat.Conversation, error) {
 	var c chat.Conversation
-	err := row.Scan(&c.ID, &c.Tenant, &c.Owner, &c.Title, &c.Engine, &c.AgentID, &c.CreatedAt, &c.UpdatedAt)
+	err := row.Scan(&c.ID, &c.Tenant, &c.Owner, &c.Title, &c.Engine, &c.AgentID, &c.CreatedAt, &c.UpdatedAt, &c.ActiveLeaf)
 	c.CreatedAt, c.UpdatedAt = c.CreatedAt.UTC(), c.UpdatedAt.UTC()
 	return c, err
 }
@@ -276,7 +281,7 @@ func collectConversation(row pgx.CollectableRow) (chat.Conversation, error) {
 func (s *Store) CreateConversation(ctx context.Context, sc chat.Scope, c chat.Conversation) (chat.Conversation, error) {
 	store.FillConversation(&c, sc, now())
 	c.CreatedAt, c.UpdatedAt = ms(c.CreatedAt), ms(c.UpdatedAt)
-	_, err := s.pool.Exec(ctx, `INSERT INTO conversations (`+conversationCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+	_, err := s.pool.Exec(ctx, `INSERT INTO conversations (`+conversationInsertCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 		c.ID, c.Tenant, c.Owner, c.Title, c.Engine, c.AgentID, c.CreatedAt, c.UpdatedAt)
 	if err != nil {
 		return chat.Conversation{}, fmt.Errorf("create conversation: %w", interpretError(err))
@@ -351,14 +356,46 @@ func (s *Store) DeleteConversation(ctx context.Context, sc chat.Scope, id string
 
 // ---- messages ----
 
-const messageCols = `id, conversation_id, role, content, parts, metadata, run_id, tool_name, tool_call_id, created_at`
+const messageCols = `id, conversation_id, role, content, parts, metadata, run_id, tool_name, tool_call_id, created_at, parent_id`
 
 func scanMessage(row pgx.CollectableRow) (chat.Message, error) {
 	var m chat.Message
 	var parts, meta []byte
-	err := row.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Content, &parts, &meta, &m.RunID, &m.ToolName, &m.ToolCallID, &m.CreatedAt)
+	err := row.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Content, &parts, &meta, &m.RunID, &m.ToolName, &m.ToolCallID, &m.CreatedAt, &m.ParentID)
 	m.Parts, m.Metadata, m.CreatedAt = rawJSON(parts), rawJSON(meta), m.CreatedAt.UTC()
 	return m, err
+}
+
+// appendMessageSQL adds a message ($1 id, $2 conversation, $3 role, $4
+// content, $5 parts, $6 metadata, $7 run, $8 tool name, $9 tool call id,
+// $10 time, $13 parent or ”) to one of the principal's ($11 tenant, $12
+// owner) conversations, bumps its updated_at, and keeps the tree
+// (store.Steering): with no parent given, the message follows its run's
+// latest message, else where its run began, else the active leaf, and the
+// active leaf moves to it when it was its parent. The conversation's row is
+// locked first, so appends to one conversation take turns. It returns the
+// parent and the conversation's updated_at; no row when the conversation is
+// not the principal's.
+const appendMessageSQL = `WITH c AS (
+		SELECT id, tenant, active_leaf FROM conversations WHERE id = $2 AND tenant = $11 AND owner = $12 FOR UPDATE
+	), p AS (
+		SELECT CASE WHEN $13::text <> '' THEN $13::text ELSE COALESCE(
+			(SELECT COALESCE((SELECT m.id FROM messages m WHERE m.conversation_id = $2 AND m.run_id = $7 ORDER BY m.created_at DESC, m.id DESC LIMIT 1), r.parent_id)
+				FROM runs r WHERE r.id = $7 AND $7::text <> '' AND r.conversation_id = $2),
+			(SELECT active_leaf FROM c)) END AS parent
+	), u AS (
+		UPDATE conversations SET updated_at = GREATEST(updated_at, $10::timestamptz),
+			active_leaf = CASE WHEN active_leaf = (SELECT parent FROM p) THEN $1::text ELSE active_leaf END
+		WHERE id = (SELECT id FROM c) RETURNING id, tenant, updated_at
+	)
+	INSERT INTO messages (` + messageCols + `, tenant)
+	SELECT $1::text, u.id, $3::text, $4::text, $5::json, $6::json, $7::text, $8::text, $9::text, $10::timestamptz, (SELECT parent FROM p), u.tenant FROM u
+	RETURNING parent_id, (SELECT updated_at FROM u)`
+
+// appendMessageArgs are appendMessageSQL's arguments for m.
+func appendMessageArgs(sc chat.Scope, m chat.Message) []any {
+	return []any{m.ID, m.ConversationID, m.Role, m.Content, nullJSON(m.Parts), nullJSON(m.Metadata), m.RunID, m.ToolName, m.ToolCallID, m.CreatedAt,
+		sc.Tenant, sc.User, m.ParentID}
 }
 
 // AppendMessage adds a message to one of sc's conversations and bumps its
@@ -367,17 +404,8 @@ func scanMessage(row pgx.CollectableRow) (chat.Message, error) {
 func (s *Store) AppendMessage(ctx context.Context, sc chat.Scope, m chat.Message) (chat.Message, error) {
 	store.FillMessage(&m, now())
 	m.CreatedAt = ms(m.CreatedAt)
-	tag, err := s.pool.Exec(ctx, `WITH c AS (
-			UPDATE conversations SET updated_at = GREATEST(updated_at, $10::timestamptz)
-			WHERE id = $2 AND tenant = $11 AND owner = $12 RETURNING id, tenant
-		)
-		INSERT INTO messages (`+messageCols+`, tenant)
-		SELECT $1::text, c.id, $3::text, $4::text, $5::json, $6::json, $7::text, $8::text, $9::text, $10::timestamptz, c.tenant FROM c`,
-		m.ID, m.ConversationID, m.Role, m.Content, nullJSON(m.Parts), nullJSON(m.Metadata), m.RunID, m.ToolName, m.ToolCallID, m.CreatedAt,
-		sc.Tenant, sc.User)
-	if err == nil && tag.RowsAffected() == 0 {
-		err = store.ErrNotFound
-	}
+	var updated time.Time
+	err := s.pool.QueryRow(ctx, appendMessageSQL, appendMessageArgs(sc, m)...).Scan(&m.ParentID, &updated)
 	if err != nil {
 		return chat.Message{}, fmt.Errorf("append message to %s: %w", m.ConversationID, interpretError(err))
 	}
@@ -442,7 +470,7 @@ func (s *Store) scoped(ctx context.Context, sc chat.Scope, conversationID, q str
 
 // ---- runs ----
 
-const runCols = `id, tenant, owner, conversation_id, turn_id, status, input, engine, model, error_code, error_message, usage, state, created_at, started_at, ended_at, lease_owner, lease_epoch, cancel_requested, seq_reserved, trace_id, span_id, agent_id, agent_version`
+const runCols = `id, tenant, owner, conversation_id, turn_id, status, input, engine, model, error_code, error_message, usage, state, created_at, started_at, ended_at, lease_owner, lease_epoch, cancel_requested, seq_reserved, trace_id, span_id, agent_id, agent_version, parent_id`
 
 // claimedCols are runCols of a claimed run r with the state it had (prev).
 var claimedCols = strings.Replace("r."+strings.ReplaceAll(runCols, ", ", ", r."), "r.state", "prev.state", 1)
@@ -453,7 +481,7 @@ func scanRun(row pgx.Row) (chat.Run, error) {
 	var usage, state []byte
 	err := row.Scan(&r.ID, &r.Tenant, &r.Owner, &r.ConversationID, &r.TurnID, &r.Status, &r.Input, &r.Engine, &r.Model,
 		&ecode, &emsg, &usage, &state, &r.CreatedAt, &r.StartedAt, &r.EndedAt, &r.LeaseOwner, &r.LeaseEpoch, &r.CancelRequested, &r.SeqReserved, &r.TraceID, &r.SpanID,
-		&r.AgentID, &r.AgentVersion)
+		&r.AgentID, &r.AgentVersion, &r.ParentID)
 	if err != nil {
 		return chat.Run{}, err
 	}
@@ -488,11 +516,11 @@ func (s *Store) CreateRun(ctx context.Context, sc chat.Scope, r chat.Run) (chat.
 	// The active run may end between our insert failing and our reading it;
 	// then the insert is simply tried again.
 	for range 3 {
-		tag, err := s.pool.Exec(ctx, `INSERT INTO runs (id, tenant, owner, conversation_id, turn_id, status, input, engine, model, state, created_at, started_at, lease_owner, lease_epoch, seq_reserved, trace_id, span_id, agent_id, agent_version)
-			SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text, $9::text, $10::json, $11::timestamptz, $12::timestamptz, $13::text, $14::bigint, $15::bigint, $16::text, $17::text, $18::text, $19::integer
+		tag, err := s.pool.Exec(ctx, `INSERT INTO runs (id, tenant, owner, conversation_id, turn_id, status, input, engine, model, state, created_at, started_at, lease_owner, lease_epoch, seq_reserved, trace_id, span_id, agent_id, agent_version, parent_id)
+			SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text, $9::text, $10::json, $11::timestamptz, $12::timestamptz, $13::text, $14::bigint, $15::bigint, $16::text, $17::text, $18::text, $19::integer, $20::text
 			WHERE EXISTS (SELECT 1 FROM conversations WHERE id = $4 AND tenant = $2 AND owner = $3)`,
 			r.ID, r.Tenant, r.Owner, r.ConversationID, r.TurnID, r.Status, r.Input, r.Engine, r.Model, nullJSON(r.State),
-			r.CreatedAt, r.StartedAt, r.LeaseOwner, r.LeaseEpoch, r.SeqReserved, r.TraceID, r.SpanID, r.AgentID, r.AgentVersion)
+			r.CreatedAt, r.StartedAt, r.LeaseOwner, r.LeaseEpoch, r.SeqReserved, r.TraceID, r.SpanID, r.AgentID, r.AgentVersion, r.ParentID)
 		switch {
 		case err == nil && tag.RowsAffected() == 0:
 			return chat.Run{}, fmt.Errorf("create run: conversation %s: %w", r.ConversationID, store.ErrNotFound)

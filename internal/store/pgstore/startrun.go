@@ -52,7 +52,7 @@ func (s *Store) startRun(ctx context.Context, sc chat.Scope, in store.RunStart) 
 		c := *conv
 		c.CreatedAt = at // whatever the caller set: the conversation begins with its run
 		store.FillConversation(&c, sc, at)
-		b.Queue(`INSERT INTO conversations (`+conversationCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		b.Queue(`INSERT INTO conversations (`+conversationInsertCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 			c.ID, c.Tenant, c.Owner, c.Title, c.Engine, c.AgentID, c.CreatedAt, c.UpdatedAt)
 		out.Conversation = c
 	} else {
@@ -67,29 +67,34 @@ func (s *Store) startRun(ctx context.Context, sc chat.Scope, in store.RunStart) 
 	r.CreatedAt, r.StartedAt = ms(r.CreatedAt), ms(r.StartedAt)
 	r.Error, r.Usage, r.EndedAt, r.CancelRequested = nil, event.Usage{}, nil, false
 	out.Run = r
-	b.Queue(`INSERT INTO runs (id, tenant, owner, conversation_id, turn_id, status, input, engine, model, state, created_at, started_at, lease_owner, lease_epoch, seq_reserved, trace_id, span_id, agent_id, agent_version)
+	// The run begins at the fork point asked for, else at the active leaf.
+	forked, fork := in.Parent != nil, ""
+	if forked {
+		fork = *in.Parent
+	}
+	b.Queue(`INSERT INTO runs (id, tenant, owner, conversation_id, turn_id, status, input, engine, model, state, created_at, started_at, lease_owner, lease_epoch, seq_reserved, trace_id, span_id, agent_id, agent_version, parent_id)
 		SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text, $9::text, $10::json, $11::timestamptz, $12::timestamptz, $13::text, $14::bigint,
 			CASE WHEN $15::bigint > 0 THEN COALESCE((SELECT COALESCE(seq_end, seq) FROM events WHERE thread_id = $4 AND tenant = $2 ORDER BY seq DESC LIMIT 1), 0) + $15 ELSE 0 END,
-			$16::text, $17::text, $18::text, $19::integer
-		WHERE EXISTS (SELECT 1 FROM conversations WHERE id = $4 AND tenant = $2 AND owner = $3)`,
+			$16::text, $17::text, $18::text, $19::integer,
+			CASE WHEN $20::boolean THEN $21::text ELSE (SELECT active_leaf FROM conversations WHERE id = $4 AND tenant = $2) END
+		WHERE EXISTS (SELECT 1 FROM conversations WHERE id = $4 AND tenant = $2 AND owner = $3)
+		RETURNING parent_id`,
 		r.ID, r.Tenant, r.Owner, r.ConversationID, r.TurnID, r.Status, r.Input, r.Engine, r.Model, nullJSON(r.State),
-		r.CreatedAt, r.StartedAt, r.LeaseOwner, r.LeaseEpoch, in.ReserveSeqs, r.TraceID, r.SpanID, r.AgentID, r.AgentVersion)
+		r.CreatedAt, r.StartedAt, r.LeaseOwner, r.LeaseEpoch, in.ReserveSeqs, r.TraceID, r.SpanID, r.AgentID, r.AgentVersion, forked, fork)
 	b.Queue(lastSeqSQL, r.ConversationID, sc.Tenant)
+	if forked {
+		// The run's branch is the active one from now on.
+		b.Queue(`UPDATE conversations SET active_leaf = $2 WHERE id = $1 AND tenant = $3 AND owner = $4`, r.ConversationID, fork, sc.Tenant, sc.User)
+	}
 
 	m := in.Message
-	m.ConversationID, m.RunID = r.ConversationID, r.ID
-	store.FillMessage(&m, at)
-	m.CreatedAt = ms(m.CreatedAt)
-	out.Message = m
-	b.Queue(`WITH c AS (
-			UPDATE conversations SET updated_at = GREATEST(updated_at, $10::timestamptz)
-			WHERE id = $2 AND tenant = $11 AND owner = $12 RETURNING id, tenant, updated_at
-		)
-		INSERT INTO messages (`+messageCols+`, tenant)
-		SELECT $1::text, c.id, $3::text, $4::text, $5::json, $6::json, $7::text, $8::text, $9::text, $10::timestamptz, c.tenant FROM c
-		RETURNING (SELECT updated_at FROM c)`,
-		m.ID, m.ConversationID, m.Role, m.Content, nullJSON(m.Parts), nullJSON(m.Metadata), m.RunID, m.ToolName, m.ToolCallID, m.CreatedAt,
-		sc.Tenant, sc.User)
+	withMessage := m.Role != ""
+	if withMessage {
+		m.ConversationID, m.RunID = r.ConversationID, r.ID
+		store.FillMessage(&m, at)
+		m.CreatedAt = ms(m.CreatedAt)
+		b.Queue(appendMessageSQL, appendMessageArgs(sc, m)...)
+	}
 
 	var q batchSender = s.pool
 	if in.MaxExecuting > 0 || len(in.Limits) > 0 {
@@ -140,15 +145,11 @@ func (s *Store) startRun(ctx context.Context, sc chat.Scope, in store.RunStart) 
 			}
 			out.Conversation = c
 		}
-		tag, err := br.Exec()
-		if err != nil {
+		if err := br.QueryRow().Scan(&out.Run.ParentID); err != nil {
 			if isConstraint(err, "runs_one_active") {
 				busy = true
 			}
 			return err
-		}
-		if tag.RowsAffected() == 0 {
-			return store.ErrNotFound
 		}
 		if err := br.QueryRow().Scan(&out.LastSeq); err != nil {
 			return err
@@ -156,7 +157,20 @@ func (s *Store) startRun(ctx context.Context, sc chat.Scope, in store.RunStart) 
 		if in.ReserveSeqs > 0 {
 			out.Run.SeqReserved = out.LastSeq + in.ReserveSeqs
 		}
-		return br.QueryRow().Scan(&out.Conversation.UpdatedAt)
+		out.Conversation.ActiveLeaf = out.Run.ParentID
+		if forked {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		if !withMessage {
+			return nil
+		}
+		if err := br.QueryRow().Scan(&m.ParentID, &out.Conversation.UpdatedAt); err != nil {
+			return err
+		}
+		out.Message, out.Conversation.ActiveLeaf = m, m.ID
+		return nil
 	}()
 	if cerr := br.Close(); err == nil {
 		err = cerr

@@ -280,9 +280,9 @@ func (s *Store) Compact(ctx context.Context, sc chat.Scope, c store.Compaction, 
 			return err
 		}
 		for _, m := range archived {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO message_archive (`+messageCols+`, tenant, compaction_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			if _, err := tx.ExecContext(ctx, `INSERT INTO message_archive (`+messageCols+`, tenant, compaction_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 				ON CONFLICT (conversation_id, id) DO NOTHING`,
-				m.ID, c.ConversationID, m.Role, m.Content, nullJSON(m.Parts), nullJSON(m.Metadata), m.RunID, m.ToolName, m.ToolCallID, ms(m.CreatedAt), sc.Tenant, c.ID); err != nil {
+				m.ID, c.ConversationID, m.Role, m.Content, nullJSON(m.Parts), nullJSON(m.Metadata), m.RunID, m.ToolName, m.ToolCallID, ms(m.CreatedAt), m.ParentID, sc.Tenant, c.ID); err != nil {
 				return err
 			}
 		}

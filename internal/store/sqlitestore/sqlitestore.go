@@ -263,12 +263,17 @@ func collect[T any](scan func(scanner) (T, error)) func(*sql.Rows, error) ([]T, 
 
 // ---- conversations ----
 
-const conversationCols = `id, tenant, owner, title, engine, agent_id, created_at, updated_at`
+// conversationCols are those a conversation is read from; a new one is
+// written with conversationInsertCols (its active leaf starts empty).
+const (
+	conversationCols       = `id, tenant, owner, title, engine, agent_id, created_at, updated_at, active_leaf`
+	conversationInsertCols = `id, tenant, owner, title, engine, agent_id, created_at, updated_at`
+)
 
 func scanConversation(row scanner) (chat.Conversation, error) {
 	var c chat.Conversation
 	var created, updated int64
-	err := row.Scan(&c.ID, &c.Tenant, &c.Owner, &c.Title, &c.Engine, &c.AgentID, &created, &updated)
+	err := row.Scan(&c.ID, &c.Tenant, &c.Owner, &c.Title, &c.Engine, &c.AgentID, &created, &updated, &c.ActiveLeaf)
 	c.CreatedAt, c.UpdatedAt = fromMS(created), fromMS(updated)
 	return c, err
 }
@@ -278,7 +283,7 @@ func (s *Store) CreateConversation(ctx context.Context, sc chat.Scope, c chat.Co
 	store.FillConversation(&c, sc, now())
 	c.CreatedAt = c.CreatedAt.UTC().Truncate(time.Millisecond)
 	c.UpdatedAt = c.CreatedAt
-	_, err := s.write.ExecContext(ctx, `INSERT INTO conversations (`+conversationCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := s.write.ExecContext(ctx, `INSERT INTO conversations (`+conversationInsertCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 		c.ID, c.Tenant, c.Owner, c.Title, c.Engine, c.AgentID, ms(c.CreatedAt), ms(c.UpdatedAt))
 	if err != nil {
 		return chat.Conversation{}, fmt.Errorf("create conversation: %w", interpret(err))
@@ -370,13 +375,13 @@ func (s *Store) DeleteConversation(ctx context.Context, sc chat.Scope, id string
 
 // ---- messages ----
 
-const messageCols = `id, conversation_id, role, content, parts, metadata, run_id, tool_name, tool_call_id, created_at`
+const messageCols = `id, conversation_id, role, content, parts, metadata, run_id, tool_name, tool_call_id, created_at, parent_id`
 
 func scanMessage(row scanner) (chat.Message, error) {
 	var m chat.Message
 	var parts, meta sql.NullString
 	var created int64
-	err := row.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Content, &parts, &meta, &m.RunID, &m.ToolName, &m.ToolCallID, &created)
+	err := row.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Content, &parts, &meta, &m.RunID, &m.ToolName, &m.ToolCallID, &created, &m.ParentID)
 	m.Parts, m.Metadata, m.CreatedAt = rawJSON(parts), rawJSON(meta), fromMS(created)
 	return m, err
 }
@@ -403,8 +408,28 @@ func (s *Store) insertMessage(ctx context.Context, tx *sql.Tx, sc chat.Scope, m 
 	if n, _ := res.RowsAffected(); n == 0 {
 		return store.ErrNotFound
 	}
+	// Its place in the tree (store.Steering): after the run's latest
+	// message, else where the run began, else after the active leaf.
+	var leaf string
+	if err := tx.QueryRowContext(ctx, `SELECT active_leaf FROM conversations WHERE id = ?`, m.ConversationID).Scan(&leaf); err != nil {
+		return err
+	}
+	if m.ParentID == "" {
+		m.ParentID = leaf
+		if m.RunID != "" {
+			err := tx.QueryRowContext(ctx, `SELECT COALESCE((SELECT id FROM messages WHERE conversation_id = ? AND run_id = ? ORDER BY created_at DESC, id DESC LIMIT 1), parent_id)
+				FROM runs WHERE id = ? AND conversation_id = ?`, m.ConversationID, m.RunID, m.RunID, m.ConversationID).Scan(&m.ParentID)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+		}
+	}
 	_, err = s.prep.exec(ctx, tx, insertMessageSQL,
-		m.ID, m.ConversationID, m.Role, m.Content, nullJSON(m.Parts), nullJSON(m.Metadata), m.RunID, m.ToolName, m.ToolCallID, ms(m.CreatedAt), sc.Tenant)
+		m.ID, m.ConversationID, m.Role, m.Content, nullJSON(m.Parts), nullJSON(m.Metadata), m.RunID, m.ToolName, m.ToolCallID, ms(m.CreatedAt), m.ParentID, sc.Tenant)
+	if err != nil || leaf != m.ParentID {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE conversations SET active_leaf = ? WHERE id = ?`, m.ID, m.ConversationID)
 	return err
 }
 
@@ -434,7 +459,7 @@ func (s *Store) ListMessages(ctx context.Context, sc chat.Scope, conversationID 
 
 // ---- runs ----
 
-const runCols = `id, tenant, owner, conversation_id, turn_id, status, input, engine, model, error_code, error_message, usage, state, created_at, started_at, ended_at, lease_owner, lease_epoch, cancel_requested, seq_reserved, trace_id, span_id, agent_id, agent_version`
+const runCols = `id, tenant, owner, conversation_id, turn_id, status, input, engine, model, error_code, error_message, usage, state, created_at, started_at, ended_at, lease_owner, lease_epoch, cancel_requested, seq_reserved, trace_id, span_id, agent_id, agent_version, parent_id`
 
 func scanRun(row scanner) (chat.Run, error) {
 	var r chat.Run
@@ -443,7 +468,7 @@ func scanRun(row scanner) (chat.Run, error) {
 	var ended sql.NullInt64
 	err := row.Scan(&r.ID, &r.Tenant, &r.Owner, &r.ConversationID, &r.TurnID, &r.Status, &r.Input, &r.Engine, &r.Model,
 		&ecode, &emsg, &usage, &state, &created, &started, &ended, &r.LeaseOwner, &r.LeaseEpoch, &r.CancelRequested, &r.SeqReserved, &r.TraceID, &r.SpanID,
-		&r.AgentID, &r.AgentVersion)
+		&r.AgentID, &r.AgentVersion, &r.ParentID)
 	if err != nil {
 		return r, err
 	}
@@ -494,7 +519,7 @@ func (s *Store) insertRun(ctx context.Context, tx *sql.Tx, sc chat.Scope, r *cha
 	}
 	_, err := s.prep.exec(ctx, tx, insertRunSQL,
 		r.ID, r.Tenant, r.Owner, r.ConversationID, r.TurnID, r.Status, r.Input, r.Engine, r.Model, nullJSON(r.State),
-		ms(r.CreatedAt), ms(r.StartedAt), r.LeaseOwner, r.LeaseEpoch, r.SeqReserved, r.TraceID, r.SpanID, r.AgentID, r.AgentVersion)
+		ms(r.CreatedAt), ms(r.StartedAt), r.LeaseOwner, r.LeaseEpoch, r.SeqReserved, r.TraceID, r.SpanID, r.AgentID, r.AgentVersion, r.ParentID)
 	return err
 }
 

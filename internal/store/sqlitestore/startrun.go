@@ -14,10 +14,10 @@ import (
 // The write path's statements, prepared once when the store opens.
 const (
 	updateConvSQL         = `UPDATE conversations SET updated_at = max(updated_at, ?) WHERE id = ? AND tenant = ? AND owner = ?`
-	insertMessageSQL      = `INSERT INTO messages (` + messageCols + `, tenant) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	insertMessageSQL      = `INSERT INTO messages (` + messageCols + `, tenant) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	activeRunSQL          = `SELECT id FROM runs WHERE conversation_id = ? AND status IN ('queued','running','awaiting_input')`
-	insertRunSQL          = `INSERT INTO runs (` + runCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, ?, ?, ?, NULL, ?, ?, 0, ?, ?, ?, ?, ?)`
-	insertConversationSQL = `INSERT INTO conversations (` + conversationCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	insertRunSQL          = `INSERT INTO runs (` + runCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, ?, ?, ?, NULL, ?, ?, 0, ?, ?, ?, ?, ?, ?)`
+	insertConversationSQL = `INSERT INTO conversations (` + conversationInsertCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 	selectConversationSQL = `SELECT ` + conversationCols + ` FROM conversations WHERE id = ? AND tenant = ? AND owner = ?`
 	countExecutingSQL     = `SELECT count(*) FROM runs WHERE tenant = ? AND status IN ('queued','running')`
 	savepointSQL          = `SAVEPOINT start`
@@ -223,10 +223,24 @@ func (s *Store) startRunTx(ctx context.Context, tx *sql.Tx, sc chat.Scope, in st
 	if in.ReserveSeqs > 0 {
 		r.SeqReserved = out.LastSeq + in.ReserveSeqs
 	}
+	r.ParentID = out.Conversation.ActiveLeaf
+	if in.Parent != nil {
+		r.ParentID = *in.Parent
+	}
 	if err := s.insertRun(ctx, tx, sc, &r, at); err != nil {
 		return out, err
 	}
+	if in.Parent != nil {
+		// The run's branch is the active one from now on.
+		if _, err := tx.ExecContext(ctx, `UPDATE conversations SET active_leaf = ? WHERE id = ?`, r.ParentID, r.ConversationID); err != nil {
+			return out, err
+		}
+		out.Conversation.ActiveLeaf = r.ParentID
+	}
 	out.Run = r
+	if in.Message.Role == "" {
+		return out, nil
+	}
 	m := in.Message
 	m.ConversationID, m.RunID = r.ConversationID, r.ID
 	if err := s.insertMessage(ctx, tx, sc, &m, at); err != nil {
@@ -234,5 +248,6 @@ func (s *Store) startRunTx(ctx context.Context, tx *sql.Tx, sc chat.Scope, in st
 	}
 	out.Message = m
 	out.Conversation.UpdatedAt = later(m.CreatedAt, out.Conversation.UpdatedAt)
+	out.Conversation.ActiveLeaf = m.ID
 	return out, nil
 }

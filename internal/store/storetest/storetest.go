@@ -73,6 +73,9 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ConversationAndRunAgents", testConversationAndRunAgents},
 		{"UsageRecords", testUsageRecords}, // usage.go
 		{"QuotaLimits", testQuotaLimits},
+		{"MessageTree", testMessageTree}, // tree.go
+		{"IdempotencyKeys", testIdempotencyKeys},
+		{"Feedback", testFeedback},
 		{"FileCRUDAndScoping", testFileCRUDAndScoping}, // file.go
 		{"FilePaging", testFilePaging},
 		{"FileQuotaUsage", testFileQuotaUsage},

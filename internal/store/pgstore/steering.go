@@ -1,0 +1,182 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentchat/agentchat/internal/chat"
+	"github.com/agentchat/agentchat/internal/store"
+)
+
+// SetActiveLeaf makes a message of the conversation its active leaf.
+func (s *Store) SetActiveLeaf(ctx context.Context, sc chat.Scope, conversationID, messageID string) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE conversations SET active_leaf = $5
+		WHERE id = $1 AND tenant = $2 AND owner = $3 AND EXISTS (SELECT 1 FROM messages WHERE id = $4 AND conversation_id = $1)`,
+		conversationID, sc.Tenant, sc.User, messageID, messageID)
+	if err != nil {
+		return fmt.Errorf("set active leaf of %s: %w", conversationID, interpretError(err))
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("set active leaf of %s to %s: %w", conversationID, messageID, store.ErrNotFound)
+	}
+	return nil
+}
+
+// ClaimIdempotencyKey records k as sc's unless sc holds it since since: one
+// statement, so of racing claims exactly one inserts (or replaces an
+// expired record) and the others read the winner's.
+func (s *Store) ClaimIdempotencyKey(ctx context.Context, sc chat.Scope, k store.IdempotencyKey, since time.Time) (store.IdempotencyKey, bool, error) {
+	if k.CreatedAt.IsZero() {
+		k.CreatedAt = now()
+	}
+	k.CreatedAt = ms(k.CreatedAt)
+	for range 3 {
+		var got store.IdempotencyKey
+		err := s.pool.QueryRow(ctx, `INSERT INTO idempotency_keys (tenant, owner, key, body_hash, run_id, conversation_id, created_at) VALUES ($1, $2, $3, $4, '', '', $5)
+			ON CONFLICT (tenant, owner, key) DO UPDATE SET body_hash = EXCLUDED.body_hash, run_id = '', conversation_id = '', created_at = EXCLUDED.created_at
+			WHERE idempotency_keys.created_at <= $6
+			RETURNING key, body_hash, run_id, conversation_id, created_at`,
+			sc.Tenant, sc.User, k.Key, k.BodyHash, k.CreatedAt, since).Scan(&got.Key, &got.BodyHash, &got.RunID, &got.ConversationID, &got.CreatedAt)
+		if err == nil {
+			got.CreatedAt = got.CreatedAt.UTC()
+			return got, true, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return store.IdempotencyKey{}, false, fmt.Errorf("claim idempotency key: %w", interpretError(err))
+		}
+		err = s.pool.QueryRow(ctx, `SELECT key, body_hash, run_id, conversation_id, created_at FROM idempotency_keys WHERE tenant = $1 AND owner = $2 AND key = $3`,
+			sc.Tenant, sc.User, k.Key).Scan(&got.Key, &got.BodyHash, &got.RunID, &got.ConversationID, &got.CreatedAt)
+		if err == nil {
+			got.CreatedAt = got.CreatedAt.UTC()
+			return got, false, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return store.IdempotencyKey{}, false, fmt.Errorf("claim idempotency key: %w", interpretError(err))
+		}
+		// Released meanwhile: claim again.
+	}
+	return store.IdempotencyKey{}, false, fmt.Errorf("claim idempotency key: %w", store.ErrConflict)
+}
+
+// SetIdempotencyRun records the run sc's key started.
+func (s *Store) SetIdempotencyRun(ctx context.Context, sc chat.Scope, key, runID, conversationID string) error {
+	_, err := s.pool.Exec(ctx, `UPDATE idempotency_keys SET run_id = $4, conversation_id = $5 WHERE tenant = $1 AND owner = $2 AND key = $3`,
+		sc.Tenant, sc.User, key, runID, conversationID)
+	if err != nil {
+		return fmt.Errorf("set idempotency run: %w", interpretError(err))
+	}
+	return nil
+}
+
+// ReleaseIdempotencyKey drops sc's claim of key that started no run.
+func (s *Store) ReleaseIdempotencyKey(ctx context.Context, sc chat.Scope, key string) error {
+	_, err := s.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE tenant = $1 AND owner = $2 AND key = $3 AND run_id = ''`, sc.Tenant, sc.User, key)
+	if err != nil {
+		return fmt.Errorf("release idempotency key: %w", interpretError(err))
+	}
+	return nil
+}
+
+const feedbackCols = `id, conversation_id, tenant, owner, run_id, agent_id, rating, comment, tags, created_at, updated_at`
+
+// feedbackFrom names the feedback table's key id, as keysetPage orders by.
+const feedbackFrom = `(SELECT message_id AS id, conversation_id, tenant, owner, run_id, agent_id, rating, comment, tags, created_at, updated_at FROM feedback) f`
+
+func scanFeedback(row pgx.Row) (chat.Feedback, error) {
+	var f chat.Feedback
+	var tags []byte
+	err := row.Scan(&f.MessageID, &f.ConversationID, &f.Tenant, &f.Owner, &f.RunID, &f.AgentID, &f.Rating, &f.Comment, &tags, &f.CreatedAt, &f.UpdatedAt)
+	if len(tags) > 0 {
+		_ = json.Unmarshal(tags, &f.Tags)
+	}
+	f.CreatedAt, f.UpdatedAt = f.CreatedAt.UTC(), f.UpdatedAt.UTC()
+	return f, err
+}
+
+func collectFeedback(row pgx.CollectableRow) (chat.Feedback, error) { return scanFeedback(row) }
+
+// PutFeedback records sc's rating of a message of one of sc's conversations.
+func (s *Store) PutFeedback(ctx context.Context, sc chat.Scope, f chat.Feedback) (chat.Feedback, error) {
+	var tags any
+	if len(f.Tags) > 0 {
+		b, _ := json.Marshal(f.Tags)
+		tags = string(b)
+	}
+	out, err := scanFeedback(s.pool.QueryRow(ctx, `WITH m AS (
+			SELECT m.id, m.conversation_id, m.run_id, COALESCE(r.agent_id, '') AS agent_id FROM messages m
+			JOIN conversations c ON c.id = m.conversation_id
+			LEFT JOIN runs r ON r.id = m.run_id
+			WHERE m.id = $1 AND c.tenant = $2 AND c.owner = $3
+		), u AS (
+			INSERT INTO feedback (message_id, tenant, owner, conversation_id, run_id, agent_id, rating, comment, tags, created_at, updated_at)
+			SELECT m.id, $2, $3, m.conversation_id, m.run_id, m.agent_id, $4, $5, $6::json, $7, $7 FROM m
+			ON CONFLICT (message_id) DO UPDATE SET rating = EXCLUDED.rating, comment = EXCLUDED.comment, tags = EXCLUDED.tags, updated_at = EXCLUDED.updated_at
+			RETURNING message_id AS id, conversation_id, tenant, owner, run_id, agent_id, rating, comment, tags, created_at, updated_at
+		)
+		SELECT `+feedbackCols+` FROM u`, f.MessageID, sc.Tenant, sc.User, f.Rating, f.Comment, tags, ms(now())))
+	if err != nil {
+		return chat.Feedback{}, fmt.Errorf("put feedback on %s: %w", f.MessageID, interpretError(err))
+	}
+	return out, nil
+}
+
+// DeleteFeedback withdraws sc's rating of a message.
+func (s *Store) DeleteFeedback(ctx context.Context, sc chat.Scope, messageID string) error {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM feedback WHERE message_id = $1 AND tenant = $2 AND owner = $3`, messageID, sc.Tenant, sc.User)
+	if err != nil {
+		return fmt.Errorf("delete feedback on %s: %w", messageID, interpretError(err))
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("feedback on %s: %w", messageID, store.ErrNotFound)
+	}
+	return nil
+}
+
+// ConversationFeedback lists sc's ratings in one of sc's conversations.
+func (s *Store) ConversationFeedback(ctx context.Context, sc chat.Scope, conversationID string) ([]chat.Feedback, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+feedbackCols+` FROM `+feedbackFrom+` WHERE conversation_id = $1 AND tenant = $2 AND owner = $3`,
+		conversationID, sc.Tenant, sc.User)
+	if err != nil {
+		return nil, fmt.Errorf("feedback of %s: %w", conversationID, interpretError(err))
+	}
+	out, err := pgx.CollectRows(rows, collectFeedback)
+	if err != nil {
+		return nil, fmt.Errorf("feedback of %s: %w", conversationID, interpretError(err))
+	}
+	return out, nil
+}
+
+// ListFeedback pages a tenant's ratings, newest first.
+func (s *Store) ListFeedback(ctx context.Context, tenant string, f store.FeedbackFilter, p store.Page) ([]chat.Feedback, string, error) {
+	q, args := `SELECT `+feedbackCols+` FROM `+feedbackFrom+` WHERE tenant = $1`, []any{tenant}
+	if f.Rating != "" {
+		args = append(args, f.Rating)
+		q += ` AND rating = $` + strconv.Itoa(len(args))
+	}
+	if f.AgentID != "" {
+		args = append(args, f.AgentID)
+		q += ` AND agent_id = $` + strconv.Itoa(len(args))
+	}
+	if !f.Since.IsZero() {
+		args = append(args, f.Since)
+		q += ` AND updated_at >= $` + strconv.Itoa(len(args))
+	}
+	return keysetPage(q, args, "updated_at", true, p, func(f chat.Feedback) store.Cursor { return store.Cursor{At: f.UpdatedAt, ID: f.MessageID} },
+		func(q string, args []any) ([]chat.Feedback, error) {
+			rows, err := s.pool.Query(ctx, q, args...)
+			if err != nil {
+				return nil, fmt.Errorf("list feedback: %w", interpretError(err))
+			}
+			out, err := pgx.CollectRows(rows, collectFeedback)
+			if err != nil {
+				return nil, fmt.Errorf("list feedback: %w", interpretError(err))
+			}
+			return out, nil
+		})
+}

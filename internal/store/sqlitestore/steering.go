@@ -1,0 +1,173 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentchat/agentchat/internal/chat"
+	"github.com/agentchat/agentchat/internal/store"
+)
+
+// SetActiveLeaf makes a message of the conversation its active leaf.
+func (s *Store) SetActiveLeaf(ctx context.Context, sc chat.Scope, conversationID, messageID string) error {
+	res, err := s.write.ExecContext(ctx, `UPDATE conversations SET active_leaf = ?
+		WHERE id = ? AND tenant = ? AND owner = ? AND EXISTS (SELECT 1 FROM messages WHERE id = ? AND conversation_id = ?)`,
+		messageID, conversationID, sc.Tenant, sc.User, messageID, conversationID)
+	if err != nil {
+		return fmt.Errorf("set active leaf of %s: %w", conversationID, interpret(err))
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("set active leaf of %s to %s: %w", conversationID, messageID, store.ErrNotFound)
+	}
+	return nil
+}
+
+// ClaimIdempotencyKey records k as sc's unless sc holds it since since.
+func (s *Store) ClaimIdempotencyKey(ctx context.Context, sc chat.Scope, k store.IdempotencyKey, since time.Time) (store.IdempotencyKey, bool, error) {
+	if k.CreatedAt.IsZero() {
+		k.CreatedAt = now()
+	}
+	k.CreatedAt = k.CreatedAt.UTC().Truncate(time.Millisecond)
+	var got store.IdempotencyKey
+	claimed := false
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var created int64
+		err := tx.QueryRowContext(ctx, `SELECT key, body_hash, run_id, conversation_id, created_at FROM idempotency_keys WHERE tenant = ? AND owner = ? AND key = ?`,
+			sc.Tenant, sc.User, k.Key).Scan(&got.Key, &got.BodyHash, &got.RunID, &got.ConversationID, &created)
+		switch {
+		case err == nil && fromMS(created).After(since):
+			got.CreatedAt = fromMS(created)
+			return nil
+		case err != nil && !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO idempotency_keys (tenant, owner, key, body_hash, run_id, conversation_id, created_at) VALUES (?, ?, ?, ?, '', '', ?)
+			ON CONFLICT (tenant, owner, key) DO UPDATE SET body_hash = excluded.body_hash, run_id = '', conversation_id = '', created_at = excluded.created_at`,
+			sc.Tenant, sc.User, k.Key, k.BodyHash, ms(k.CreatedAt))
+		got, claimed = store.IdempotencyKey{Key: k.Key, BodyHash: k.BodyHash, CreatedAt: k.CreatedAt}, err == nil
+		return err
+	})
+	if err != nil {
+		return store.IdempotencyKey{}, false, fmt.Errorf("claim idempotency key: %w", interpret(err))
+	}
+	return got, claimed, nil
+}
+
+// SetIdempotencyRun records the run sc's key started.
+func (s *Store) SetIdempotencyRun(ctx context.Context, sc chat.Scope, key, runID, conversationID string) error {
+	_, err := s.write.ExecContext(ctx, `UPDATE idempotency_keys SET run_id = ?, conversation_id = ? WHERE tenant = ? AND owner = ? AND key = ?`,
+		runID, conversationID, sc.Tenant, sc.User, key)
+	if err != nil {
+		return fmt.Errorf("set idempotency run: %w", interpret(err))
+	}
+	return nil
+}
+
+// ReleaseIdempotencyKey drops sc's claim of key that started no run.
+func (s *Store) ReleaseIdempotencyKey(ctx context.Context, sc chat.Scope, key string) error {
+	_, err := s.write.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE tenant = ? AND owner = ? AND key = ? AND run_id = ''`, sc.Tenant, sc.User, key)
+	if err != nil {
+		return fmt.Errorf("release idempotency key: %w", interpret(err))
+	}
+	return nil
+}
+
+const feedbackCols = `id, conversation_id, tenant, owner, run_id, agent_id, rating, comment, tags, created_at, updated_at`
+
+// feedbackFrom names the feedback table's key id, as keysetPage orders by.
+const feedbackFrom = `(SELECT message_id AS id, conversation_id, tenant, owner, run_id, agent_id, rating, comment, tags, created_at, updated_at FROM feedback) f`
+
+func scanFeedback(row scanner) (chat.Feedback, error) {
+	var f chat.Feedback
+	var tags sql.NullString
+	var created, updated int64
+	err := row.Scan(&f.MessageID, &f.ConversationID, &f.Tenant, &f.Owner, &f.RunID, &f.AgentID, &f.Rating, &f.Comment, &tags, &created, &updated)
+	if tags.Valid {
+		_ = json.Unmarshal([]byte(tags.String), &f.Tags)
+	}
+	f.CreatedAt, f.UpdatedAt = fromMS(created), fromMS(updated)
+	return f, err
+}
+
+// PutFeedback records sc's rating of a message of one of sc's conversations.
+func (s *Store) PutFeedback(ctx context.Context, sc chat.Scope, f chat.Feedback) (chat.Feedback, error) {
+	at := now().UTC().Truncate(time.Millisecond)
+	var out chat.Feedback
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `SELECT m.conversation_id, m.run_id, COALESCE(r.agent_id, '') FROM messages m
+			JOIN conversations c ON c.id = m.conversation_id
+			LEFT JOIN runs r ON r.id = m.run_id
+			WHERE m.id = ? AND c.tenant = ? AND c.owner = ?`, f.MessageID, sc.Tenant, sc.User).Scan(&f.ConversationID, &f.RunID, &f.AgentID)
+		if err != nil {
+			return err
+		}
+		var tags any
+		if len(f.Tags) > 0 {
+			b, _ := json.Marshal(f.Tags)
+			tags = string(b)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO feedback (message_id, tenant, owner, conversation_id, run_id, agent_id, rating, comment, tags, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (message_id) DO UPDATE SET rating = excluded.rating, comment = excluded.comment, tags = excluded.tags, updated_at = excluded.updated_at`,
+			f.MessageID, sc.Tenant, sc.User, f.ConversationID, f.RunID, f.AgentID, f.Rating, f.Comment, tags, ms(at), ms(at)); err != nil {
+			return err
+		}
+		out, err = scanFeedback(tx.QueryRowContext(ctx, `SELECT `+feedbackCols+` FROM `+feedbackFrom+` WHERE id = ?`, f.MessageID))
+		return err
+	})
+	if err != nil {
+		return chat.Feedback{}, fmt.Errorf("put feedback on %s: %w", f.MessageID, interpret(err))
+	}
+	return out, nil
+}
+
+// DeleteFeedback withdraws sc's rating of a message.
+func (s *Store) DeleteFeedback(ctx context.Context, sc chat.Scope, messageID string) error {
+	res, err := s.write.ExecContext(ctx, `DELETE FROM feedback WHERE message_id = ? AND tenant = ? AND owner = ?`, messageID, sc.Tenant, sc.User)
+	if err != nil {
+		return fmt.Errorf("delete feedback on %s: %w", messageID, interpret(err))
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("feedback on %s: %w", messageID, store.ErrNotFound)
+	}
+	return nil
+}
+
+// ConversationFeedback lists sc's ratings in one of sc's conversations.
+func (s *Store) ConversationFeedback(ctx context.Context, sc chat.Scope, conversationID string) ([]chat.Feedback, error) {
+	out, err := collect(scanFeedback)(s.read.QueryContext(ctx, `SELECT `+feedbackCols+` FROM `+feedbackFrom+`
+		WHERE conversation_id = ? AND tenant = ? AND owner = ?`, conversationID, sc.Tenant, sc.User))
+	if err != nil {
+		return nil, fmt.Errorf("feedback of %s: %w", conversationID, interpret(err))
+	}
+	return out, nil
+}
+
+// ListFeedback pages a tenant's ratings, newest first.
+func (s *Store) ListFeedback(ctx context.Context, tenant string, f store.FeedbackFilter, p store.Page) ([]chat.Feedback, string, error) {
+	q, args := `SELECT `+feedbackCols+` FROM `+feedbackFrom+` WHERE tenant = ?`, []any{tenant}
+	if f.Rating != "" {
+		q += ` AND rating = ?`
+		args = append(args, f.Rating)
+	}
+	if f.AgentID != "" {
+		q += ` AND agent_id = ?`
+		args = append(args, f.AgentID)
+	}
+	if !f.Since.IsZero() {
+		q += ` AND updated_at >= ?`
+		args = append(args, ms(f.Since))
+	}
+	return keysetPage(q, args, "updated_at", true, p, func(f chat.Feedback) store.Cursor { return store.Cursor{At: f.UpdatedAt, ID: f.MessageID} },
+		func(q string, args []any) ([]chat.Feedback, error) {
+			out, err := collect(scanFeedback)(s.read.QueryContext(ctx, q, args...))
+			if err != nil {
+				return nil, fmt.Errorf("list feedback: %w", interpret(err))
+			}
+			return out, nil
+		})
+}
