@@ -302,14 +302,18 @@ func (l *eventLog) gather(batch []logEntry, parts []gathered) ([]logEntry, []gat
 			continue
 		}
 		p := gathered{shard: i, n: n}
-		batch = append(batch, sh.pending[:n]...)
 		if n == len(sh.pending) {
+			// The common case: the queue is taken whole and copied after
+			// the lock is let go, so that enqueuers never wait for a copy.
 			p.whole = sh.pending
 			sh.pending, sh.spare = sh.spare[:0], nil
+			sh.mu.Unlock()
+			batch = append(batch, p.whole...)
 		} else {
+			batch = append(batch, sh.pending[:n]...)
 			sh.pending = append(sh.pending[:0:0], sh.pending[n:]...)
+			sh.mu.Unlock()
 		}
-		sh.mu.Unlock()
 		l.held.Add(-int64(n))
 		parts = append(parts, p)
 	}
