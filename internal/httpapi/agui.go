@@ -16,7 +16,7 @@ package httpapi
 // /v1/agent/confirmations decides (exactly one decision wins) and stream the
 // continuation as the next AG-UI run (agui.NewContinuation). Frontend tools
 // given in RunAgentInput.tools are offered to the model; a call to one ends
-// the run with pendingToolCallIds, and the tool messages at the end of the
+// the run with that call open (no result), and the tool messages at the end of the
 // next input start the run that continues (agui.Turn).
 //
 // The events stream is seed 004's: `id:` on every frame, `: keep-alive`

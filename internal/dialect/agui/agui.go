@@ -627,9 +627,11 @@ func (e *Encoder) finish(dst []byte, ev event.Event, p event.RunFinishedData) []
 		if p.Answer != nil {
 			v.Result, _ = json.Marshal(publicAnswer(*p.Answer))
 		}
-		if len(p.PendingToolCalls) > 0 {
-			v.Outcome = &outcome{Type: "success", PendingToolCallIDs: p.PendingToolCalls}
-		}
+		// Frontend tool calls left for the client (p.PendingToolCalls) are
+		// not named in an outcome: @ag-ui/client 0.0.59 (the one
+		// CopilotKit ships) refuses RUN_FINISHED whose success outcome has
+		// any field but type, and 1.0 derives the same list itself from the
+		// run's calls that got no TOOL_CALL_RESULT.
 		e.live = false
 		return e.frame(dst, RunFinished, v)
 	case event.StatusCancelled:

@@ -36,12 +36,12 @@ type runFinished struct {
 	Usage []dialect.ModelUsage `json:"usage,omitempty"`
 }
 
-// outcome is RUN_FINISHED's outcome: an interrupt (a confirmation), or a
-// success that left frontend tool calls for the client to answer.
+// outcome is RUN_FINISHED's outcome: an interrupt (a confirmation). A
+// success has none; see Encoder.finish for why pendingToolCallIds is never
+// written.
 type outcome struct {
-	Type               string      `json:"type"`
-	Interrupts         []interrupt `json:"interrupts,omitempty"`
-	PendingToolCallIDs []string    `json:"pendingToolCallIds,omitempty"`
+	Type       string      `json:"type"`
+	Interrupts []interrupt `json:"interrupts,omitempty"`
 }
 
 type interrupt struct {
