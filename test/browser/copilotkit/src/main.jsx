@@ -7,6 +7,7 @@ import { StrictMode, useState } from 'react';
 import { createRoot } from 'react-dom/client';
 import { CopilotKit, CopilotChat, useInterrupt, useFrontendTool, useRenderTool } from '@copilotkit/react-core/v2';
 import '@copilotkit/react-core/v2/styles.css';
+import './app.css';
 import { z } from 'zod';
 
 const token = new URLSearchParams(location.search).get('token') ?? '';
@@ -25,7 +26,7 @@ function Approval() {
           <p>
             <code data-testid="approval-tool">{tool}</code> <code data-testid="approval-args">{JSON.stringify(args)}</code>
           </p>
-          <button data-testid="approve" onClick={() => resolve({ approved: true })}>Approve</button>
+          <button className="primary" data-testid="approve" onClick={() => resolve({ approved: true })}>Approve</button>
           <button data-testid="reject" onClick={() => resolve({ approved: false, reason: 'not now' })}>Reject</button>
         </div>
       );
@@ -45,7 +46,12 @@ function Colour() {
       return `picked ${colour}`;
     },
   });
-  return <p data-testid="colour">{colour ? `colour: ${colour}` : 'no colour yet'}</p>;
+  return (
+    <p className="colour" data-testid="colour">
+      {colour ? <span style={{ background: colour }} /> : null}
+      {colour ? `colour: ${colour}` : 'no colour yet'}
+    </p>
+  );
 }
 
 // Every tool call the agent makes renders as a card in the chat.
@@ -55,7 +61,7 @@ function ToolCalls() {
       name: '*',
       render: ({ name, status, parameters, result }) => (
         <div className="tool-call" data-testid="tool-call" data-tool={name} data-status={status}>
-          <code>{name}</code> <code>{JSON.stringify(parameters)}</code> {status === 'complete' ? <span data-testid="tool-result">{String(result)}</span> : '…'}
+          <code className="name">{name}</code> <code>{JSON.stringify(parameters)}</code> {status === 'complete' ? <span data-testid="tool-result">{String(result)}</span> : '…'}
         </div>
       ),
     },
