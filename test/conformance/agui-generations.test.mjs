@@ -162,10 +162,10 @@ for (const gen of generations) {
     assert.equal(events.at(-1).type, "RUN_FINISHED");
   });
 
-  // Known gap: 0.0.59's strict RUN_FINISHED schema refuses outcome.pendingToolCallIds
-  // (an AG-UI 1.0 field); the server must leave it out for older clients.
-  const frontendTodo = gen.name === "0.0.59" ? { todo: "0.0.59 refuses RUN_FINISHED outcome.pendingToolCallIds" } : {};
-  test(`${gen.name}: a frontend tool answered by the client continues the run`, frontendTodo, async () => {
+  // 0.0.59's strict RUN_FINISHED schema refuses outcome.pendingToolCallIds
+  // (an AG-UI 1.0 field), so the server leaves the call open instead and
+  // both generations find it there.
+  test(`${gen.name}: a frontend tool answered by the client continues the run`, async () => {
     const a = agent(gen, id("front"));
     const tools = [{ name: "pick_colour", description: "Pick a colour.", parameters: { type: "object", properties: { colour: { type: "string" } }, required: ["colour"] } }];
     a.addMessage({ id: id("front-u1"), role: "user", content: 'call pick_colour with "teal"' });
