@@ -486,20 +486,17 @@ async function openConversation(id, { force = false, focus = null } = {}) {
 // messages) and the run that answers it. A regenerated answer's run adds no
 // user message, so it follows its question's run, whose own answer is on
 // another branch (or was never stored: a failed run retried); such a
-// question takes the later run. A conversation stored before the tree
-// repeated the question for a regenerate (metadata.regenerates, migrated to
-// a sibling of the old answer): the repeat is not drawn again, and its
-// versions are the answer's.
+// question takes the later run. (A conversation stored before the tree
+// repeated the question for a regenerate: migrated, the repeat is a second
+// version of the question, with its pager.)
 function turnsOf(groups) {
   const turns = [];
   for (const g of groups) {
     const users = g.messages.filter((x) => x.role === 'user');
     const rest = g.messages.filter((x) => x.role !== 'user');
     const prev = turns.at(-1);
-    const asked = prev && prev.users.length && !prev.rest.length ? prev.users.at(-1) : null;
-    const repeat = asked && users.length === 1 && users[0].metadata?.regenerates && users[0].parentId === asked.id && users[0].content === asked.content;
-    if (asked && (!users.length || repeat)) {
-      Object.assign(prev, { runId: g.runId, rest, anchor: repeat ? users[0] : rest[0] });
+    if (!users.length && prev?.users.length && !prev.rest.length) {
+      Object.assign(prev, { runId: g.runId, rest, anchor: rest[0] });
       continue;
     }
     turns.push({ users, userRunId: g.runId, runId: g.runId, rest, anchor: rest[0] });
