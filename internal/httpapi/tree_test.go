@@ -150,8 +150,9 @@ func TestMessageTree(t *testing.T) {
 // An AG-UI client edits by sending a history that leaves the stored branch:
 // the first user message that differs becomes a new version (a sibling) of
 // the stored one, answered; the old branch stays in the tree, the history
-// and the next turns follow the new one, and the model is sent the active
-// branch only.
+// and the next turns follow the new one. A history that ends at the last
+// question asks for its answer again. The model is sent the active branch
+// only.
 func TestAGUIEditBranches(t *testing.T) {
 	t.Parallel()
 	n := 0
@@ -195,10 +196,21 @@ func TestAGUIEditBranches(t *testing.T) {
 	if got := contentsOf(e.treeMessages(alice, conv, false)); got != "q1|Answer 1.|q2, edited|Answer 3.|q3|Answer 4." {
 		t.Fatalf("the turn after the edit %q", got)
 	}
-	if got := contentsOf(e.treeMessages(alice, conv, true)); got != "q1|Answer 1.|q2|Answer 2.|q2, edited|Answer 3.|q3|Answer 4." {
+	// A history that ends at the last question (its answer dropped) asks
+	// for that answer again: a sibling answer, no repeated question.
+	e.aguiRun(alice, input(thread, "r5", userMsg("c-u1", "q1"), assistant("c-a1", "Answer 1."), userMsg("c-u2", "q2, edited"),
+		assistant("c-a3", "Answer 3."), userMsg("c-u3", "q3")))
+	active = e.treeMessages(alice, conv, false)
+	if got := contentsOf(active); got != "q1|Answer 1.|q2, edited|Answer 3.|q3|Answer 5." {
+		t.Fatalf("after asking again %q", got)
+	}
+	if got := stringsOf(active[5]["siblingIds"]); len(got) != 2 || got[1] != active[5]["id"] {
+		t.Fatalf("the new answer's versions %v", got)
+	}
+	if got := contentsOf(e.treeMessages(alice, conv, true)); got != "q1|Answer 1.|q2|Answer 2.|q2, edited|Answer 3.|q3|Answer 4.|Answer 5." {
 		t.Fatalf("every message %q", got)
 	}
-	want := []string{"q1", "q1|Answer 1.|q2", "q1|Answer 1.|q2, edited", "q1|Answer 1.|q2, edited|Answer 3.|q3"}
+	want := []string{"q1", "q1|Answer 1.|q2", "q1|Answer 1.|q2, edited", "q1|Answer 1.|q2, edited|Answer 3.|q3", "q1|Answer 1.|q2, edited|Answer 3.|q3"}
 	if got := upstreamContexts(up); !slices.Equal(got, want) {
 		t.Fatalf("model contexts\n%q\nwant\n%q", got, want)
 	}

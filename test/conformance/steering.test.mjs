@@ -1,7 +1,8 @@
 // A person steers a conversation through the real client libraries (issue
 // 22): edits and regenerates through the AI SDK's Chat (AbstractChat, the
-// class useChat wraps, with DefaultChatTransport) and edits through AG-UI's
-// HttpAgent. Every branch stays in the server's tree (?branch=all), the
+// class useChat wraps, with DefaultChatTransport) and through AG-UI's
+// HttpAgent (whose messages leave the stored branch, or end at a question
+// whose answer they dropped). Every branch stays in the server's tree (?branch=all), the
 // history shows the active branch, PUT …/active switches back, and the model
 // is sent the active branch only: the fake model numbers its answers and
 // records the context of each request.
@@ -157,7 +158,7 @@ test('AI SDK Chat: regenerate and edit keep every branch; the history and the mo
   assert.equal(contents(await messages(conv)), `${first}|${textOf(a1)}|second question|Answer ${asked + 3}.`);
 });
 
-test('AG-UI HttpAgent: messages that leave the stored branch edit it there; every branch is kept, the model sees the active one', async () => {
+test('AG-UI HttpAgent: messages that leave the stored branch edit it, messages that drop the last answer regenerate it; every branch is kept, the model sees the active one', async () => {
   const a = new HttpAgent({ url: `${server.url}/api/v1/agent/runs`, headers: auth, threadId: `steer-${randomUUID()}` });
   const first = `first question ${randomUUID()}`;
   const turn = async (what) => {
@@ -191,13 +192,22 @@ test('AG-UI HttpAgent: messages that leave the stored branch edit it there; ever
   active = await messages(conv);
   assert.equal(contents(active), `${first}|${a1}|second question, edited|${a3}|third question|${a4}`);
 
+  // Regenerate: the person drops the last answer and runs again.
+  a.setMessages(a.messages.slice(0, -1));
+  const a5 = await turn('the regenerate');
+  assert.notEqual(a5, a4);
+  active = await messages(conv);
+  assert.equal(contents(active), `${first}|${a1}|second question, edited|${a3}|third question|${a5}`, 'no repeated question');
+  assert.equal(active[5].siblingIds.length, 2, 'the dropped answer is the new one\'s sibling');
+
   const all = await messages(conv, true);
-  assert.equal(all.length, 8, 'every message of both branches is kept');
+  assert.equal(all.length, 9, 'every message of every branch is kept');
   assert.equal(contents(all.filter((m) => m.role === 'user')), `${first}|second question|second question, edited|third question`);
   assert.deepEqual(model.contexts.slice(asked), [
     first,
     `${first}|${a1}|second question`,
     `${first}|${a1}|second question, edited`,
+    `${first}|${a1}|second question, edited|${a3}|third question`,
     `${first}|${a1}|second question, edited|${a3}|third question`,
   ]);
 
