@@ -29,6 +29,17 @@ let chromium;
 // request's context (its non-system messages' contents, joined by "|").
 async function countingModel() {
   const fake = { contexts: [] };
+  // gate() makes the next answer stop after its first word until the
+  // promise it returns is given the go: {waiting, open}.
+  let gate = null;
+  fake.gate = () => {
+    let open;
+    let arrived;
+    const opened = new Promise((ok) => (open = ok));
+    const waiting = new Promise((ok) => (arrived = ok));
+    gate = { opened, arrived };
+    return { waiting, open };
+  };
   const srv = http.createServer(async (req, res) => {
     let raw = '';
     for await (const chunk of req) raw += chunk;
@@ -43,7 +54,17 @@ async function countingModel() {
       res.write(`data: ${JSON.stringify({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: 1, model: body.model,
         choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`);
     send({ role: 'assistant', content: '' });
-    for (const piece of answer.split(/(?= )/)) send({ content: piece });
+    const held = gate;
+    gate = null;
+    const pieces = answer.split(/(?= )/);
+    for (let i = 0; i < pieces.length; i++) {
+      if (held && i === 1) {
+        held.arrived();
+        await held.opened;
+      }
+      if (res.destroyed) return;
+      send({ content: pieces[i] });
+    }
     send({}, 'stop');
     res.end('data: [DONE]\n\n');
   });
@@ -151,6 +172,27 @@ test('regenerate: a sibling answer, no second question; "< 1 / 2 >" pages betwee
   await send(page, 'why?');
   await finished(page);
   assert.equal(model.contexts.at(-1), `pick a number|${second}|why?`);
+});
+
+test('a reload while an answer is regenerated follows the new answer to its end, then shows its versions', async (t) => {
+  const page = await open(t);
+  await send(page, 'tell me a story');
+  await finished(page);
+  const first = await lastRun(page).locator('.answer').textContent();
+  const held = model.gate();
+  await lastRun(page).getByRole('button', { name: 'Regenerate' }).click();
+  await held.waiting;
+  await lastRun(page).locator('.answer', { hasText: 'Answer' }).waitFor();
+  await page.reload();
+  await lastRun(page).locator('.answer', { hasText: 'Answer' }).waitFor();
+  assert.equal(await page.locator('#messages > .run').count(), 1, 'the old answer is on the other branch, and no empty run is drawn');
+  assert.ok(await page.locator('#stop').isVisible(), 'the regenerate is followed live');
+  held.open();
+  await lastRun(page).locator('.run-foot .versions-at', { hasText: '2 / 2' }).waitFor();
+  await finished(page);
+  const second = await lastRun(page).locator('.answer').textContent();
+  assert.notEqual(second, first);
+  assert.deepEqual(await thread(page), ['tell me a story', second]);
 });
 
 test('edit a question: a new version answered afresh; the old one and what followed it a page away, after a reload too', async (t) => {
