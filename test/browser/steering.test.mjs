@@ -86,8 +86,8 @@ after(async () => {
   await model?.close();
 });
 
-async function open(t, { viewport = DESKTOP, locale = 'en-US', hash = '' } = {}) {
-  const context = await chromium.browser.newContext({ viewport, locale });
+async function open(t, { viewport = DESKTOP, locale = 'en-US', hash = '', colorScheme = 'light' } = {}) {
+  const context = await chromium.browser.newContext({ viewport, locale, colorScheme });
   const page = await context.newPage();
   page.setDefaultTimeout(WAIT);
   const g = guard(page, [new URL(server.url).origin]);
@@ -287,7 +287,7 @@ test('thumbs up or down with an optional comment, kept by the server and shown a
   assert.equal(await lastRun(page).locator('.thumb[aria-pressed="true"]').count(), 0, 'no rating after a reload');
 });
 
-test('the versions, Edit and feedback controls: no serious accessibility problems; screenshots at desktop and phone width in English and Chinese', async (t) => {
+test('the versions, Edit and feedback controls: no serious accessibility problems; screenshots at desktop and phone width in English and Chinese, and in dark mode', async (t) => {
   const chat = async (body) => {
     const res = await fetch(`${server.url}/v1/agent/chat`, { method: 'POST',
       headers: { Authorization: `Bearer ${server.token}`, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
@@ -332,5 +332,11 @@ test('the versions, Edit and feedback controls: no serious accessibility problem
       await lastRun(page).locator('.feedback-comment').waitFor();
     }
   }
+  // Dark mode: the same controls, scanned and shown.
+  const dark = await open(t, { hash: `#/c/${convs.en}`, colorScheme: 'dark' });
+  await lastRun(dark).locator('.feedback-comment').waitFor();
+  await lastRun(dark).locator('.versions-at', { hasText: '2 / 2' }).waitFor();
+  problems.push(...(await axe(dark)).map((p) => `dark: ${p}`));
+  await shot(dark, 'dark-versions');
   assert.deepEqual(problems, [], 'axe-core: serious or critical violations');
 });
