@@ -377,8 +377,8 @@ type RunFinishedData struct {
 	// Answer is the final structured answer when there is one.
 	Answer *Answer `json:"answer,omitempty"`
 	// PendingToolCalls are frontend tool calls the run left for the client
-	// to answer (AG-UI pendingToolCallIds); the client's tool results start
-	// the next run.
+	// to answer; the client's tool results start the next run. (The AG-UI
+	// stream leaves these calls open rather than naming them.)
 	PendingToolCalls []string `json:"pendingToolCallIds,omitempty"`
 }
 
