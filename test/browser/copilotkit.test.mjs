@@ -69,10 +69,22 @@ async function send(page, text) {
 test('CopilotKit: chat, a tool call, a confirmation through useInterrupt, a frontend tool', async () => {
   const { page, g } = await openApp();
   try {
-    // A chat streams: the offline model quotes the message back.
+    // A chat streams: the offline model quotes the message back, word by
+    // word. The page records every text of the answer it shows before the
+    // whole one: a streamed answer is shown in parts first.
+    await page.evaluate(() => {
+      window.partial = new Set();
+      new MutationObserver(() => {
+        const text = document.body.innerText;
+        const at = text.indexOf('offline demo model');
+        if (at >= 0 && !text.includes('to use a real model.')) window.partial.add(text.slice(at));
+      }).observe(document.body, { subtree: true, childList: true, characterData: true });
+    });
     await send(page, 'Hello from CopilotKit');
-    await page.getByText(/offline demo model/i).first().waitFor({ timeout: WAIT });
+    await page.getByText(/to use a real model\./).first().waitFor({ timeout: WAIT });
     assert.ok(await page.getByText(/Hello from CopilotKit/).count() >= 2, 'the question and the answer quoting it');
+    const parts = await page.evaluate(() => window.partial.size);
+    assert.ok(parts >= 2, `the answer was shown in ${parts} partial states before the whole`);
 
     // A server tool call renders, with its result, and the answer follows.
     // (No "*" in the sum: the chat renders Markdown, and a lone asterisk
