@@ -40,7 +40,7 @@ before(async () => {
   server = await startAgentchat({
     AGENTCHAT_TOKENS: `${TOKEN}:acme:ann`,
     AGENTCHAT_TOOL_CONFIRM: 'get_current_time=always',
-    AGENTCHAT_SCRIPTED_TOKEN_DELAY: '5ms',
+    AGENTCHAT_SCRIPTED_TOKEN_DELAY: '20ms',
   });
   app = await startApp({ agentchat: server.url });
   chromium = await launch();
@@ -70,8 +70,8 @@ test('CopilotKit: chat, a tool call, a confirmation through useInterrupt, a fron
   const { page, g } = await openApp();
   try {
     // A chat streams: the offline model quotes the message back, word by
-    // word. The page records every text of the answer it shows before the
-    // whole one: a streamed answer is shown in parts first.
+    // word (20ms apart). The page records every text of the answer it shows
+    // before the whole one: an answer that arrived whole would leave none.
     await page.evaluate(() => {
       window.partial = new Set();
       new MutationObserver(() => {
@@ -84,7 +84,7 @@ test('CopilotKit: chat, a tool call, a confirmation through useInterrupt, a fron
     await page.getByText(/to use a real model\./).first().waitFor({ timeout: WAIT });
     assert.ok(await page.getByText(/Hello from CopilotKit/).count() >= 2, 'the question and the answer quoting it');
     const parts = await page.evaluate(() => window.partial.size);
-    assert.ok(parts >= 2, `the answer was shown in ${parts} partial states before the whole`);
+    assert.ok(parts >= 1, 'the answer was never shown in part before the whole');
 
     // A server tool call renders, with its result, and the answer follows.
     // (No "*" in the sum: the chat renders Markdown, and a lone asterisk
