@@ -27,6 +27,10 @@ const TOKEN = 'browser-copilotkit-token';
 let server; // agentchat
 let app; // the CopilotKit runtime and page
 let chromium;
+// What the runtime's @ag-ui/client 0.0.59 (in this process) warns or
+// complains about: it must be nothing.
+const complaints = [];
+const originals = { warn: console.warn, error: console.error };
 
 before(async () => {
   if (!existsSync(join(here, 'copilotkit', 'node_modules'))) {
@@ -37,6 +41,8 @@ before(async () => {
   process.env.DO_NOT_TRACK = '1';
   const { buildPage, startApp } = await import('./copilotkit/server.mjs');
   await buildPage();
+  console.warn = (...a) => complaints.push(['warn', ...a].join(' '));
+  console.error = (...a) => complaints.push(['error', ...a].join(' '));
   server = await startAgentchat({
     AGENTCHAT_TOKENS: `${TOKEN}:acme:ann`,
     AGENTCHAT_TOOL_CONFIRM: 'get_current_time=always',
@@ -47,6 +53,7 @@ before(async () => {
 });
 
 after(async () => {
+  Object.assign(console, originals);
   await chromium?.close();
   await app?.close();
   await server?.stop();
@@ -124,6 +131,7 @@ test('CopilotKit: chat, a tool call, a confirmation through useInterrupt, a fron
     await page.getByText('The pick_colour tool returned: picked teal').first().waitFor({ timeout: WAIT });
     await shot(page, 'copilotkit-chat');
     assert.deepEqual(g.problems, []);
+    assert.deepEqual(complaints, [], 'the CopilotKit runtime logged warnings or errors');
   } finally {
     await page.close();
   }
