@@ -33,7 +33,26 @@ type Host interface {
 	// the events announcing it, so that nobody sees it before the wait is
 	// durable; a run that does not pause stores none.
 	RequestConfirmation(ctx context.Context, c chat.Confirmation) (chat.Confirmation, error)
+	// UpdateState applies patch, an RFC 6902 JSON Patch, to the thread's
+	// shared state (Options.State), stores the result and announces the
+	// change (a context.patch event); it returns the new state. A patch
+	// that does not apply is an error wrapping chat.ErrInvalidPatch, whose
+	// text may be shown to the model; the state is then unchanged.
+	UpdateState(ctx context.Context, patch json.RawMessage) (json.RawMessage, error)
 }
+
+// UpdateStateTool is the built-in tool through which the model changes the
+// thread's shared state (Host.UpdateState): offered when the run has a
+// state (Options.State), it takes {"patch": <an RFC 6902 JSON Patch, or its
+// JSON text>}.
+const UpdateStateTool = "update_state"
+
+// UpdateStateParameters is the JSON Schema of UpdateStateTool's arguments.
+// The patch is JSON text: models write arrays of mixed-type values as
+// strings more reliably than as nested JSON, and the host accepts either.
+var UpdateStateParameters = json.RawMessage(`{"type":"object","properties":{"patch":{"type":"string",` +
+	`"description":"An RFC 6902 JSON Patch of the shared state, as JSON text: an array of operations such as [{\"op\":\"add\",\"path\":\"/key\",\"value\":1}]."}},` +
+	`"required":["patch"]}`)
 
 // Task is one execution of a run.
 type Task struct {
@@ -155,6 +174,11 @@ type Options struct {
 	// Context is ambient information the client gives the run (AG-UI
 	// RunAgentInput.context); engines show it to the model beside the system prompt.
 	Context []chat.ContextItem
+	// State is the thread's shared state as the run began (AG-UI
+	// RunAgentInput.state, kept per conversation); nil when the thread has
+	// none. Engines show it to the model, and the local engine offers
+	// UpdateStateTool to change it.
+	State json.RawMessage `json:",omitempty"`
 	// MaxSteps bounds the chain engine's steps (planner, executor and check
 	// count one each); 0 means the engine's default. Other engines ignore it.
 	MaxSteps int

@@ -248,6 +248,10 @@ type StartRequest struct {
 	// for a new first message) in place of the active leaf: an explicit
 	// fork point. Its branch becomes the active one.
 	ParentID *string
+	// State, when set, is the thread's shared state as the client holds it
+	// (AG-UI RunAgentInput.state): it replaces the stored one as the run
+	// starts. Nil keeps the stored state (state.go).
+	State json.RawMessage
 }
 
 // Started is a run that has begun.
@@ -434,6 +438,18 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 	}
 	out := Started{Run: started.Run, Conversation: started.Conversation, Created: in.NewConversation != nil}
 	r, conv, last, userMsg := started.Run, started.Conversation, started.LastSeq, started.Message
+	// The thread's shared state, as the run begins with it (state.go).
+	state := req.State
+	if state != nil {
+		err = s.st.SetThreadState(sctx, sc, conv.ID, state)
+	} else if !out.Created {
+		state, err = s.st.ThreadState(sctx, sc, conv.ID)
+	}
+	if err != nil {
+		tel.Abort(err)
+		s.abandon(r, err)
+		return Started{}, err
+	}
 	// leaf is where the run's branch ends as it begins: the model's context
 	// is the branch down to it.
 	leaf := cmp.Or(userMsg.ID, r.ParentID)
@@ -477,6 +493,9 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 		}
 		x.Emit(ctx, event.New(event.RunStartedData{ConversationID: conv.ID, Input: req.Input, UserMessageID: userMsg.ID, Engine: req.Engine, ClientRunID: req.ClientRunID,
 			AgentID: r.AgentID, AgentVersion: r.AgentVersion}))
+		if state != nil {
+			x.Emit(ctx, event.Event{Step: "worker", Payload: event.StateSnapshotData{State: state}})
+		}
 		// A conversation this request created holds just the message it
 		// wrote: no read stands between the start and the model call.
 		history := []chat.Message{userMsg}
@@ -488,7 +507,7 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 		}
 		history = s.withCompaction(ctx, sc, conv.ID, r.ID, x, history, true) // context.go
 		opts := engine.Options{Engine: req.Engine, Structured: req.Structured, FrontendTools: req.FrontendTools,
-			Context: req.Context, MaxSteps: req.MaxSteps}
+			Context: req.Context, MaxSteps: req.MaxSteps, State: state}
 		return s.eng.Execute(ctx, engine.Task{Scope: sc, Run: r, Conversation: conv, History: history, Options: opts, Agent: ag, Budget: s.budget(r)}, x)
 	})
 	return out, nil

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/agentchat/agentchat/internal/chat"
@@ -42,6 +43,14 @@ type Steering interface {
 	ConversationFeedback(ctx context.Context, sc chat.Scope, conversationID string) ([]chat.Feedback, error)
 	// ListFeedback pages a tenant's ratings, newest first, for its admins.
 	ListFeedback(ctx context.Context, tenant string, f FeedbackFilter, p Page) ([]chat.Feedback, string, error)
+
+	// ThreadState is the shared state (AG-UI RunAgentInput.state) of one of
+	// sc's conversations, as stored, byte for byte; nil when it has none.
+	// ErrNotFound when the conversation is not sc's.
+	ThreadState(ctx context.Context, sc chat.Scope, conversationID string) (json.RawMessage, error)
+	// SetThreadState replaces the shared state of one of sc's conversations
+	// (nil clears it); ErrNotFound when the conversation is not sc's.
+	SetThreadState(ctx context.Context, sc chat.Scope, conversationID string, state json.RawMessage) error
 }
 
 // FeedbackFilter narrows ListFeedback.

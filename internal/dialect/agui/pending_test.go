@@ -36,6 +36,15 @@ func TestPendingToolCalls(t *testing.T) {
 			t.Errorf("%s: success outcome carries interrupts", m.name)
 		}
 	}
+	// Before 1.0 a success outcome has no fields: the calls are in the stream.
+	evs := verifyStream(t, dialecttest.Encode(agui.NewEncoder(agui.Options{PreV1: true}), stamp("r",
+		event.RunStartedData{ClientRunID: "c1"},
+		event.ToolCallReadyData{ToolCallID: "call-f", Name: "pick_colour", Args: json.RawMessage(`{}`), Frontend: true},
+		event.RunFinishedData{Status: event.StatusSucceeded, PendingToolCalls: []string{"call-f"}},
+	)), true)
+	if end := evs[len(evs)-1]; end["type"] != "RUN_FINISHED" || end["outcome"] != nil {
+		t.Errorf("before 1.0: end %v", end)
+	}
 }
 
 // RunsEnded counts interrupts and ends, so a stream can stop after one AG-UI run.

@@ -50,8 +50,8 @@
 //
 // conversation.created, run.started, run.resumed, step.finished, steps that
 // are not chain stages, iterations, text and reasoning deltas (final carries
-// the text), tool-call argument fragments, retrieval, context patches, and
-// every statistic.
+// the text), tool-call argument fragments, retrieval, context patches, state
+// snapshots, and every statistic.
 package chain
 
 import (

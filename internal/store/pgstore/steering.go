@@ -180,3 +180,27 @@ func (s *Store) ListFeedback(ctx context.Context, tenant string, f store.Feedbac
 			return out, nil
 		})
 }
+
+// ThreadState reads the conversation's shared state.
+func (s *Store) ThreadState(ctx context.Context, sc chat.Scope, conversationID string) (json.RawMessage, error) {
+	var state []byte
+	err := s.pool.QueryRow(ctx, `SELECT state FROM conversations WHERE id = $1 AND tenant = $2 AND owner = $3`,
+		conversationID, sc.Tenant, sc.User).Scan(&state)
+	if err != nil {
+		return nil, fmt.Errorf("read state of %s: %w", conversationID, interpretError(err))
+	}
+	return rawJSON(state), nil
+}
+
+// SetThreadState replaces the conversation's shared state.
+func (s *Store) SetThreadState(ctx context.Context, sc chat.Scope, conversationID string, state json.RawMessage) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE conversations SET state = $4::json WHERE id = $1 AND tenant = $2 AND owner = $3`,
+		conversationID, sc.Tenant, sc.User, nullJSON(state))
+	if err != nil {
+		return fmt.Errorf("set state of %s: %w", conversationID, interpretError(err))
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("set state of %s: %w", conversationID, store.ErrNotFound)
+	}
+	return nil
+}

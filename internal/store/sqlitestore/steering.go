@@ -171,3 +171,27 @@ func (s *Store) ListFeedback(ctx context.Context, tenant string, f store.Feedbac
 			return out, nil
 		})
 }
+
+// ThreadState reads the conversation's shared state.
+func (s *Store) ThreadState(ctx context.Context, sc chat.Scope, conversationID string) (json.RawMessage, error) {
+	var state sql.NullString
+	err := s.read.QueryRowContext(ctx, `SELECT state FROM conversations WHERE id = ? AND tenant = ? AND owner = ?`,
+		conversationID, sc.Tenant, sc.User).Scan(&state)
+	if err != nil {
+		return nil, fmt.Errorf("read state of %s: %w", conversationID, interpret(err))
+	}
+	return rawJSON(state), nil
+}
+
+// SetThreadState replaces the conversation's shared state.
+func (s *Store) SetThreadState(ctx context.Context, sc chat.Scope, conversationID string, state json.RawMessage) error {
+	res, err := s.write.ExecContext(ctx, `UPDATE conversations SET state = ? WHERE id = ? AND tenant = ? AND owner = ?`,
+		nullJSON(state), conversationID, sc.Tenant, sc.User)
+	if err != nil {
+		return fmt.Errorf("set state of %s: %w", conversationID, interpret(err))
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("set state of %s: %w", conversationID, store.ErrNotFound)
+	}
+	return nil
+}

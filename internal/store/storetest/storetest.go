@@ -76,6 +76,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"MessageTree", testMessageTree}, // tree.go
 		{"IdempotencyKeys", testIdempotencyKeys},
 		{"Feedback", testFeedback},
+		{"ThreadState", testThreadState},               // state.go
 		{"FileCRUDAndScoping", testFileCRUDAndScoping}, // file.go
 		{"FilePaging", testFilePaging},
 		{"FileQuotaUsage", testFileQuotaUsage},
