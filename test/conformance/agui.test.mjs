@@ -11,7 +11,10 @@
 //   (d) an interrupt and resume round trip through HttpAgent;
 //   (e) the day history, and history + events merged without duplicates;
 //   (f) a frontend tool round trip through HttpAgent, against a fake
-//       OpenAI-compatible upstream (the scripted model calls no client tools).
+//       OpenAI-compatible upstream (the scripted model calls no client tools);
+//   (g) shared state: RunAgentInput.state kept per thread, STATE_SNAPSHOT at
+//       the start of a run and with ?snapshot=messages, the agent's
+//       update_state tool as STATE_DELTA that HttpAgent applies.
 // Every event is also parsed with @ag-ui/core's schemas. Any warning or
 // error the client logs fails the test, as does any dropped event. Every
 // wait is bounded.
@@ -388,4 +391,37 @@ test("HttpAgent answers a frontend tool and the run continues", async () => {
     await own.stop();
     await upstream.close();
   }
+});
+
+// ---------- (g) shared state ----------
+
+test("HttpAgent shares state: STATE_SNAPSHOT, update_state as STATE_DELTA, ?snapshot=messages", async () => {
+  const a = new HttpAgent({ url: `${server.url}/api/v1/agent/runs`, headers: auth, threadId: "conf-s", initialState: { colour: "red", items: [] } });
+  const patch = '[{"op":"replace","path":"/colour","value":"teal"},{"op":"add","path":"/items/-","value":"pen"}]';
+  a.addMessage({ id: "conf-s-u1", role: "user", content: `call update_state with “${patch}”` });
+  const first = await run(a, { runId: "conf-s-r1" });
+  assert.equal(first.events[1].type, "STATE_SNAPSHOT", `${types(first.events)}`);
+  assert.deepEqual(first.events[1].snapshot, { colour: "red", items: [] }, "the run starts from the state the client sent");
+  const deltas = first.events.filter((e) => e.type === "STATE_DELTA");
+  assert.equal(deltas.length, 1, `${types(first.events)}`);
+  assert.deepEqual(deltas[0].delta, JSON.parse(patch));
+  assert.deepEqual(a.state, { colour: "teal", items: ["pen"] }, "HttpAgent applied the agent's change");
+  const result = first.events.find((e) => e.type === "TOOL_CALL_RESULT");
+  assert.match(result.content, /"colour":"teal"/);
+
+  // A reader loading the thread gets its state beside its messages.
+  const loaded = await readEvents(`${server.url}/api/v1/agent/runs/conf-s/events?snapshot=messages`, {
+    stop: (ev) => ev.type === "STATE_SNAPSHOT",
+    verify: false,
+  });
+  assert.deepEqual(types(loaded.events), ["MESSAGES_SNAPSHOT", "STATE_SNAPSHOT"]);
+  assert.deepEqual(loaded.events[1].snapshot, { colour: "teal", items: ["pen"] });
+
+  // A patch that does not apply changes nothing: the model is told why.
+  a.addMessage({ id: "conf-s-u2", role: "user", content: 'call update_state with “[{"op":"remove","path":"/missing"}]”' });
+  const second = await run(a, { runId: "conf-s-r2" });
+  assert.deepEqual(second.events[1].snapshot, { colour: "teal", items: ["pen"] });
+  assert.equal(second.events.filter((e) => e.type === "STATE_DELTA").length, 0, `${types(second.events)}`);
+  assert.match(second.events.find((e) => e.type === "TOOL_CALL_RESULT").content, /^Error: invalid state patch/);
+  assert.deepEqual(a.state, { colour: "teal", items: ["pen"] });
 });
