@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/agentchat/agentchat/internal/chat"
@@ -126,6 +127,10 @@ type Agent struct {
 	MaxIterations int
 	// Temperature is the sampling temperature; nil is the provider's default.
 	Temperature *float64
+	// Multitask is what a new input does by default while the agent's
+	// conversation has an active run ("" rejects it); the run service
+	// applies it.
+	Multitask chat.MultitaskStrategy
 }
 
 // NeedsConfirm reports whether the agent makes the tool named wait for a person.
@@ -237,6 +242,10 @@ type Engine interface {
 // ErrCancelled is the cause of a context cancelled because a person stopped the run.
 var ErrCancelled = errors.New("run cancelled")
 
+// ErrInterrupted is the cause of a context cancelled because a new input on
+// the conversation interrupted the run (double-texting): a cancel.
+var ErrInterrupted = fmt.Errorf("%w: a new input interrupted it", ErrCancelled)
+
 // ErrShutdown is the cause of a context cancelled because the server is stopping.
 var ErrShutdown = errors.New("server shutting down")
 
@@ -247,6 +256,8 @@ func Stopped(ctx context.Context) *Outcome {
 		return nil
 	}
 	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, ErrInterrupted):
+		return &Outcome{Status: StatusCancelled, Error: &event.ErrorInfo{Code: errcode.RunInterrupted, Message: "A new message interrupted the run."}}
 	case errors.Is(cause, ErrCancelled):
 		return &Outcome{Status: StatusCancelled}
 	case errors.Is(cause, ErrShutdown):

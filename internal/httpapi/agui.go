@@ -90,7 +90,7 @@ func (s *Server) aguiRun(w http.ResponseWriter, r *http.Request) error {
 	}
 	req := run.StartRequest{ClientRunID: in.RunID, Structured: true, Input: turn.Input, Parts: turn.Parts, ToolAnswers: turn.ToolAnswers,
 		FrontendTools: turn.FrontendTools, Context: turn.Context, Engine: turn.Engine, AgentID: turn.Agent.ID, AgentVersion: turn.Agent.Version,
-		State: turn.State}
+		State: turn.State, Multitask: turn.Multitask}
 	if in.ThreadID != "" {
 		id, exists, err := s.runs.ClientConversation(ctx, sc, in.ThreadID)
 		if err != nil {

@@ -252,6 +252,9 @@ type StartRequest struct {
 	// (AG-UI RunAgentInput.state): it replaces the stored one as the run
 	// starts. Nil keeps the stored state (state.go).
 	State json.RawMessage
+	// Multitask is what the input does when the conversation has an active
+	// run (multitask.go); "" follows the agent's default, else reject.
+	Multitask chat.MultitaskStrategy
 }
 
 // Started is a run that has begun.
@@ -286,6 +289,9 @@ func (s *Service) Start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 		case <-time.After(finishingPoll):
 		}
 		started, err = s.start(ctx, sc, req, follow)
+	}
+	if errors.As(err, &busy) {
+		return s.multitask(ctx, sc, req, follow, busy, err) // multitask.go
 	}
 	return started, err
 }
@@ -660,12 +666,17 @@ func (s *Service) Timeline(ctx context.Context, sc chat.Scope, runID string) (ch
 // finished run changes nothing. It waits a little for the run to end so the
 // answer usually shows its final status.
 func (s *Service) Cancel(ctx context.Context, sc chat.Scope, runID string) (chat.Run, error) {
+	return s.cancelFor(ctx, sc, runID, "")
+}
+
+// cancelFor is Cancel saying why (bus.Control.Reason).
+func (s *Service) cancelFor(ctx context.Context, sc chat.Scope, runID, reason string) (chat.Run, error) {
 	r, err := s.st.GetRun(ctx, sc, runID)
 	if err != nil || !chat.Active(r.Status) {
 		return r, err
 	}
 	if r.Status != chat.RunAwaitingInput {
-		if err := s.requestCancel(ctx, r); err != nil {
+		if err := s.requestCancelFor(ctx, r, reason); err != nil {
 			return r, err
 		}
 		if r, err = s.awaitEnd(ctx, sc, runID, 5*time.Second); err != nil || r.Status != chat.RunAwaitingInput {
@@ -871,7 +882,11 @@ func (s *Service) controlLoop() {
 		x := s.executing[c.RunID]
 		s.mu.Unlock()
 		if x != nil && x.run.Tenant == c.Tenant {
-			x.cancel(engine.ErrCancelled)
+			cause := engine.ErrCancelled
+			if c.Reason == bus.ReasonInterrupt {
+				cause = engine.ErrInterrupted
+			}
+			x.cancel(cause)
 		}
 	}
 }

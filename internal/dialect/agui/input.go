@@ -127,6 +127,9 @@ type Turn struct {
 	// State is the thread's shared state as the client holds it (any JSON
 	// but null), nil when the input carries none.
 	State json.RawMessage
+	// Multitask is forwardedProps.multitaskStrategy: what the input does
+	// while the thread has an active run.
+	Multitask chat.MultitaskStrategy
 }
 
 // Turn reads the input's new message, tools and context. serverTool
@@ -165,6 +168,13 @@ func (in RunAgentInput) Turn(serverTool func(name string) bool) (Turn, error) {
 	}
 	if props, ok := jsonObject(in.ForwardedProps); ok {
 		t.Engine, _ = props["engine"].(string)
+		if v, has := props["multitaskStrategy"]; has {
+			name, _ := v.(string)
+			if err := dialect.CheckMultitask(name, "forwardedProps.multitaskStrategy"); err != nil || name == "" {
+				return t, dialect.Unusable(errcode.InvalidField, "field \"forwardedProps.multitaskStrategy\" must be reject, enqueue, interrupt or rollback")
+			}
+			t.Multitask = chat.MultitaskStrategy(name)
+		}
 		var err error
 		if t.Agent, err = agentRef(props); err != nil {
 			return t, err

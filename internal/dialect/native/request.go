@@ -36,6 +36,15 @@ type ChatRequest struct {
 	// ParentID forks explicitly: the new input follows this message (null
 	// or absent: the active leaf).
 	ParentID *string `json:"parentId"`
+	// MultitaskStrategy is what the input does while the conversation has
+	// an active run: reject, enqueue, interrupt or rollback (absent: the
+	// agent's default, else reject).
+	MultitaskStrategy string `json:"multitaskStrategy"`
+}
+
+// Multitask is the request's strategy (validated by DecodeChatRequest).
+func (r ChatRequest) Multitask() chat.MultitaskStrategy {
+	return chat.MultitaskStrategy(r.MultitaskStrategy)
 }
 
 // MessageRef names a message.
@@ -105,6 +114,9 @@ func DecodeChatRequest(body []byte) (ChatRequest, error) {
 	}
 	if len(r.Attachments) > MaxAttachments {
 		return ChatRequest{}, dialect.Unusable(errcode.InvalidField, "a message attaches at most %d files", MaxAttachments)
+	}
+	if err := dialect.CheckMultitask(r.MultitaskStrategy, "multitaskStrategy"); err != nil {
+		return ChatRequest{}, err
 	}
 	for _, id := range r.Attachments {
 		if strings.TrimSpace(id) == "" {

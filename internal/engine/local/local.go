@@ -96,6 +96,8 @@ type runner struct {
 	// retrieved is the turn's retrieval until the first assistant message
 	// stored keeps it (assistantMeta).
 	retrieved *event.RetrievalData
+	// interrupted: the run was stopped by a new input (engine.ErrInterrupted).
+	interrupted bool
 }
 
 // assistantMeta completes the metadata of an assistant message the run
@@ -295,6 +297,7 @@ func (r *runner) iterate(ctx context.Context, it int, msgs []llm.Message) (turnO
 		}
 	}
 	// The call failed: keep what streamed, marked partial, then end the run.
+	r.interrupted = errors.Is(context.Cause(ctx), engine.ErrInterrupted)
 	if text := r.shownText(acc.Text()); text != "" {
 		r.completeMessage(context.WithoutCancel(ctx), it, msgID, text, acc.Reasoning(), true)
 	}
@@ -342,7 +345,7 @@ func (r *runner) completeMessage(ctx context.Context, it int, id, text, reasonin
 	default:
 		answer = DeriveAnswer(text)
 	}
-	meta := r.assistantMeta(chat.AssistantMeta{Partial: partial, Answer: answer}, reasoning)
+	meta := r.assistantMeta(chat.AssistantMeta{Partial: partial, Interrupted: partial && r.interrupted, Answer: answer}, reasoning)
 	stored, err := r.h.AppendMessage(ctx, chat.Message{ID: id, Role: chat.RoleAssistant, Content: text, Metadata: meta, RunID: r.t.Run.ID})
 	if err != nil {
 		r.log.Error("store assistant message", "err", err)
