@@ -27,7 +27,7 @@ import { HttpAgent, runHttpRequest, transformHttpEventStream, verifyEvents } fro
 import { EventSchemas } from "@ag-ui/core/schemas";
 import { from, lastValueFrom, tap, takeWhile, toArray } from "rxjs";
 
-import { startAgentchat } from "./lib.mjs";
+import { startAgentchat, within } from "./lib.mjs";
 
 const TOKEN = "conformance-token-0123456789";
 const BOUND_MS = 15_000; // the longest any one request may take
@@ -424,4 +424,39 @@ test("HttpAgent shares state: STATE_SNAPSHOT, update_state as STATE_DELTA, ?snap
   assert.equal(second.events.filter((e) => e.type === "STATE_DELTA").length, 0, `${types(second.events)}`);
   assert.match(second.events.find((e) => e.type === "TOOL_CALL_RESULT").content, /^Error: invalid state patch/);
   assert.deepEqual(a.state, { colour: "teal", items: ["pen"] });
+});
+
+// ---------- (h) double-texting and the cancelled outcome ----------
+
+test("HttpAgent: a second input with forwardedProps.multitaskStrategy interrupt ends the first run with the cancelled outcome", async () => {
+  // Tokens every 100 ms: the first run is still answering when the second input comes.
+  const own = await startServer({ AGENTCHAT_SCRIPTED_TOKEN_DELAY: "100ms" });
+  try {
+    const url = `${own.url}/api/v1/agent/runs`;
+    const first = new HttpAgent({ url, headers: auth, threadId: "conf-m" });
+    first.addMessage({ id: "conf-m-u1", role: "user", content: "Tell me a long story about the sea" });
+    let streaming;
+    const streamed = new Promise((ok) => (streaming = ok));
+    const events = [];
+    const firstRun = first
+      .runAgent({ runId: "conf-m-r1" }, { onEvent: ({ event }) => void (events.push(event), event.type === "TEXT_MESSAGE_CONTENT" && streaming()) })
+      .then((result) => ({ ...result, events }));
+    await within(streamed, "the first run streams");
+
+    const second = new HttpAgent({ url, headers: auth, threadId: "conf-m" });
+    second.addMessage({ id: "conf-m-u1", role: "user", content: "Tell me a long story about the sea" });
+    second.addMessage({ id: "conf-m-u2", role: "user", content: "Actually, just say hi" });
+    const secondRun = await run(second, { runId: "conf-m-r2", forwardedProps: { multitaskStrategy: "interrupt" } });
+    assert.equal(secondRun.events.at(-1).type, "RUN_FINISHED");
+    assert.equal(secondRun.events.at(-1).outcome, undefined, "the new input's run succeeded");
+
+    const ended = await within(firstRun, "the first run ends");
+    const end = ended.events.at(-1);
+    assert.equal(end.type, "RUN_FINISHED", `${types(ended.events)}`);
+    assert.deepEqual(end.outcome, { type: "cancelled" });
+    for (const ev of ended.events) schemaCheck(ev);
+    assert.ok(ended.newMessages.some((m) => m.role === "assistant" && m.content.length > 0), "the partial answer stays");
+  } finally {
+    await own.stop();
+  }
 });
