@@ -146,3 +146,26 @@ func TestMultitaskStrategies(t *testing.T) {
 		})
 	}
 }
+
+// An agent's multitaskStrategy is the default of its conversations: a
+// second input that names none interrupts the run; one that names reject
+// is refused busy all the same.
+func TestMultitaskAgentDefault(t *testing.T) {
+	t.Parallel()
+	e := setup(t, options{model: multitaskModel(t), agents: true})
+	ag := e.call(req{method: "POST", path: "/v1/agents", token: root, body: map[string]any{"name": "Eager", "multitaskStrategy": "interrupt"}}, 201)
+	if ag["multitaskStrategy"] != "interrupt" {
+		t.Fatalf("agent %v", ag)
+	}
+	rd, resp := e.stream(req{method: "POST", path: "/v1/agent/chat", token: alice, body: map[string]any{"input": "a slow question", "agentId": ag["id"]}})
+	defer resp.Body.Close()
+	first := readNative(t, rd, "agent.delta")
+	conv := first[0].Data["conversationId"].(string)
+	e.apiError(req{method: "POST", path: "/v1/agent/chat", token: alice, body: map[string]any{"conversationId": conv, "input": "no", "multitaskStrategy": "reject"}}, 409, "conversation_busy")
+	if end := last(e.chat(alice, map[string]any{"conversationId": conv, "input": "second"})); end.Data["status"] != "succeeded" {
+		t.Fatalf("second input: %v", end.Data)
+	}
+	if end := last(readNative(t, rd, "")); end.Data["status"] != "cancelled" {
+		t.Fatalf("the agent's default did not interrupt: %v", end.Data)
+	}
+}
