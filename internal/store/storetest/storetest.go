@@ -77,6 +77,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"IdempotencyKeys", testIdempotencyKeys},
 		{"Feedback", testFeedback},
 		{"ThreadState", testThreadState},               // state.go
+		{"RunQueue", testRunQueue},                     // state.go
 		{"FileCRUDAndScoping", testFileCRUDAndScoping}, // file.go
 		{"FilePaging", testFilePaging},
 		{"FileQuotaUsage", testFileQuotaUsage},
