@@ -131,7 +131,7 @@ func (s *Server) aguiRun(w http.ResponseWriter, r *http.Request) error {
 	}
 	if !stream {
 		writeJSON(w, http.StatusAccepted, accepted{TaskID: started.Run.ID, ThreadID: cmp.Or(in.ThreadID, started.Conversation.ID),
-			RunID: cmp.Or(in.RunID, started.Run.ID), Created: started.Created})
+			RunID: cmp.Or(in.RunID, started.Run.ID), Created: started.Created, Queued: started.Queued})
 		return nil
 	}
 	s.serveStream(w, r, started.Stream, agui.NewRunExchange(in))
@@ -144,6 +144,9 @@ type accepted struct {
 	ThreadID string `json:"threadId"` // the conversation
 	RunID    string `json:"runId"`    // the AG-UI runId the run's events carry
 	Created  bool   `json:"created"`  // this request created the thread
+	// Queued: the input waits behind the thread's active run
+	// (forwardedProps.multitaskStrategy enqueue); its run starts after.
+	Queued bool `json:"queued,omitempty"`
 }
 
 // serverTool reports whether the server has a tool of that name: it wins

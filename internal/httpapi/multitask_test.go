@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentchat/agentchat/internal/ssetest"
+
 	"github.com/agentchat/agentchat/internal/llm"
 	"github.com/agentchat/agentchat/internal/llm/llmtest"
 	"github.com/agentchat/agentchat/internal/llm/openai"
@@ -102,6 +104,38 @@ func TestMultitaskStrategies(t *testing.T) {
 				}
 				if msgs[2]["parentId"] != msgs[1]["id"] {
 					t.Fatalf("the new input follows %v, not the interrupted answer %v", msgs[2]["parentId"], msgs[1]["id"])
+				}
+			})
+			t.Run("enqueue", func(t *testing.T) {
+				t.Parallel()
+				e := setup(t, options{model: multitaskModel(t), postgres: backend.postgres})
+				rd, resp := e.stream(req{method: "POST", path: "/v1/agent/chat", token: alice, body: map[string]any{"input": "a slow question"}})
+				defer resp.Body.Close()
+				first := readNative(t, rd, "agent.delta")
+				conv, runID := first[0].Data["conversationId"].(string), first[1].Data["runId"].(string)
+
+				// Both are accepted at once, queued, with the ids their runs will have.
+				rd2, resp2 := e.stream(req{method: "POST", path: "/v1/agent/chat", token: alice, body: map[string]any{"conversationId": conv, "input": "second", "multitaskStrategy": "enqueue"}})
+				defer resp2.Body.Close()
+				rd3, resp3 := e.stream(req{method: "POST", path: "/v1/agent/chat", token: alice, body: map[string]any{"conversationId": conv, "input": "third", "multitaskStrategy": "enqueue"}})
+				defer resp3.Body.Close()
+				for _, r := range []*http.Response{resp2, resp3} {
+					if r.Header.Get("X-Run-Status") != "queued" || r.Header.Get("X-Run-ID") == "" || r.Header.Get("X-Run-ID") == runID {
+						t.Fatalf("queued input answered %v", r.Header)
+					}
+				}
+				// The active run ends (here: cancelled); the queue starts, in order.
+				e.call(req{method: "POST", path: "/v1/agent/runs/" + runID + "/cancel", token: alice}, 200)
+				for i, rd := range []*ssetest.Reader{rd2, rd3} {
+					frames := readNative(t, rd, "")
+					start, end := frames[0], last(frames)
+					if start.Event != "agent.start" || start.Data["runId"] != []string{resp2.Header.Get("X-Run-ID"), resp3.Header.Get("X-Run-ID")}[i] || end.Data["status"] != "succeeded" {
+						t.Fatalf("queued input %d: %v … %v", i, start.Data, end.Data)
+					}
+				}
+				msgs := e.treeMessages(alice, conv, false)
+				if got := contentsOf(msgs[2:]); len(msgs) != 6 || got != "second|Answer to second.|third|Answer to third." {
+					t.Fatalf("branch after the queue: %s", contentsOf(msgs))
 				}
 			})
 			t.Run("rollback", func(t *testing.T) {

@@ -70,6 +70,11 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("X-Run-ID", started.Run.ID)
 	w.Header().Set("X-Conversation-ID", started.Conversation.ID)
+	if started.Queued {
+		// multitaskStrategy enqueue: the stream opens now, its run starts
+		// when the runs before it end.
+		w.Header().Set("X-Run-Status", chat.RunQueued)
+	}
 	s.serveStream(w, r, started.Stream, enc)
 	return nil
 }

@@ -255,6 +255,9 @@ type StartRequest struct {
 	// Multitask is what the input does when the conversation has an active
 	// run (multitask.go); "" follows the agent's default, else reject.
 	Multitask chat.MultitaskStrategy
+	// RunID, when set, is the new run's id: given to a queued input's
+	// client before the run exists (multitask.go).
+	RunID string
 }
 
 // Started is a run that has begun.
@@ -265,6 +268,10 @@ type Started struct {
 	Created bool
 	// Stream follows the run from its first event; nil unless Start was asked to follow.
 	Stream *Stream
+	// Queued: the input waits behind the conversation's active run
+	// (multitaskStrategy enqueue); Run has the id and status queued its run
+	// will start with, and Stream follows it from its first event.
+	Queued bool
 }
 
 // Start creates a run and executes it in the background. With follow set, the
@@ -391,7 +398,7 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 	// The run's span begins before the run is stored: the row names its trace.
 	tel := s.cfg.Telemetry.NewRun(ctx)
 	in := store.RunStart{
-		Run: chat.Run{ConversationID: req.ConversationID, Status: chat.RunRunning, Input: req.Input, Engine: req.Engine,
+		Run: chat.Run{ID: req.RunID, ConversationID: req.ConversationID, Status: chat.RunRunning, Input: req.Input, Engine: req.Engine,
 			LeaseOwner: s.cfg.ReplicaID, LeaseEpoch: t.epoch, TraceID: tel.TraceID(), SpanID: tel.SpanID()},
 		Message:      chat.Message{Role: chat.RoleUser, Content: req.Input, Parts: req.Parts},
 		MaxExecuting: s.cfg.MaxRunsPerTenant,
@@ -907,6 +914,7 @@ func (s *Service) sweepLoop() {
 		}
 		now := time.Now()
 		s.sweep(now)
+		s.sweepQueues() // multitask.go
 		if now.Sub(lastRetention) > time.Hour {
 			lastRetention = now
 			if s.cfg.Files != nil {
