@@ -105,3 +105,48 @@ func TestMultitaskAcrossReplicas(t *testing.T) {
 		}
 	}
 }
+
+// Queued inputs across replicas: while a run streams on replica a, one
+// input is queued on b and the next on a; both are accepted at once, and
+// when the run ends they start in order, whichever replica starts them, each
+// stream following its own run.
+func TestEnqueueAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	c := clustertest.New(t, clustertest.Options{Env: []string{"AGENTCHAT_SCRIPTED_TOKEN_DELAY=100ms"}})
+	a, b := c.Start("a"), c.Start("b")
+
+	first := c.Chat(a, map[string]any{"input": "tell me about the sea"})
+	defer first.Close()
+	if _, err := first.ReadUntil(30*time.Second, func(f clustertest.Frame) bool { return f.Event == "agent.delta" }); err != nil {
+		t.Fatalf("the first run does not stream: %v", err)
+	}
+	conv := first.Header.Get("X-Conversation-ID")
+	second := c.Chat(b, map[string]any{"conversationId": conv, "input": "second", "multitaskStrategy": "enqueue"})
+	defer second.Close()
+	third := c.Chat(a, map[string]any{"conversationId": conv, "input": "third", "multitaskStrategy": "enqueue"})
+	defer third.Close()
+	for _, s := range []*clustertest.Stream{second, third} {
+		if s.Header.Get("X-Run-Status") != "queued" {
+			t.Fatalf("not queued: %v", s.Header)
+		}
+	}
+	for i, s := range []*clustertest.Stream{first, second, third} {
+		frames, err := s.ReadUntil(60*time.Second, clustertest.IsEnd)
+		if err != nil || len(frames) == 0 {
+			t.Fatalf("stream %d: %v", i, err)
+		}
+		end := frames[len(frames)-1]
+		if end.Field("status") != "succeeded" {
+			t.Fatalf("stream %d ended %s", i, end)
+		}
+		if i > 0 && frames[0].Field("runId") != s.Header.Get("X-Run-ID") {
+			t.Fatalf("stream %d follows %s, not its run %s", i, frames[0], s.Header.Get("X-Run-ID"))
+		}
+	}
+	resp, body := c.Do(b, http.MethodGet, "/v1/conversations/"+conv+"/messages?limit=100", nil)
+	var out struct{ Messages []struct{ Content string } }
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &out) != nil || len(out.Messages) != 6 ||
+		out.Messages[2].Content != "second" || out.Messages[4].Content != "third" {
+		t.Fatalf("the branch: %d %s", resp.StatusCode, body)
+	}
+}
