@@ -108,6 +108,9 @@ func (s *Server) vercelChat(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return steerErr(err)
 	}
+	if started.Queued {
+		w.Header().Set("X-Run-Status", chat.RunQueued) // multitaskStrategy enqueue
+	}
 	s.serveChat(w, r, started.Run.ID, started.Conversation.ID, started.Stream, vercel.ExchangeOptions{}, dialect.ID{})
 	return nil
 }
