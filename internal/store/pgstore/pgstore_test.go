@@ -14,6 +14,8 @@ import (
 
 	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/event"
+	"github.com/agentchat/agentchat/internal/file"
+	"github.com/agentchat/agentchat/internal/file/filetest"
 	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/store/pgstore"
 	"github.com/agentchat/agentchat/internal/store/storetest"
@@ -219,4 +221,13 @@ func BenchmarkAppendEvents(b *testing.B) {
 			storetest.BenchAppendEvents(b, s, bc.Batch, bc.Threads)
 		})
 	}
+}
+
+// The store's database as file storage passes the file storage contract.
+func TestFileStorageContract(t *testing.T) {
+	t.Parallel()
+	dbURL := testenv.Postgres(t)
+	filetest.Run(t, func(t *testing.T) file.Storage {
+		return open(t, withParam(t, dbURL, "schema", newSchema(t, dbURL))).FileStorage()
+	})
 }
