@@ -15,16 +15,24 @@ import (
 	"github.com/agentchat/agentchat/internal/file"
 	"github.com/agentchat/agentchat/internal/file/diskfile"
 	"github.com/agentchat/agentchat/internal/store"
+	"github.com/agentchat/agentchat/internal/store/pgstore"
 )
 
-// testFiles is the file service of a test stack with o.files set.
+// testFiles is the file service of a test stack with o.files set: its
+// bytes in the database on PostgreSQL (as serve chooses there), on disk
+// otherwise.
 func testFiles(t *testing.T, o options, st store.Store) *file.Service {
 	if !o.files {
 		return nil
 	}
-	storage, err := diskfile.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
+	var storage file.Storage
+	if pg, ok := st.(*pgstore.Store); ok {
+		storage = pg.FileStorage()
+	} else {
+		var err error
+		if storage, err = diskfile.Open(t.TempDir()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return file.NewService(file.Config{Store: st, Storage: storage, MaxBytes: o.fileMax, Fetch: o.fetch, TempDir: t.TempDir()})
 }
@@ -213,6 +221,37 @@ func TestAttachmentsFromEverySurface(t *testing.T) {
 		// Each surface's files are alice's files now: 2 uploads + 2 + 2.
 		if l := e.call(req{method: "GET", path: "/v1/files?limit=100", token: alice}, 200); len(l["files"].([]any)) != 6 {
 			t.Fatalf("alice has %d files, want 6", len(l["files"].([]any)))
+		}
+	})
+}
+
+// Deleting a conversation deletes the files only it referenced: their
+// content answers 404; a file another conversation also sent stays.
+func TestDeletingAConversationDeletesItsFiles(t *testing.T) {
+	t.Parallel()
+	backends(t, func(t *testing.T, o options) {
+		o.files = true
+		e := setup(t, o)
+		only := e.uploadFile(alice, "only.png", pngBytes, 201)["id"].(string)
+		shared := e.uploadFile(alice, "shared.pdf", pdfBytes, 201)["id"].(string)
+		conversation := func(ids ...string) string {
+			frames := e.chat(alice, map[string]any{"input": "look", "attachments": ids})
+			start, _ := find(frames, "agent.start")
+			id, _ := start.Data["conversationId"].(string)
+			if id == "" {
+				t.Fatalf("no conversation in %v", start.Data)
+			}
+			return id
+		}
+		first := conversation(only, shared)
+		conversation(shared)
+		e.call(req{method: "DELETE", path: "/v1/conversations/" + first, token: alice}, 204)
+		e.apiError(req{method: "GET", path: "/v1/files/" + only + "/content", token: alice}, 404, "file_not_found")
+		resp := e.send(req{method: "GET", path: "/v1/files/" + shared + "/content", token: alice})
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !bytes.Equal(raw, pdfBytes) {
+			t.Fatalf("the file the other conversation sent: %d, %d bytes", resp.StatusCode, len(raw))
 		}
 	})
 }
