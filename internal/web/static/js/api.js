@@ -163,3 +163,26 @@ export async function providers() {
   if (!res.ok) throw await failure(res);
   return (await res.json()).providers;
 }
+
+/**
+ * upload stores a file (POST /v1/files, its bytes as the raw body, its name
+ * in the query) and returns the file's record {id, name, mediaType, size, …}.
+ * @param {File} file
+ */
+export async function upload(file) {
+  const name = file.name || 'pasted';
+  const res = await fetch(`/v1/files?${new URLSearchParams({ filename: name })}`, {
+    method: 'POST',
+    headers: headers({ 'Content-Type': file.type || 'application/octet-stream' }),
+    body: file,
+  });
+  if (!res.ok) throw await failure(res);
+  return res.json();
+}
+
+/** fileBlob reads a stored file's bytes, with the token in the header (never in the URL). */
+export async function fileBlob(id) {
+  const res = await fetch(`/v1/files/${encodeURIComponent(id)}/content`, { headers: headers() });
+  if (!res.ok) throw await failure(res);
+  return res.blob();
+}

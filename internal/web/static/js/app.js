@@ -19,6 +19,7 @@ import { RunView, framesFromMessages, toolLabel } from './run.js';
 import { TimelineView } from './timeline.js';
 import { loadAgents, agents, agentsEnabled, defaultAgentId, picker, starters, agentLabel, agentName, ensureAgents, BUILT_IN } from './agents.js';
 import { AgentsView } from './agent-editor.js';
+import * as attachments from './attach.js';
 
 const LIVE_PREFIX = 'agentchat.live.';
 const PENDING_EVERY_MS = 2000;
@@ -43,6 +44,7 @@ const state = {
 };
 
 const timeline = new TimelineView();
+const tray = new attachments.Tray({ tray: $('attach-tray') });
 const agentsView = new AgentsView({ me: () => state.me, onChanged: () => refreshAgents().catch(fail) });
 
 // --- status line ---------------------------------------------------------------
@@ -458,7 +460,7 @@ async function openConversation(id, { force = false } = {}) {
     const replaces = users.map((u) => u.metadata?.regenerates).find(Boolean);
     let skipUser = false;
     if (replaces) skipUser = foldReplaced(nodes, replaces, users[0]?.content);
-    if (!skipUser) for (const m of users) nodes.push(userBubble(m.content, group.runId));
+    if (!skipUser) for (const m of users) nodes.push(attachments.withFiles(userBubble(m.content, group.runId), attachments.filesOf(m.parts)));
     if (active && group.runId === active.id) continue;
     const rest = group.messages.filter((x) => x.role !== 'user');
     if (!group.runId && !rest.length) continue;
@@ -665,14 +667,14 @@ function nearBottom() {
   return box.scrollHeight - box.scrollTop - box.clientHeight < 80;
 }
 
-async function send(input) {
+async function send(input, files = []) {
   if (state.live) {
     say(t('status.busy'), true);
     return;
   }
   const box = $('messages');
   if (!state.currentId) box.replaceChildren();
-  const bubble = userBubble(input);
+  const bubble = attachments.withFiles(userBubble(input), files);
   box.append(bubble);
   const live = { runId: '', conversationId: state.currentId, view: newRunView(), abort: new AbortController(), lastEventId: '', frames: [], bubble };
   box.append(live.view.el);
@@ -681,6 +683,7 @@ async function send(input) {
   setRunning(true);
   say(t('status.thinking'));
   const body = { input };
+  if (files.length) body.attachments = files.map((f) => f.id);
   if (state.currentId) body.conversationId = state.currentId;
   else if (state.agentId && (state.agentId !== BUILT_IN || defaultAgentId() !== BUILT_IN)) body.agentId = state.agentId;
   if (!state.currentId) live.agentId = body.agentId || defaultAgentId();
@@ -885,6 +888,7 @@ function onLanguage() {
   drawWho();
   drawConversations();
   drawPending();
+  tray.redraw();
   if ($('help').open) drawHelp();
   if (!state.me) return;
   // Views built in JavaScript are drawn again in the new language; a live
@@ -941,11 +945,18 @@ function wire() {
   $('composer').addEventListener('submit', (e) => {
     e.preventDefault();
     const input = $('composer-input').value.trim();
-    if (!input) return;
+    if (tray.busy()) {
+      say(t('attach.wait'), true);
+      return;
+    }
+    const files = state.live ? [] : tray.ready();
+    if (!input && !files.length) return;
     $('composer-input').value = '';
     autoGrow();
-    send(input).catch(fail);
+    if (files.length) tray.clear();
+    send(input, files).catch(fail);
   });
+  attachments.wire({ tray, button: $('attach'), picker: $('attach-input'), zone: $('chat'), input: $('composer-input') });
   $('composer-input').addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
       e.preventDefault();
