@@ -24,6 +24,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	busURL := fs.String("bus", "", "AGENTCHAT_BUS for the servers (default: in-process)")
 	idle := fs.Bool("idle", false, "also measure memory per idle stream")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	profileDir := fs.String("profile", "", "write the first server's profiles of the load (cpu.pprof, and heap.pprof and goroutine.pprof halfway) to this folder")
 	soakFor := fs.Duration("soak", 0, "keep --streams chats going for this long (e.g. 10m) and report the servers' goroutines, RSS and open files, first minute against last")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: agentchat bench [flags]\n\nStarts a fake OpenAI-compatible upstream and agentchat server processes pointed at it,\nopens concurrent chats, and reports latency over the upstream floor, throughput, CPU and memory.\n\n")
@@ -41,7 +42,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	res, err := bench.Run(ctx, bench.Config{
 		Binary: self, Streams: *streams, Tokens: *tokens, Pace: *pace, Replicas: *replicas,
-		Store: *storeURL, Bus: *busURL, BusPrefix: fmt.Sprintf("bench%d", time.Now().UnixNano()), IdleProbe: *idle, Soak: *soakFor, Log: stderr,
+		Store: *storeURL, Bus: *busURL, BusPrefix: fmt.Sprintf("bench%d", time.Now().UnixNano()), IdleProbe: *idle, Soak: *soakFor, ProfileDir: *profileDir, Log: stderr,
 	})
 	if err != nil {
 		return err

@@ -48,7 +48,13 @@ type Config struct {
 	// Soak, when above zero, replaces the single load by a soak: Streams
 	// chats kept going, one after another, for this long (see Soak).
 	Soak time.Duration
-	Log  io.Writer // progress; nil discards
+	// ProfileDir, when set, is a folder to write the first server's
+	// profiles of the load to, from its pprof listener: cpu.pprof over as
+	// long as the floor took (rounded up: the load's busy part), heap.pprof
+	// and goroutine.pprof halfway through it, mutex.pprof (contention since
+	// the server started) at its end.
+	ProfileDir string
+	Log        io.Writer // progress; nil discards
 }
 
 // Result is what one benchmark measured.
@@ -181,6 +187,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		s.proc.resetPeak()
 	}
 	logf("load: %d concurrent chats of %d tokens at %s/token over %d server(s)", cfg.Streams, cfg.Tokens, cfg.Pace, len(servers))
+	profiled := make(chan error, 1)
+	if cfg.ProfileDir != "" {
+		go func() { profiled <- profile(ctx, client, servers[0].debugURL, time.Since(floorStart), cfg.ProfileDir) }()
+	} else {
+		profiled <- nil
+	}
 	var (
 		mu            sync.Mutex
 		ttfbs, firsts []time.Duration
@@ -241,6 +253,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	close(stopSampling)
+	if err := <-profiled; err != nil {
+		return res, fmt.Errorf("profiles: %w", err)
+	}
 	cpu1 := 0.0
 	for i, s := range servers {
 		ms, err := s.proc.cpuMS()
@@ -267,6 +282,54 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		res.CPUmsPer1kTokens = res.ServerCPUms / float64(res.TokensDelivered) * 1000
 	}
 	return res, nil
+}
+
+// profile writes the profiles the server at debugURL takes over the next
+// window to dir (see Config.ProfileDir).
+func profile(ctx context.Context, client *http.Client, debugURL string, window time.Duration, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	seconds := int(window.Seconds()) + 1
+	cpu := make(chan error, 1)
+	go func() {
+		cpu <- fetchProfile(ctx, client, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", debugURL, seconds), filepath.Join(dir, "cpu.pprof"))
+	}()
+	select {
+	case <-time.After(time.Duration(seconds) * time.Second / 2):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	err := errors.Join(
+		fetchProfile(ctx, client, debugURL+"/debug/pprof/heap", filepath.Join(dir, "heap.pprof")),
+		fetchProfile(ctx, client, debugURL+"/debug/pprof/goroutine", filepath.Join(dir, "goroutine.pprof")))
+	err = errors.Join(err, <-cpu)
+	return errors.Join(err, fetchProfile(ctx, client, debugURL+"/debug/pprof/mutex", filepath.Join(dir, "mutex.pprof")))
+}
+
+// fetchProfile writes the profile at url to path.
+func fetchProfile(ctx context.Context, client *http.Client, url, path string) error {
+	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // floor measures the upstream alone: N concurrent streaming requests, and
