@@ -45,6 +45,9 @@ type Config struct {
 	Bus       string        // AGENTCHAT_BUS ("" = in-process; needed as redis:// with replicas > 1)
 	BusPrefix string        // a key prefix for the Redis bus, so runs do not mix
 	IdleProbe bool          // also measure memory per idle stream
+	// Ramp spreads the streams' starts evenly over this long, in the floor
+	// and through agentchat alike (0: all at the same instant).
+	Ramp time.Duration
 	// Soak, when above zero, replaces the single load by a soak: Streams
 	// chats kept going, one after another, for this long (see Soak).
 	Soak time.Duration
@@ -127,7 +130,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 	logf("floor: %d concurrent streams straight to the fake upstream", cfg.Streams)
 	floorStart := time.Now()
-	ttfb, first, floorTokens, err := floor(ctx, client, upURL, cfg.Streams)
+	ttfb, first, floorTokens, err := floor(ctx, client, upURL, cfg.Streams, cfg.Ramp)
 	if err != nil {
 		return res, fmt.Errorf("floor: %w", err)
 	}
@@ -226,6 +229,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	deadline := time.Duration(cfg.Tokens)*cfg.Pace*10 + 2*time.Minute
 	for i := range cfg.Streams {
 		wg.Go(func() {
+			if !arrive(ctx, start, i, cfg.Streams, cfg.Ramp) {
+				errs.Add(1)
+				noEnd.Add(1)
+				return
+			}
 			cctx, cancel := context.WithTimeout(ctx, deadline)
 			defer cancel()
 			m, err := chat(cctx, client, servers[i%len(servers)].url, nil)
@@ -332,16 +340,36 @@ func fetchProfile(ctx context.Context, client *http.Client, url, path string) er
 	return f.Close()
 }
 
+// arrive waits until stream i of n is due when n arrive evenly over ramp
+// from start; false if ctx ends first.
+func arrive(ctx context.Context, start time.Time, i, n int, ramp time.Duration) bool {
+	if ramp <= 0 {
+		return true
+	}
+	t := time.NewTimer(time.Until(start.Add(ramp * time.Duration(i) / time.Duration(n))))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // floor measures the upstream alone: N concurrent streaming requests, and
 // the text chunks they delivered.
-func floor(ctx context.Context, client *http.Client, upURL string, n int) (ttfb, first []time.Duration, tokens int64, err error) {
+func floor(ctx context.Context, client *http.Client, upURL string, n int, ramp time.Duration) (ttfb, first []time.Duration, tokens int64, err error) {
 	var count atomic.Int64
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	var firstErr error
 	body := []byte(`{"model":"bench","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
-	for range n {
+	start := time.Now()
+	for i := range n {
 		wg.Go(func() {
+			if !arrive(ctx, start, i, n, ramp) {
+				return
+			}
 			t0 := time.Now()
 			req, _ := http.NewRequestWithContext(ctx, "POST", upURL+"/chat/completions", bytes.NewReader(body))
 			req.Header.Set("Content-Type", "application/json")
