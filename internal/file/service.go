@@ -143,6 +143,11 @@ func (s *Service) Create(ctx context.Context, sc chat.Scope, up Upload) (store.F
 	if !slices.Contains(s.cfg.Types, mt) {
 		return store.File{}, &TypeError{MediaType: mt, Allowed: s.cfg.Types}
 	}
+	if name == unnamed {
+		// A part that came without a name (an AG-UI image or document) is
+		// named for its type, so a model reading "file.pdf" knows what it is.
+		name += extensions[mt]
+	}
 	if s.cfg.TenantQuota > 0 {
 		used, err := s.cfg.Store.TenantFileBytes(ctx, sc.Tenant)
 		if err != nil {

@@ -63,8 +63,8 @@ func TestAttachmentsReachTheProvider(t *testing.T) {
 					map[string]any{"type": "document", "source": map[string]any{"type": "data", "value": b64(pdf), "mimeType": "application/pdf"}}}})
 				e.aguiRun(alice, in)
 
-				// AG-UI's document part carries no file name: the stored file has a generic one.
-				wantName := map[string]string{"native": "handbook.pdf", "vercel": "handbook.pdf", "agui": "file"}
+				// AG-UI's document part carries no file name: the stored file is named for its type.
+				wantName := map[string]string{"native": "handbook.pdf", "vercel": "handbook.pdf", "agui": "file.pdf"}
 				reqs := up.Requests()
 				if len(reqs) != 3 {
 					t.Fatalf("the upstream got %d requests, want one per surface", len(reqs))
