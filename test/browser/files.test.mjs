@@ -89,7 +89,10 @@ test('attach an image and a PDF: the model gets both, the thread shows them live
   assert.match(await lastRun(page).innerText(), new RegExp(ACK));
   assert.equal(await page.isHidden('#attach-tray'), true, 'the tray is emptied by the send');
   await thumbnailDecoded(page);
-  assert.match(await lastUser(page).locator('.file-chip').innerText(), /handbook\.pdf/);
+  assert.match(await lastUser(page).locator('.file-chip').getAttribute('data-label'), /^handbook\.pdf · \d+ B$/);
+  assert.equal(await lastUser(page).locator('.file-chip').getAttribute('aria-label'), 'Download handbook.pdf');
+  // The files add no text to the question, which an edit starts from.
+  assert.equal(await lastUser(page).textContent(), 'what are these?');
   await shot(page, 'en-desktop-attachments');
 
   // The stored message references the files by id, never their bytes.

@@ -161,7 +161,8 @@ export function filesOf(parts) {
 
 /**
  * withFiles adds a message's files to its bubble: images as thumbnails,
- * other files as chips that download them. It returns the bubble.
+ * other files as chips that download them; none adds a text node, so the
+ * bubble's textContent is still the message's text. It returns the bubble.
  * @param {HTMLElement} bubble
  * @param {{id: string, name: string, mediaType: string, size: number, preview?: string}[]} files
  */
@@ -183,8 +184,12 @@ function fileView(f) {
     }
     return h('figure', { class: 'msg-image', 'data-file-id': f.id }, img);
   }
-  const chip = h('button', { type: 'button', class: 'file-chip', 'data-file-id': f.id, title: t('attach.download', { name }) },
-    h('span', { class: 'icon-file', 'aria-hidden': 'true' }), h('span', { class: 'attach-name' }, name), h('span', { class: 'muted small' }, size(f.size)));
+  // The name and size are drawn from data-label (CSS generated content),
+  // not text nodes: the bubble's text stays the message's own, which the
+  // thread reads back (an edit starts from it).
+  const chip = h('button', { type: 'button', class: 'file-chip', 'data-file-id': f.id, 'data-label': `${name} · ${size(f.size)}`,
+    title: t('attach.download', { name }), 'aria-label': t('attach.download', { name }) },
+  h('span', { class: 'icon-file', 'aria-hidden': 'true' }));
   chip.addEventListener('click', () => {
     fileBlob(f.id)
       .then((b) => {
@@ -201,5 +206,6 @@ function fileView(f) {
 }
 
 function gone(name) {
-  return h('span', { class: 'file-chip gone muted small' }, t('attach.unavailable', { name }));
+  const label = t('attach.unavailable', { name });
+  return h('span', { class: 'file-chip gone muted small', 'data-label': label, role: 'img', 'aria-label': label });
 }
