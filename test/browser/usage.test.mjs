@@ -11,6 +11,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startAgentchat, launch, guard, shot, json, axe, chatAPI, WAIT } from './lib.mjs';
@@ -63,7 +64,8 @@ async function open(t, { token = ADMIN, viewport = DESKTOP, locale = 'en-US', co
   const context = await chromium.browser.newContext({ viewport, locale, colorScheme });
   const page = await context.newPage();
   page.setDefaultTimeout(WAIT);
-  const g = guard(page, [new URL(server.url).origin]);
+  const origin = new URL(server.url).origin;
+  const g = guard(page, [origin, `blob:${origin}`]); // a CSV is saved from an object URL of this origin
   t.after(async () => {
     await context.close();
     assert.deepEqual(g.problems, [], 'the browser saw problems');
@@ -166,6 +168,18 @@ test('an admin sees the tenant by day, agent, model and user with cost; in Chine
   await shot(page, 'en-desktop-usage-admin');
   await page.locator('.usage-by-user').scrollIntoViewIfNeeded();
   await shot(page, 'en-desktop-usage-admin-tables');
+
+  // By user as CSV, for finance: the file is what the API answers.
+  const month = new Date().toISOString().slice(0, 7);
+  const [file] = await Promise.all([page.waitForEvent('download'), page.click('.usage-by-user .usage-csv')]);
+  assert.equal(file.suggestedFilename(), `usage-${month}-by-user.csv`);
+  const saved = await readFile(await file.path(), 'utf8');
+  const [y, m] = month.split('-').map(Number);
+  const to = new Date(Date.UTC(y, m, 1)).toISOString().slice(0, 10);
+  const res = await fetch(`${server.url}/v1/usage?from=${month}-01&to=${to}&groupBy=user&format=csv`, { headers: { Authorization: `Bearer ${ADMIN}` } });
+  assert.equal(saved, await res.text());
+  assert.match(saved, /^key,provider,runs,/);
+  assert.match(saved, /\ntotal,,4,/);
 
   // Another month: nothing in it, and no limits (they are this month's).
   await page.fill('#usage-month', '2020-01');

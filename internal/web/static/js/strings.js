@@ -293,6 +293,8 @@ export const STRINGS = {
     'usage.model': 'Model',
     'usage.user': 'User',
     'usage.none': 'No runs in this month.',
+    'usage.csv': 'Download CSV',
+    'usage.csvOf': 'Download CSV: {what}',
   },
 
   zh: {
@@ -584,5 +586,7 @@ export const STRINGS = {
     'usage.model': '模型',
     'usage.user': '用户',
     'usage.none': '本月没有运行。',
+    'usage.csv': '下载 CSV',
+    'usage.csvOf': '下载 CSV：{what}',
   },
 };

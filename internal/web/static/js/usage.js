@@ -7,8 +7,9 @@
 // every day of the month, days without runs at zero), by agent, by model
 // and by user (tables with cost), and can pick another month. A member's
 // tables are of their own runs (the server refuses them anyone else's).
+// Each table can be saved as CSV (GET /v1/usage?format=csv), for finance.
 
-import { api, ApiError } from './api.js';
+import { api, download, ApiError } from './api.js';
 import { h, $ } from './dom.js';
 import { t, locale, dateTime } from './i18n.js';
 import { chartCard } from './charts.js';
@@ -80,7 +81,7 @@ export class UsageView {
       ...groups.map((g) => readGroups(range, g)),
     ]);
     const [total, ...grouped] = reports;
-    const data = { total: total.total, limits, range: [from, to] };
+    const data = { total: total.total, limits, range: [from, to], query: range };
     groups.forEach((g, i) => (data[g] = grouped[i]));
     if (data.agent) await ensureAgents(data.agent.map((g) => g.key)).catch(() => {});
     if (seq !== this.seq) return;
@@ -173,8 +174,13 @@ export class UsageView {
   table(kind, title, keyHead, groups, name, money) {
     const sorted = [...(groups ?? [])].sort((a, b) => b.cost - a.cost || b.totalTokens - a.totalTokens || a.key.localeCompare(b.key));
     const id = `usage-${kind}-title`;
+    const csv = h('button', { type: 'button', class: 'ghost small usage-csv', 'aria-label': t('usage.csvOf', { what: title }) }, t('usage.csv'));
+    csv.addEventListener('click', () => {
+      const q = new URLSearchParams({ ...this.data.query, groupBy: kind, format: 'csv' });
+      download(`/v1/usage?${q}`, `usage-${this.month}-by-${kind}.csv`).catch((e) => this.fail(e));
+    });
     return h('section', { class: `usage-section usage-by-${kind}`, 'aria-labelledby': id },
-      h('h3', { id }, title),
+      h('div', { class: 'usage-section-head' }, h('h3', { id }, title), sorted.length ? csv : null),
       sorted.length ? h('div', { class: 'table-wrap' }, h('table', { class: 'usage-table' },
         h('thead', {}, h('tr', {},
           h('th', { scope: 'col' }, keyHead),
