@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -240,4 +242,95 @@ func TestMonthCostIsTheSumOfItsRuns(t *testing.T) {
 	if want := fmt.Sprintf(",%.9f,USD,", float64(sum)/1e9); !strings.HasPrefix(lines[len(lines)-1], "total,,5,") || !strings.Contains(lines[len(lines)-1], want) {
 		t.Errorf("csv total %q, want the cost %s", lines[len(lines)-1], want)
 	}
+}
+
+// TestQuotaRefusalOnEverySurface: each surface shows a spent budget its
+// own way. A run that spends the tenant's tokens for the day in its first
+// model call stops before its second with the format's error and failed
+// end (quota_exceeded, a message naming the limit); the next start on the
+// same surface is a JSON 429 quota_exceeded before any stream.
+func TestQuotaRefusalOnEverySurface(t *testing.T) {
+	t.Parallel()
+	const prompt = "what time is it in Tokyo?" // a tool call first, then an answer
+	o := options{limits: usage.Policy{TokensPerDay: 1}}
+	named := regexp.MustCompile(`this workspace's limit of 1 tokens per day is reached; it resets at `)
+	refusedAfter := func(e *env, r req) {
+		t.Helper()
+		errObj := e.apiError(r, http.StatusTooManyRequests, "quota_exceeded")
+		if msg, _ := errObj["message"].(string); !named.MatchString(msg) {
+			t.Errorf("%s %s: 429 message %q", r.method, r.path, msg)
+		}
+	}
+
+	t.Run("native", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, o)
+		fs := e.chat(alice, map[string]any{"input": prompt})
+		errFrame, _ := find(fs, "error")
+		if end := last(fs); end.Event != "agent.end" || end.Data["status"] != "failed" || errFrame.Data["code"] != "quota_exceeded" ||
+			!named.MatchString(fmt.Sprint(errFrame.Data["message"])) {
+			t.Errorf("native: error %v, end %v", errFrame.Data, end.Data)
+		}
+		refusedAfter(e, req{method: "POST", path: "/v1/agent/chat", token: alice, body: map[string]any{"input": "hi"}})
+	})
+
+	t.Run("agui", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, o)
+		evs := e.aguiRun(alice, input("thread-q", "run-q", userMsg("msg-q", prompt)))
+		runErr := ofType(evs, "RUN_ERROR")
+		if len(runErr) != 1 || runErr[0].Str("code") != "quota_exceeded" || !named.MatchString(runErr[0].Str("message")) ||
+			len(ofType(evs, "TOOL_CALL_RESULT")) != 1 {
+			t.Errorf("AG-UI: %v", evTypes(evs))
+		}
+		refusedAfter(e, req{method: "POST", path: "/api/v1/agent/runs", token: alice, header: map[string]string{"Accept": "text/event-stream"},
+			body: input("thread-q2", "run-q2", userMsg("msg-q2", "hi"))})
+	})
+
+	t.Run("vercel", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, o)
+		s := e.uiChat(alice, transportBody("chat-q", "submit-message", "", userMessage("u1", prompt)))
+		var errText string
+		for _, ch := range s.chunks {
+			if ch["type"] == "error" {
+				errText, _ = ch["errorText"].(string)
+			}
+		}
+		if fin := s.chunks[len(s.chunks)-1]; !named.MatchString(errText) || fin["finishReason"] != "error" ||
+			!slices.Contains(s.types(), "tool-output-available") {
+			t.Errorf("AI SDK: error %q, chunks %v", errText, s.types())
+		}
+		refusedAfter(e, req{method: "POST", path: uiPath, token: alice, body: transportBody("chat-q2", "submit-message", "", userMessage("u2", "hi"))})
+	})
+
+	t.Run("conversation", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, o)
+		fs := e.conversationTurn(alice, map[string]any{"input": prompt})
+		i := indexOf(fs, "error")
+		if i < 0 || fs[i].Data["code"] != "quota_exceeded" || !named.MatchString(fmt.Sprint(fs[i].Data["message"])) ||
+			fs[len(fs)-1].Event != "done" || fs[len(fs)-1].Data["status"] != "failed" || indexOf(fs, "tool_result") < 0 {
+			t.Errorf("observable: %v", frameNames(fs))
+		}
+		refusedAfter(e, req{method: "POST", path: "/v1/agent/chat?format=conversation", token: alice, body: map[string]any{"input": "hi"}})
+	})
+
+	t.Run("chain", func(t *testing.T) {
+		t.Parallel()
+		e := chainSetup(t, o)
+		rd, _ := e.chain(chainPath(prompt, 0), nil)
+		fs := rd.readAll(nil)
+		var errPayload map[string]any
+		for _, f := range fs {
+			if f.Event == "error" {
+				errPayload, _ = f.Env["payload"].(map[string]any)
+			}
+		}
+		if len(fs) == 0 || fs[len(fs)-1].Event != "final" || errPayload["code"] != "quota_exceeded" ||
+			!named.MatchString(fmt.Sprint(errPayload["message"])) || !named.MatchString(fmt.Sprint(fs[len(fs)-1].Env["payload"])) {
+			t.Errorf("chain: error %v, frames %v", errPayload, fs)
+		}
+		refusedAfter(e, req{method: "GET", path: chainPath("hi", 0), token: alice})
+	})
 }
