@@ -22,8 +22,10 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	replicas := fs.Int("replicas", 1, "server processes to start (more than one needs --bus redis://…)")
 	storeURL := fs.String("store", "", "AGENTCHAT_STORE for the servers (default: SQLite in a temp dir)")
 	busURL := fs.String("bus", "", "AGENTCHAT_BUS for the servers (default: in-process)")
+	ramp := fs.Duration("ramp", 0, "spread the streams' starts evenly over this long, e.g. 2s (default: all at once)")
 	idle := fs.Bool("idle", false, "also measure memory per idle stream")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	profileDir := fs.String("profile", "", "write the first server's profiles of the load (cpu.pprof, and heap.pprof and goroutine.pprof halfway) to this folder")
 	soakFor := fs.Duration("soak", 0, "keep --streams chats going for this long (e.g. 10m) and report the servers' goroutines, RSS and open files, first minute against last")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: agentchat bench [flags]\n\nStarts a fake OpenAI-compatible upstream and agentchat server processes pointed at it,\nopens concurrent chats, and reports latency over the upstream floor, throughput, CPU and memory.\n\n")
@@ -41,7 +43,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	res, err := bench.Run(ctx, bench.Config{
 		Binary: self, Streams: *streams, Tokens: *tokens, Pace: *pace, Replicas: *replicas,
-		Store: *storeURL, Bus: *busURL, BusPrefix: fmt.Sprintf("bench%d", time.Now().UnixNano()), IdleProbe: *idle, Soak: *soakFor, Log: stderr,
+		Store: *storeURL, Bus: *busURL, BusPrefix: fmt.Sprintf("bench%d", time.Now().UnixNano()), IdleProbe: *idle, Ramp: *ramp, Soak: *soakFor, ProfileDir: *profileDir, Log: stderr,
 	})
 	if err != nil {
 		return err
@@ -76,7 +78,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return nil
 	}
-	fmt.Fprintf(stdout, `streams %d, tokens %d, pace %s, replicas %d
+	fmt.Fprintf(stdout, `streams %d, tokens %d, pace %s, ramp %s, replicas %d
   floor (upstream alone)   TTFB p50 %.2f ms  p99 %.2f ms   first text p50 %.2f ms  p99 %.2f ms
   through agentchat        TTFB p50 %.2f ms  p99 %.2f ms   first text p50 %.2f ms  p99 %.2f ms
   added to first text      p50 %.2f ms  p99 %.2f ms
@@ -84,7 +86,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
   errors                   %d (refused %d, runs not succeeded %d, streams without their end %d)
   server CPU               %.0f ms = %.2f ms per 1000 tokens
   server memory            idle %.1f MiB, peak %.1f MiB, %.1f KiB per active stream`,
-		*streams, *tokens, *pace, *replicas,
+		*streams, *tokens, *pace, *ramp, *replicas,
 		res.FloorTTFB.P50, res.FloorTTFB.P99, res.FloorFirstText.P50, res.FloorFirstText.P99,
 		res.TTFB.P50, res.TTFB.P99, res.FirstText.P50, res.FirstText.P99,
 		res.FirstText.P50-res.FloorFirstText.P50, res.FirstText.P99-res.FloorFirstText.P99,

@@ -16,6 +16,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -185,6 +186,10 @@ func authTokens(cfg config.Config, stdout io.Writer) ([]config.Token, error) {
 	return []config.Token{{Token: tok, Tenant: "default", User: "dev", Role: chat.Admin}}, nil
 }
 
+// mutexProfileRate samples one in this many contended lock waits when the
+// pprof listener is on (Go's default is none).
+const mutexProfileRate = 20
+
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cfg, err := loadConfig("serve", args, getenv, stdout)
 	if err != nil {
@@ -328,6 +333,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		if dln, err := net.Listen("tcp", cfg.DebugAddr); err != nil {
 			log.Error("pprof listener", "err", err)
 		} else {
+			// Contention is sampled (one event in mutexProfileRate) only
+			// where profiles were asked for: the mutex profile is how a
+			// convoy on a shared lock shows up.
+			runtime.SetMutexProfileFraction(mutexProfileRate)
 			mux := http.NewServeMux()
 			mux.HandleFunc("/debug/pprof/", pprof.Index)
 			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)

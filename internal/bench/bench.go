@@ -45,10 +45,19 @@ type Config struct {
 	Bus       string        // AGENTCHAT_BUS ("" = in-process; needed as redis:// with replicas > 1)
 	BusPrefix string        // a key prefix for the Redis bus, so runs do not mix
 	IdleProbe bool          // also measure memory per idle stream
+	// Ramp spreads the streams' starts evenly over this long, in the floor
+	// and through agentchat alike (0: all at the same instant).
+	Ramp time.Duration
 	// Soak, when above zero, replaces the single load by a soak: Streams
 	// chats kept going, one after another, for this long (see Soak).
 	Soak time.Duration
-	Log  io.Writer // progress; nil discards
+	// ProfileDir, when set, is a folder to write the first server's
+	// profiles of the load to, from its pprof listener: cpu.pprof over as
+	// long as the floor took (rounded up: the load's busy part), heap.pprof
+	// and goroutine.pprof halfway through it, mutex.pprof (contention since
+	// the server started) at its end.
+	ProfileDir string
+	Log        io.Writer // progress; nil discards
 }
 
 // Result is what one benchmark measured.
@@ -121,7 +130,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 	logf("floor: %d concurrent streams straight to the fake upstream", cfg.Streams)
 	floorStart := time.Now()
-	ttfb, first, floorTokens, err := floor(ctx, client, upURL, cfg.Streams)
+	ttfb, first, floorTokens, err := floor(ctx, client, upURL, cfg.Streams, cfg.Ramp)
 	if err != nil {
 		return res, fmt.Errorf("floor: %w", err)
 	}
@@ -181,6 +190,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		s.proc.resetPeak()
 	}
 	logf("load: %d concurrent chats of %d tokens at %s/token over %d server(s)", cfg.Streams, cfg.Tokens, cfg.Pace, len(servers))
+	profiled := make(chan error, 1)
+	if cfg.ProfileDir != "" {
+		go func() { profiled <- profile(ctx, client, servers[0].debugURL, time.Since(floorStart), cfg.ProfileDir) }()
+	} else {
+		profiled <- nil
+	}
 	var (
 		mu            sync.Mutex
 		ttfbs, firsts []time.Duration
@@ -214,6 +229,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	deadline := time.Duration(cfg.Tokens)*cfg.Pace*10 + 2*time.Minute
 	for i := range cfg.Streams {
 		wg.Go(func() {
+			if !arrive(ctx, start, i, cfg.Streams, cfg.Ramp) {
+				errs.Add(1)
+				noEnd.Add(1)
+				return
+			}
 			cctx, cancel := context.WithTimeout(ctx, deadline)
 			defer cancel()
 			m, err := chat(cctx, client, servers[i%len(servers)].url, nil)
@@ -241,6 +261,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	close(stopSampling)
+	if err := <-profiled; err != nil {
+		return res, fmt.Errorf("profiles: %w", err)
+	}
 	cpu1 := 0.0
 	for i, s := range servers {
 		ms, err := s.proc.cpuMS()
@@ -269,16 +292,84 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	return res, nil
 }
 
+// profile writes the profiles the server at debugURL takes over the next
+// window to dir (see Config.ProfileDir).
+func profile(ctx context.Context, client *http.Client, debugURL string, window time.Duration, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	seconds := int(window.Seconds()) + 1
+	cpu := make(chan error, 1)
+	go func() {
+		cpu <- fetchProfile(ctx, client, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", debugURL, seconds), filepath.Join(dir, "cpu.pprof"))
+	}()
+	select {
+	case <-time.After(time.Duration(seconds) * time.Second / 2):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	err := errors.Join(
+		fetchProfile(ctx, client, debugURL+"/debug/pprof/heap", filepath.Join(dir, "heap.pprof")),
+		fetchProfile(ctx, client, debugURL+"/debug/pprof/goroutine", filepath.Join(dir, "goroutine.pprof")))
+	err = errors.Join(err, <-cpu)
+	return errors.Join(err, fetchProfile(ctx, client, debugURL+"/debug/pprof/mutex", filepath.Join(dir, "mutex.pprof")))
+}
+
+// fetchProfile writes the profile at url to path.
+func fetchProfile(ctx context.Context, client *http.Client, url, path string) error {
+	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// arrive waits until stream i of n is due when n arrive evenly over ramp
+// from start; false if ctx ends first.
+func arrive(ctx context.Context, start time.Time, i, n int, ramp time.Duration) bool {
+	if ramp <= 0 {
+		return true
+	}
+	t := time.NewTimer(time.Until(start.Add(ramp * time.Duration(i) / time.Duration(n))))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // floor measures the upstream alone: N concurrent streaming requests, and
 // the text chunks they delivered.
-func floor(ctx context.Context, client *http.Client, upURL string, n int) (ttfb, first []time.Duration, tokens int64, err error) {
+func floor(ctx context.Context, client *http.Client, upURL string, n int, ramp time.Duration) (ttfb, first []time.Duration, tokens int64, err error) {
 	var count atomic.Int64
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	var firstErr error
 	body := []byte(`{"model":"bench","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
-	for range n {
+	start := time.Now()
+	for i := range n {
 		wg.Go(func() {
+			if !arrive(ctx, start, i, n, ramp) {
+				return
+			}
 			t0 := time.Now()
 			req, _ := http.NewRequestWithContext(ctx, "POST", upURL+"/chat/completions", bytes.NewReader(body))
 			req.Header.Set("Content-Type", "application/json")

@@ -39,6 +39,20 @@ func (s *Server) agentService() (*agent.Service, error) {
 	return s.agents, nil
 }
 
+// adminAgents is the agent service and the caller's scope for a request
+// that changes agents or the tenant's settings: admins only.
+func (s *Server) adminAgents(r *http.Request) (*agent.Service, chat.Scope, error) {
+	svc, err := s.agentService()
+	if err != nil {
+		return nil, chat.Scope{}, err
+	}
+	sc := scopeOf(r.Context())
+	if !sc.IsAdmin() {
+		return nil, chat.Scope{}, agentErr(agent.ErrForbidden)
+	}
+	return svc, sc, nil
+}
+
 func agentErr(err error) error { return toAPIError(err, errcode.AgentNotFound, "agent") }
 
 // agentView is an agent as the API shows it: its published definition's
@@ -94,13 +108,9 @@ func viewVersion(v agent.Version, published int) versionView {
 }
 
 func (s *Server) createAgent(w http.ResponseWriter, r *http.Request) error {
-	svc, err := s.agentService()
+	svc, sc, err := s.adminAgents(r) // before the body: a member learns nothing from it
 	if err != nil {
 		return err
-	}
-	sc := scopeOf(r.Context())
-	if !sc.IsAdmin() {
-		return agentErr(agent.ErrForbidden) // before the body: a member learns nothing from it
 	}
 	raw, err := readBody(r)
 	if err != nil {
@@ -184,13 +194,9 @@ func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) error {
 // version, published unless ?draft=true. If-Match: "<latestVersion>" makes
 // the change conditional on nobody having made another version since.
 func (s *Server) updateAgent(w http.ResponseWriter, r *http.Request) error {
-	svc, err := s.agentService()
+	svc, sc, err := s.adminAgents(r)
 	if err != nil {
 		return err
-	}
-	sc := scopeOf(r.Context())
-	if !sc.IsAdmin() {
-		return agentErr(agent.ErrForbidden)
 	}
 	draft, err := boolQuery(r, "draft")
 	if err != nil {
@@ -284,13 +290,9 @@ func (s *Server) getAgentVersion(w http.ResponseWriter, r *http.Request) error {
 // publishAgent publishes a version ({"version": n}): from now on every new
 // run of the agent is that version's. A rollback is publishing an older one.
 func (s *Server) publishAgent(w http.ResponseWriter, r *http.Request) error {
-	svc, err := s.agentService()
+	svc, sc, err := s.adminAgents(r)
 	if err != nil {
 		return err
-	}
-	sc := scopeOf(r.Context())
-	if !sc.IsAdmin() {
-		return agentErr(agent.ErrForbidden)
 	}
 	var body struct {
 		Version int `json:"version"`
@@ -365,13 +367,9 @@ func (s *Server) getTenant(w http.ResponseWriter, r *http.Request) error {
 // updateTenant changes the tenant's settings: {"defaultAgentId": id}
 // ("default" or null for the built-in agent). Admins only.
 func (s *Server) updateTenant(w http.ResponseWriter, r *http.Request) error {
-	svc, err := s.agentService()
+	svc, sc, err := s.adminAgents(r)
 	if err != nil {
 		return err
-	}
-	sc := scopeOf(r.Context())
-	if !sc.IsAdmin() {
-		return agentErr(agent.ErrForbidden)
 	}
 	var body struct {
 		// A RawMessage sees null (UnmarshalJSON is called with it), so an

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentchat/agentchat/internal/event"
@@ -18,6 +20,13 @@ import (
 // since a commit's cost hardly depends on how many rows it carries; Flush
 // cuts the linger short for whoever needs the log complete now.
 //
+// Every token of every stream passes through Enqueue, so it must not meet
+// the other streams on one lock: with a single queue, a thousand streams on
+// a 2-core box spent most of their time parked on its mutex (the mutex
+// profile of `agentchat bench --profile`). Events are queued in logShards
+// shards chosen by thread, so a thread's events keep their order in one
+// shard; the writer gathers every shard into one batch.
+//
 // While the store is unavailable the writer holds its events and retries for
 // as long as the process lives (Close bounds that at shutdown), saying so once
 // per outage. Memory stays bounded: past maxPending held events, Enqueue
@@ -27,23 +36,41 @@ import (
 type eventLog struct {
 	st    store.Store
 	log   *slog.Logger
-	limit int // events held before Enqueue waits
+	limit int64 // events held before Enqueue waits
+	seed  maphash.Seed
 
+	shards [logShards]logShard
+	held   atomic.Int64 // events enqueued and not yet taken by the writer
+	closed atomic.Bool
+	// asleep is set while the writer waits for a first event: only then
+	// does Enqueue signal wake (a channel send per token was a contended
+	// lock of its own).
+	asleep atomic.Bool
+
+	// mu guards outage and the waits on flushed: a Flush for its shards'
+	// events to be written, an Enqueue for room (past limit) or for its
+	// owner to be fenced. Enqueue's fast path never takes it.
 	mu       sync.Mutex
-	pending  []logEntry
-	spare    []logEntry // the last batch's array, reused for the next pending
-	enqueued uint64     // events ever enqueued
-	written  uint64     // events ever written (or given up on)
+	flushed  *sync.Cond // events were written or taken, an outage began, an owner was fenced, or the log closed
+	outage   time.Time  // when the store became unavailable; zero while it answers
 	wake     chan struct{}
 	hurry    chan struct{} // a Flush is waiting: commit without lingering
-	flushed  *sync.Cond    // written moved, room was made, an outage began, or an owner was fenced
-	outage   time.Time     // when the store became unavailable; zero while it answers
-	closed   bool
 	giveUp   chan struct{} // closed by GiveUp: stop retrying
 	giveOnce sync.Once
 	quit     context.Context // ends with giveUp: a write in flight is abandoned
 	quitNow  context.CancelFunc
 	done     chan struct{}
+}
+
+// logShard is one queue of the log: its events in the order enqueued, and
+// counts that let Flush wait for exactly the events enqueued before it.
+type logShard struct {
+	mu       sync.Mutex
+	pending  []logEntry
+	spare    []logEntry    // the last batch's array, reused for the next pending
+	enqueued uint64        // events ever enqueued here
+	written  atomic.Uint64 // events ever written (or given up on) from here: a prefix of them
+	_        [64]byte      // keeps neighbouring shards' locks off one cache line
 }
 
 // logEntry is an event and the execution that emitted it (nil for events
@@ -62,6 +89,9 @@ type fencer interface {
 }
 
 const (
+	// logShards is how many queues Enqueue spreads over: enough that a
+	// thousand streams seldom meet on one lock.
+	logShards = 32
 	// maxBatch bounds one commit. Large enough that a thousand streams'
 	// deltas of one linger share a batch, and each stream's pack into a row.
 	maxBatch = 8000
@@ -83,7 +113,7 @@ const (
 )
 
 func newEventLog(st store.Store, log *slog.Logger) *eventLog {
-	l := &eventLog{st: st, log: log, limit: maxPending, wake: make(chan struct{}, 1), hurry: make(chan struct{}, 1),
+	l := &eventLog{st: st, log: log, limit: maxPending, seed: maphash.MakeSeed(), wake: make(chan struct{}, 1), hurry: make(chan struct{}, 1),
 		giveUp: make(chan struct{}), done: make(chan struct{})}
 	l.quit, l.quitNow = context.WithCancel(context.Background())
 	l.flushed = sync.NewCond(&l.mu)
@@ -96,34 +126,53 @@ func newEventLog(st store.Store, log *slog.Logger) *eventLog {
 // fenced, ev is dropped instead of written. When maxPending events are held
 // (the store is down), Enqueue waits for room, or for owner to be fenced.
 func (l *eventLog) Enqueue(ev event.Event, owner fencer) {
+	if l.held.Load() >= l.limit && !l.waitForRoom(owner) {
+		return
+	}
+	sh := &l.shards[maphash.String(l.seed, ev.Thread)%logShards]
+	sh.mu.Lock()
+	sh.pending = append(sh.pending, logEntry{ev, owner})
+	sh.enqueued++
+	sh.mu.Unlock()
+	l.held.Add(1)
+	if l.asleep.Load() && l.asleep.CompareAndSwap(true, false) {
+		signal(l.wake)
+	}
+}
+
+// waitForRoom waits while the log holds its limit, and reports whether to
+// enqueue: not once owner is fenced or stopped.
+func (l *eventLog) waitForRoom(owner fencer) bool {
 	l.mu.Lock()
-	for len(l.pending) >= l.limit && !l.closed {
+	defer l.mu.Unlock()
+	for l.held.Load() >= l.limit && !l.closed.Load() {
 		if owner != nil {
 			l.mu.Unlock()
 			f := owner.fenced() // may fence, which pokes l: not under l.mu
 			l.mu.Lock()
 			if f || owner.stopped() {
-				l.mu.Unlock()
-				return
+				return false
 			}
-			if len(l.pending) < l.limit || l.closed {
+			if l.held.Load() < l.limit || l.closed.Load() {
 				break
 			}
 		}
 		l.flushed.Wait()
 	}
-	l.pending = append(l.pending, logEntry{ev, owner})
-	l.enqueued++
-	l.mu.Unlock()
-	signal(l.wake)
+	return true
 }
 
 // poke wakes whoever waits in Enqueue or Flush to look again (an owner was fenced).
 func (l *eventLog) poke() {
+	l.broadcast()
+	signal(l.hurry)
+}
+
+// broadcast wakes every wait on l.flushed.
+func (l *eventLog) broadcast() {
 	l.mu.Lock()
 	l.flushed.Broadcast()
 	l.mu.Unlock()
-	signal(l.hurry)
 }
 
 func signal(c chan struct{}) {
@@ -137,23 +186,34 @@ func signal(c chan struct{}) {
 // the store is unavailable it fails at once with store.ErrUnavailable (the
 // events stay queued), so that a request answers 503 rather than hanging.
 func (l *eventLog) Flush(ctx context.Context) error {
-	l.mu.Lock()
-	target := l.enqueued
-	if l.written >= target {
-		l.mu.Unlock()
+	var target [logShards]uint64
+	behind := false
+	for i := range l.shards {
+		sh := &l.shards[i]
+		sh.mu.Lock()
+		target[i] = sh.enqueued
+		sh.mu.Unlock()
+		behind = behind || sh.written.Load() < target[i]
+	}
+	if !behind {
 		return nil
 	}
+	caughtUp := func() bool {
+		for i := range l.shards {
+			if l.shards[i].written.Load() < target[i] {
+				return false
+			}
+		}
+		return true
+	}
 	signal(l.hurry)
-	stop := context.AfterFunc(ctx, func() {
-		l.mu.Lock()
-		l.flushed.Broadcast()
-		l.mu.Unlock()
-	})
+	stop := context.AfterFunc(ctx, l.broadcast)
 	defer stop()
-	for l.written < target && ctx.Err() == nil && l.outage.IsZero() {
+	l.mu.Lock()
+	for !caughtUp() && ctx.Err() == nil && l.outage.IsZero() {
 		l.flushed.Wait()
 	}
-	down := l.written < target && !l.outage.IsZero()
+	down := !caughtUp() && !l.outage.IsZero()
 	l.mu.Unlock()
 	if down {
 		return store.ErrUnavailable
@@ -161,56 +221,103 @@ func (l *eventLog) Flush(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// gathered is the part of a batch taken from one shard.
+type gathered struct {
+	shard int
+	n     int
+	whole []logEntry // the shard's array when all of it was taken, to hand back as its spare
+}
+
 func (l *eventLog) loop() {
 	defer close(l.done)
 	timer := time.NewTimer(linger)
 	timer.Stop()
+	var (
+		batch []logEntry
+		parts []gathered
+	)
 	for {
-		l.mu.Lock()
-		for len(l.pending) == 0 && !l.closed {
-			l.mu.Unlock()
+		// held may dip below zero for a moment: the writer can take an
+		// event whose Enqueue has not counted it yet.
+		for l.held.Load() <= 0 && !l.closed.Load() {
+			l.asleep.Store(true)
+			// An event enqueued before asleep was set is seen here; one
+			// enqueued after finds asleep set and wakes us.
+			if l.held.Load() > 0 || l.closed.Load() {
+				l.asleep.Store(false)
+				break
+			}
 			<-l.wake
-			l.mu.Lock()
 		}
-		if len(l.pending) < maxBatch && !l.closed {
-			l.mu.Unlock()
+		if l.held.Load() < maxBatch && !l.closed.Load() {
 			timer.Reset(linger)
 			select {
 			case <-timer.C:
 			case <-l.hurry:
 				timer.Stop()
 			}
-			l.mu.Lock()
 		}
-		if len(l.pending) == 0 && l.closed {
-			l.mu.Unlock()
-			return
+		batch, parts = l.gather(batch[:0], parts[:0])
+		if len(batch) == 0 {
+			if l.closed.Load() && l.held.Load() <= 0 {
+				return
+			}
+			continue
 		}
-		batch := l.pending
-		whole := len(batch) <= maxBatch
-		if whole {
-			// Swap in the previous batch's array: at tens of thousands of
-			// events a second, growing a fresh slice each time was a tenth
-			// of the server's CPU.
-			l.pending, l.spare = l.spare[:0], nil
-		} else {
-			batch = batch[:maxBatch:maxBatch]
-			l.pending = l.pending[maxBatch:]
-		}
-		l.flushed.Broadcast() // room for a waiting Enqueue
-		l.mu.Unlock()
+		l.broadcast() // room for an Enqueue waiting past the limit
 
 		l.write(batch)
 
-		l.mu.Lock()
-		l.written += uint64(len(batch))
-		if whole && l.spare == nil {
-			clear(batch) // drop the events' references
-			l.spare = batch[:0]
+		clear(batch) // drop the events' references
+		for _, p := range parts {
+			sh := &l.shards[p.shard]
+			if p.whole != nil {
+				clear(p.whole)
+				sh.mu.Lock()
+				if sh.spare == nil {
+					sh.spare = p.whole[:0]
+				}
+				sh.mu.Unlock()
+			}
+			sh.written.Add(uint64(p.n))
 		}
-		l.flushed.Broadcast()
-		l.mu.Unlock()
+		l.broadcast()
 	}
+}
+
+// gather takes up to maxBatch queued events, shard by shard, into batch.
+// A shard whose queue is taken whole swaps in its spare array, so that at
+// tens of thousands of events a second the queues do not grow fresh arrays.
+func (l *eventLog) gather(batch []logEntry, parts []gathered) ([]logEntry, []gathered) {
+	for i := range l.shards {
+		room := maxBatch - len(batch)
+		if room == 0 {
+			break
+		}
+		sh := &l.shards[i]
+		sh.mu.Lock()
+		n := min(len(sh.pending), room)
+		if n == 0 {
+			sh.mu.Unlock()
+			continue
+		}
+		p := gathered{shard: i, n: n}
+		if n == len(sh.pending) {
+			// The common case: the queue is taken whole and copied after
+			// the lock is let go, so that enqueuers never wait for a copy.
+			p.whole = sh.pending
+			sh.pending, sh.spare = sh.spare[:0], nil
+			sh.mu.Unlock()
+			batch = append(batch, p.whole...)
+		} else {
+			batch = append(batch, sh.pending[:n]...)
+			sh.pending = append(sh.pending[:0:0], sh.pending[n:]...)
+			sh.mu.Unlock()
+		}
+		l.held.Add(-int64(n))
+		parts = append(parts, p)
+	}
+	return batch, parts
 }
 
 // write commits a batch, retrying while the store is unavailable. A batch the
@@ -253,9 +360,7 @@ func (l *eventLog) write(batch []logEntry) {
 			select {
 			case <-time.After(backoff): // the store is down: nothing to synchronise with but time
 			case <-l.giveUp:
-				l.mu.Lock()
-				held := len(evs) + len(l.pending)
-				l.mu.Unlock()
+				held := int64(len(evs)) + l.held.Load()
 				l.log.Error("event log: shutting down with the store still unavailable; events not written to the timeline",
 					"events", held, "err", err)
 				l.drop()
@@ -304,9 +409,9 @@ func (l *eventLog) unavailable(err error) {
 		l.outage = time.Now()
 		l.flushed.Broadcast() // Flush callers answer "unavailable" now
 	}
-	held := len(l.pending)
 	l.mu.Unlock()
 	if first {
+		held := l.held.Load()
 		l.log.Error("event log: store unavailable; holding events and retrying until it answers",
 			"held", held, "err", err)
 	}
@@ -325,11 +430,17 @@ func (l *eventLog) available() {
 
 // drop discards everything pending (shutdown with the store still away).
 func (l *eventLog) drop() {
-	l.mu.Lock()
-	l.written += uint64(len(l.pending))
-	l.pending = nil
-	l.flushed.Broadcast()
-	l.mu.Unlock()
+	for i := range l.shards {
+		sh := &l.shards[i]
+		sh.mu.Lock()
+		n := len(sh.pending)
+		clear(sh.pending)
+		sh.pending = sh.pending[:0]
+		sh.written.Add(uint64(n))
+		sh.mu.Unlock()
+		l.held.Add(-int64(n))
+	}
+	l.broadcast()
 }
 
 // GiveUp stops retrying an unavailable store, and abandons a write in
@@ -345,10 +456,8 @@ func (l *eventLog) GiveUp() {
 // Close writes what is pending and stops the writer. If the store is
 // unavailable when ctx ends, what is still held is dropped (and logged).
 func (l *eventLog) Close(ctx context.Context) {
-	l.mu.Lock()
-	l.closed = true
-	l.flushed.Broadcast()
-	l.mu.Unlock()
+	l.closed.Store(true)
+	l.broadcast()
 	signal(l.wake)
 	signal(l.hurry)
 	stop := context.AfterFunc(ctx, l.GiveUp)

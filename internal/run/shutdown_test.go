@@ -110,6 +110,17 @@ func startGated(t *testing.T, s *run.Service, g *gatedStore) <-chan startResult 
 	return done
 }
 
+// gatedService is a sole replica's service over a gated store (closed
+// until the test opens it), its engine streaming tokens tokens per answer.
+func gatedService(t *testing.T, tokens int) (*gatedStore, *run.Service) {
+	g := newGatedStore(t)
+	b := membus.New(0)
+	t.Cleanup(func() { b.Close() })
+	s := run.New(run.Config{Store: g, Bus: b, Engine: streaming(tokens), Sole: true})
+	ready(t, s)
+	return g, s
+}
+
 // These tests run in a synctest bubble: synctest.Wait tells when every
 // goroutine of the service is blocked, so "Shutdown is waiting" is a fact
 // the test observes rather than a guess, and Shutdown's wind-down timer
@@ -122,11 +133,7 @@ func startGated(t *testing.T, s *run.Service, g *gatedStore) <-chan startResult 
 func TestShutdownWaitsForAStartInsideStartRun(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		g := newGatedStore(t)
-		b := membus.New(0)
-		t.Cleanup(func() { b.Close() })
-		s := run.New(run.Config{Store: g, Bus: b, Engine: streaming(3), Sole: true})
-		ready(t, s)
+		g, s := gatedService(t, 3)
 		startDone := startGated(t, s, g)
 
 		ctx, cancel := context.WithCancel(context.Background())
@@ -165,11 +172,7 @@ func TestShutdownWaitsForAStartInsideStartRun(t *testing.T) {
 func TestShutdownGivingUpLaunchesNothing(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		g := newGatedStore(t)
-		b := membus.New(0)
-		t.Cleanup(func() { b.Close() })
-		s := run.New(run.Config{Store: g, Bus: b, Engine: streaming(3), Sole: true})
-		ready(t, s)
+		g, s := gatedService(t, 3)
 		startDone := startGated(t, s, g)
 
 		ctx, cancel := context.WithCancel(context.Background())
@@ -192,12 +195,8 @@ func TestShutdownGivingUpLaunchesNothing(t *testing.T) {
 func TestShutdownEndsWhatStillExecutes(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		g := newGatedStore(t)
+		g, s := gatedService(t, 1_000_000)
 		g.open()
-		b := membus.New(0)
-		t.Cleanup(func() { b.Close() })
-		s := run.New(run.Config{Store: g, Bus: b, Engine: streaming(1_000_000), Sole: true})
-		ready(t, s)
 		started, err := s.Start(context.Background(), alice, run.StartRequest{Input: "go"}, false)
 		if err != nil {
 			t.Fatal(err)
@@ -221,12 +220,8 @@ func TestShutdownEndsWhatStillExecutes(t *testing.T) {
 // returns once the service has stopped.
 func TestShutdownIsIdempotent(t *testing.T) {
 	t.Parallel()
-	g := newGatedStore(t)
+	g, s := gatedService(t, 3)
 	g.open()
-	b := membus.New(0)
-	t.Cleanup(func() { b.Close() })
-	s := run.New(run.Config{Store: g, Bus: b, Engine: streaming(3), Sole: true})
-	ready(t, s)
 	var wg sync.WaitGroup
 	errs := make([]error, 3)
 	for i := range errs {

@@ -307,3 +307,29 @@ var (
 	// ErrTooManyRuns: StartRun refused by RunStart.MaxExecuting.
 	ErrTooManyRuns = errors.New("too many executing runs")
 )
+
+// PauseRows is a pause as both backends write it: the events packed, the
+// usage encoded, the confirmations filled in as created at at.
+type PauseRows struct {
+	Events        []EventRow
+	Usage         []byte
+	Confirmations []chat.Confirmation
+}
+
+// Rows encodes p for writing (see PauseRows).
+func (p PauseRunParams) Rows(at time.Time) (PauseRows, error) {
+	evs, err := PackEvents(p.Events)
+	if err != nil {
+		return PauseRows{}, fmt.Errorf("pause run %s: %w", p.RunID, err)
+	}
+	usage, err := json.Marshal(p.Usage)
+	if err != nil {
+		return PauseRows{}, fmt.Errorf("pause run %s: %w", p.RunID, err)
+	}
+	confs := make([]chat.Confirmation, len(p.Confirmations))
+	for i, c := range p.Confirmations {
+		FillConfirmation(&c, at)
+		confs[i] = c
+	}
+	return PauseRows{Events: evs, Usage: usage, Confirmations: confs}, nil
+}

@@ -5,7 +5,9 @@ package membus
 
 import (
 	"context"
+	"hash/maphash"
 	"sync"
+	"sync/atomic"
 
 	"github.com/agentchat/agentchat/internal/bus"
 	"github.com/agentchat/agentchat/internal/event"
@@ -14,36 +16,62 @@ import (
 type topicKey struct{ tenant, thread string }
 
 // Bus is an in-process bus.Bus.
+//
+// Its topics are spread over topicShards locks by thread: every token of
+// every stream is a Publish, and a single lock made each Subscribe (a
+// writer) wait for all the publishers of a thousand streams (the mutex
+// profile of `agentchat bench --profile`).
 type Bus struct {
-	mu       sync.RWMutex
-	topics   map[topicKey]map[*bus.Queue]struct{}
+	seed   maphash.Seed
+	shards [topicShards]topicShard
+	closed atomic.Bool
+	limit  int
+
+	mu       sync.RWMutex // guards controls
 	controls map[chan bus.Control]struct{}
-	closed   bool
-	limit    int
 }
+
+// topicShard holds the subscriptions of the threads hashed to it.
+type topicShard struct {
+	mu     sync.RWMutex
+	topics map[topicKey]map[*bus.Queue]struct{}
+	_      [40]byte // keeps neighbouring shards' locks off one cache line
+}
+
+// topicShards is how many locks the topics are spread over.
+const topicShards = 32
 
 var _ bus.Bus = (*Bus)(nil)
 
 // New makes a bus whose subscriptions queue at most queueLimit events (0: the default).
 func New(queueLimit int) *Bus {
-	return &Bus{topics: map[topicKey]map[*bus.Queue]struct{}{}, controls: map[chan bus.Control]struct{}{}, limit: queueLimit}
+	b := &Bus{seed: maphash.MakeSeed(), controls: map[chan bus.Control]struct{}{}, limit: queueLimit}
+	for i := range b.shards {
+		b.shards[i].topics = map[topicKey]map[*bus.Queue]struct{}{}
+	}
+	return b
+}
+
+func (b *Bus) shard(thread string) *topicShard {
+	return &b.shards[maphash.String(b.seed, thread)%topicShards]
 }
 
 // Publish hands ev to each subscriber's queue without blocking.
 func (b *Bus) Publish(_ context.Context, ev event.Event) error {
 	key := topicKey{ev.Tenant, ev.Thread}
+	sh := b.shard(ev.Thread)
 	var ended []*bus.Queue
-	b.mu.RLock()
-	if b.closed {
-		b.mu.RUnlock()
+	sh.mu.RLock()
+	if b.closed.Load() {
+		sh.mu.RUnlock()
 		return bus.ErrClosed
 	}
-	for q := range b.topics[key] {
+	for q := range sh.topics[key] {
 		if !q.Push(ev) {
 			ended = append(ended, q)
 		}
 	}
-	b.mu.RUnlock()
+	sh.mu.RUnlock()
 	for _, q := range ended {
 		b.remove(key, q)
 	}
@@ -55,52 +83,50 @@ func (b *Bus) Subscribe(ctx context.Context, tenant, thread string, _ int64) (*b
 	key := topicKey{tenant, thread}
 	var q *bus.Queue
 	q = bus.NewQueue(b.limit, func() { b.remove(key, q) })
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
+	sh := b.shard(thread)
+	sh.mu.Lock()
+	// Close sets closed before it collects each shard's queues under
+	// the shard's lock: a queue added here is either collected or refused.
+	if b.closed.Load() {
+		sh.mu.Unlock()
 		return nil, bus.ErrClosed
 	}
-	subs := b.topics[key]
+	subs := sh.topics[key]
 	if subs == nil {
 		subs = map[*bus.Queue]struct{}{}
-		b.topics[key] = subs
+		sh.topics[key] = subs
 	}
 	subs[q] = struct{}{}
-	b.mu.Unlock()
+	sh.mu.Unlock()
 	context.AfterFunc(ctx, func() { q.Stop(ctx.Err()) })
 	return q, nil
 }
 
 func (b *Bus) remove(key topicKey, q *bus.Queue) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if subs := b.topics[key]; subs != nil {
+	sh := b.shard(key.thread)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if subs := sh.topics[key]; subs != nil {
 		delete(subs, q)
 		if len(subs) == 0 {
-			delete(b.topics, key)
+			delete(sh.topics, key)
 		}
 	}
 }
 
 // Retained returns nothing: the in-process bus holds no events.
 func (b *Bus) Retained(context.Context, string, string, int64) ([]event.Event, error) {
-	if b.isClosed() {
+	if b.closed.Load() {
 		return nil, bus.ErrClosed
 	}
 	return nil, nil
-}
-
-func (b *Bus) isClosed() bool {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return b.closed
 }
 
 // PublishControl delivers c to every Controls stream of this process.
 func (b *Bus) PublishControl(ctx context.Context, c bus.Control) error {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	if b.closed {
+	if b.closed.Load() {
 		return bus.ErrClosed
 	}
 	for ch := range b.controls {
@@ -118,7 +144,7 @@ func (b *Bus) Controls(ctx context.Context) (<-chan bus.Control, error) {
 	ch := make(chan bus.Control, 64)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed {
+	if b.closed.Load() {
 		return nil, bus.ErrClosed
 	}
 	b.controls[ch] = struct{}{}
@@ -136,22 +162,26 @@ func (b *Bus) Controls(ctx context.Context) (<-chan bus.Control, error) {
 // Close ends all subscriptions and control streams.
 func (b *Bus) Close() error {
 	b.mu.Lock()
-	if b.closed {
+	if !b.closed.CompareAndSwap(false, true) {
 		b.mu.Unlock()
 		return nil
-	}
-	b.closed = true
-	var queues []*bus.Queue
-	for _, subs := range b.topics {
-		for q := range subs {
-			queues = append(queues, q)
-		}
 	}
 	for ch := range b.controls {
 		delete(b.controls, ch)
 		close(ch)
 	}
 	b.mu.Unlock()
+	var queues []*bus.Queue
+	for i := range b.shards {
+		sh := &b.shards[i]
+		sh.mu.Lock()
+		for _, subs := range sh.topics {
+			for q := range subs {
+				queues = append(queues, q)
+			}
+		}
+		sh.mu.Unlock()
+	}
 	for _, q := range queues {
 		q.Stop(bus.ErrClosed)
 	}

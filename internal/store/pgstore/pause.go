@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -16,18 +15,13 @@ import (
 // it recorded (and the run's term changed under a pause waiting for the
 // lock refuses it).
 func (s *Store) PauseRun(ctx context.Context, p store.PauseRunParams) error {
-	rows, err := store.PackEvents(p.Events)
+	enc, err := p.Rows(now())
 	if err != nil {
-		return fmt.Errorf("pause run %s: %w", p.RunID, err)
+		return err
 	}
-	usage, err := json.Marshal(p.Usage)
-	if err != nil {
-		return fmt.Errorf("pause run %s: %w", p.RunID, err)
-	}
-	at := now()
-	confs := make([]chat.Confirmation, len(p.Confirmations))
-	for i, c := range p.Confirmations {
-		confs[i] = newConfirmation(c, at)
+	rows, usage, confs := enc.Events, enc.Usage, enc.Confirmations
+	for i, c := range confs {
+		confs[i] = asStored(c)
 	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var status, owner, thread string

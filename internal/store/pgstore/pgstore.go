@@ -752,6 +752,12 @@ func (s *Store) CreateConfirmation(ctx context.Context, c chat.Confirmation) (ch
 // newConfirmation is c as stored when created at at.
 func newConfirmation(c chat.Confirmation, at time.Time) chat.Confirmation {
 	store.FillConfirmation(&c, at)
+	return asStored(c)
+}
+
+// asStored is a new confirmation as PostgreSQL keeps it: times at
+// millisecond precision, no decision.
+func asStored(c chat.Confirmation) chat.Confirmation {
 	c.CreatedAt, c.ExpiresAt = ms(c.CreatedAt), ms(c.ExpiresAt)
 	c.DecidedArgs, c.Reason, c.DecidedAt, c.AppliedAt = nil, "", nil, nil // as stored: set only by a decision and its claim
 	return c

@@ -3,7 +3,6 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 
 	"github.com/agentchat/agentchat/internal/chat"
@@ -13,20 +12,11 @@ import (
 // PauseRun records a run's wait in one transaction (SQLite's one writer
 // orders it with any takeover or claim).
 func (s *Store) PauseRun(ctx context.Context, p store.PauseRunParams) error {
-	rows, err := store.PackEvents(p.Events)
+	enc, err := p.Rows(now())
 	if err != nil {
-		return fmt.Errorf("pause run %s: %w", p.RunID, err)
+		return err
 	}
-	usage, err := json.Marshal(p.Usage)
-	if err != nil {
-		return fmt.Errorf("pause run %s: %w", p.RunID, err)
-	}
-	at := now()
-	confs := make([]chat.Confirmation, len(p.Confirmations))
-	for i, c := range p.Confirmations {
-		store.FillConfirmation(&c, at)
-		confs[i] = c
-	}
+	rows, usage, confs := enc.Events, enc.Usage, enc.Confirmations
 	err = s.tx(ctx, func(tx *sql.Tx) error {
 		var status, owner, thread string
 		var epoch int64
