@@ -18,6 +18,7 @@ import { startAgentchat, launch, guard, shot, json, axe, chatAPI, WAIT } from '.
 
 const ADMIN = 'admin-token-usage';
 const MEMBER = 'member-token-usage';
+const ZOE = 'zoe-token-usage'; // a member with a budget of one token a day
 const DESKTOP = { width: 1280, height: 800 };
 const PHONE = { width: 390, height: 844 };
 
@@ -32,11 +33,11 @@ before(async () => {
   // A priced model: the agent's runs have a cost (the built-in agent's model has no price).
   writeFileSync(models, JSON.stringify({ models: { priced: { provider: 'scripted', price: { input: 3, output: 15, currency: 'USD' } } } }));
   const engines = join(dir, 'engines.json');
-  writeFileSync(engines, JSON.stringify({ limits: { tenants: { acme: { users: { max: { tokensPerDay: 150 } } } } } }));
+  writeFileSync(engines, JSON.stringify({ limits: { tenants: { acme: { users: { max: { tokensPerDay: 150 }, zoe: { tokensPerDay: 1 } } } } } }));
   server = await startAgentchat({
     AGENTCHAT_MODELS_FILE: models,
     AGENTCHAT_ENGINE_CONFIG: engines,
-    AGENTCHAT_TOKENS: `${ADMIN}:acme:ann:admin,${MEMBER}:acme:max`,
+    AGENTCHAT_TOKENS: `${ADMIN}:acme:ann:admin,${MEMBER}:acme:max,${ZOE}:acme:zoe`,
     AGENTCHAT_TOKENS_PER_MONTH: '400',
     AGENTCHAT_RUNS_PER_MINUTE: '100',
     AGENTCHAT_SCRIPTED_TOKEN_DELAY: '1us',
@@ -70,6 +71,7 @@ async function open(t, { token = ADMIN, viewport = DESKTOP, locale = 'en-US', co
     await context.close();
     assert.deepEqual(g.problems, [], 'the browser saw problems');
   });
+  page.guard = g;
   await page.goto(server.consoleURL);
   await page.fill('#token', token);
   await page.keyboard.press('Enter');
@@ -82,8 +84,10 @@ async function openUsage(page, phone = false) {
   if (phone) await page.click('#nav-toggle');
   await page.click('#usage-link');
   await page.waitForSelector('#usage:not([hidden]) .usage-page');
-  // Both charts drawn (uPlot draws once the card has a width).
-  await page.waitForFunction(() => document.querySelectorAll('#usage .usage-days canvas').length === 2);
+  // The charts drawn (uPlot draws once the card has a width): tokens, and
+  // cost when a run was priced.
+  await page.waitForFunction(() => document.querySelectorAll('#usage .usage-days canvas').length ===
+    (document.querySelector('#usage .usage-unpriced') ? 1 : 2));
 }
 
 const fmt = (n) => new Intl.NumberFormat('en').format(n);
@@ -209,4 +213,30 @@ test('on a phone, in English and Chinese, the view fits the width', async (t) =>
     assert.deepEqual(await axe(member), [], 'no serious or critical accessibility violation (dark)');
     await shot(member, `${locale.slice(0, 2)}-phone-usage-member-dark`);
   }
+});
+
+test('over budget: the chat says which limit and when it resets; the meter shows it spent', async (t) => {
+  const page = await open(t, { token: ZOE });
+  // The first run is admitted (nothing spent yet) and spends the day's token.
+  await page.fill('#composer-input', 'hello');
+  await page.press('#composer-input', 'Enter');
+  await page.locator('#messages .run').last().locator('.run-foot a:not([hidden])').waitFor();
+  // The next start is refused before any stream: the 429's message in the status line.
+  await page.guard.expectErrors(/status of 429/, async () => {
+    await page.fill('#composer-input', 'hello again');
+    await page.press('#composer-input', 'Enter');
+    await page.locator('#status.error', { hasText: /^your limit of 1 tokens per day is reached; it resets at \S+ \(in / }).waitFor();
+  });
+  await shot(page, 'en-desktop-chat-over-budget');
+
+  await openUsage(page);
+  const meter = page.locator('.usage-limit.over[data-scope="user"][data-kind="tokens_per_day"]');
+  await meter.waitFor();
+  assert.equal(await page.locator('.usage-days canvas').count(), 1, 'no chart of cost: zoe\'s runs had no price');
+  await page.locator('.usage-unpriced').waitFor();
+  const used = (await json(server.url, ZOE, '/v1/usage')).total.totalTokens;
+  assert.ok(used > 1);
+  assert.match(await meter.locator('.usage-limit-value').textContent(), new RegExp(`^${fmt(used)} of 1 \\(\\d[\\d,]*%\\)$`));
+  assert.equal(await meter.locator('meter').evaluate((m) => m.value), 1, 'the meter is full');
+  await shot(page, 'en-desktop-usage-over-budget');
 });

@@ -294,6 +294,7 @@ export const STRINGS = {
     'usage.user': 'User',
     'usage.none': 'No runs in this month.',
     'usage.csv': 'Download CSV',
+    'usage.unpriced': 'No model of these runs has a price, so they cost nothing here: a model\'s price is set in the models file.',
     'usage.csvOf': 'Download CSV: {what}',
   },
 
@@ -587,6 +588,7 @@ export const STRINGS = {
     'usage.user': '用户',
     'usage.none': '本月没有运行。',
     'usage.csv': '下载 CSV',
+    'usage.unpriced': '这些运行使用的模型都没有设置价格，因此费用为零；模型价格在模型文件中设置。',
     'usage.csvOf': '下载 CSV：{what}',
   },
 };

@@ -131,14 +131,17 @@ export class UsageView {
     for (let x = new Date(from); x < to && x <= today; x = new Date(x.getTime() + 86_400_000)) days.push(day(x));
     const label = (k) => dateTime(new Date(`${k}T00:00:00Z`), { month: 'short', day: 'numeric', timeZone: 'UTC' });
     const series = (f) => days.map((k) => (byKey.has(k) ? f(byKey.get(k)) : 0));
+    // Without a price (no run priced), a chart of cost would be all zeros.
+    const priced = Boolean(currency) || d.total.cost > 0;
     parts.push(h('section', { class: 'usage-section usage-days', 'aria-labelledby': 'usage-days-title' },
       h('h3', { id: 'usage-days-title' }, t('usage.byDay')),
       days.length ? h('div', { class: 'usage-charts' },
         chartCard({ type: 'bar', title: t('usage.tokensPerDay'), labels: days.map(label), points: false, yFormat: compact,
           datasets: [{ label: t('usage.tokens'), data: series((g) => g.totalTokens) }] }),
-        chartCard({ type: 'bar', title: currency ? t('usage.costPerDayIn', { currency }) : t('usage.costPerDay'), labels: days.map(label),
+        priced ? chartCard({ type: 'bar', title: currency ? t('usage.costPerDayIn', { currency }) : t('usage.costPerDay'), labels: days.map(label),
           points: false, yFormat: axisCost,
-          datasets: [{ label: t('usage.cost'), data: series((g) => g.cost) }] })) : h('p', { class: 'muted' }, t('usage.none'))));
+          datasets: [{ label: t('usage.cost'), data: series((g) => g.cost) }] }) : null) : h('p', { class: 'muted' }, t('usage.none')),
+      days.length && !priced ? h('p', { class: 'muted small usage-unpriced' }, t('usage.unpriced')) : null));
 
     parts.push(this.table('agent', t('usage.byAgent'), t('usage.agent'), d.agent, (g) => agentName(g.key), money));
     parts.push(this.table('model', t('usage.byModel'), t('usage.model'), d.model, (g) => (g.provider ? `${g.key} · ${g.provider}` : g.key), money));
@@ -162,7 +165,7 @@ export class UsageView {
       return h('li', { class: `usage-limit${share >= 1 ? ' over' : ''}`, 'data-kind': l.kind, 'data-scope': l.scope },
         h('span', { class: 'usage-limit-name', id }, name),
         h('meter', { min: 0, max: l.max, value: Math.min(l.used, l.max), low: l.max * 0.75, high: l.max * 0.9, optimum: 0, 'aria-labelledby': id }),
-        h('span', { class: 'usage-limit-value' }, t('usage.usedOf', { used: fmt(l.used), max: fmt(l.max), percent: pct(share) })),
+        h('span', { class: 'usage-limit-value' }, t('usage.usedOf', { used: fmt(l.used), max: fmt(l.max), percent: pct(l.max > 0 ? l.used / l.max : 0) })),
         h('span', { class: 'muted small' }, resets));
     });
     return h('section', { class: 'usage-section usage-limits', 'aria-labelledby': 'usage-limits-title' },
