@@ -26,6 +26,7 @@ let server;
 let chromium;
 let dir;
 let agentId;
+let pricedRun; // the admin's run on the agent: {runId, usage}
 
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'agentchat-usage-'));
@@ -49,7 +50,8 @@ before(async () => {
   const admin = { url: server.url, token: ADMIN };
   const member = { url: server.url, token: MEMBER };
   await chatAPI(admin, { input: 'hello there' });
-  await chatAPI(admin, { input: 'tell me a story about a fox', agentId });
+  const { runId } = await chatAPI(admin, { input: 'tell me a story about a fox', agentId });
+  pricedRun = { runId, usage: (await json(server.url, ADMIN, `/v1/agent/runs/${runId}`)).usage };
   await chatAPI(member, { input: 'hi', agentId });
   await chatAPI(member, { input: 'what is two plus two?', agentId });
   chromium = await launch();
@@ -184,6 +186,15 @@ test('an admin sees the tenant by day, agent, model and user with cost; in Chine
   assert.equal(saved, await res.text());
   assert.match(saved, /^key,provider,runs,/);
   assert.match(saved, /\ntotal,,4,/);
+
+  // A run's timeline says what it spent.
+  await page.evaluate((id) => (location.hash = `#/runs/${id}/timeline`), pricedRun.runId);
+  const u = pricedRun.usage;
+  const spent = `${fmt(u.inputTokens + u.outputTokens)} tokens (${fmt(u.inputTokens)} in, ${fmt(u.outputTokens)} out) · $${(u.cost / 1e9).toFixed(u.cost < 1e7 ? 4 : 2)}`;
+  assert.ok(u.cost > 0 && u.currency === 'USD', `the run's usage ${JSON.stringify(u)}`);
+  await page.locator('#timeline-summary .tl-usage', { hasText: spent }).waitFor();
+  await shot(page, 'en-desktop-timeline-usage');
+  await openUsage(page);
 
   // Another month: nothing in it, and no limits (they are this month's).
   await page.fill('#usage-month', '2020-01');

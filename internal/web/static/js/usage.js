@@ -202,6 +202,18 @@ export class UsageView {
   }
 }
 
+/**
+ * runUsage says what one run spent, for the timeline's summary: its tokens
+ * (input and output) and, when priced, its cost. run.usage is the run
+ * resource's (cost in nano-units); '' for a run that used nothing.
+ */
+export function runUsage(u) {
+  const tokens = (u?.inputTokens ?? 0) + (u?.outputTokens ?? 0);
+  if (!tokens && !u?.cost) return '';
+  const text = t('usage.runTokens', { tokens: num(tokens), input: num(u.inputTokens ?? 0), output: num(u.outputTokens ?? 0) });
+  return u.cost ? `${text} · ${cost(u.cost / 1e9, u.currency && u.currency !== 'mixed' ? u.currency : '')}` : text;
+}
+
 /** readGroups reads every page of one grouping (at most 10 pages of 100). */
 async function readGroups(range, groupBy) {
   const out = [];
