@@ -91,6 +91,7 @@ export class UsageView {
 
   hide() {
     ++this.seq;
+    this.data = null; // read again when shown: another person may sign in meanwhile
   }
 
   /** redraw draws the view again (the language changed). */
