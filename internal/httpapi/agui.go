@@ -109,6 +109,13 @@ func (s *Server) aguiRun(w http.ResponseWriter, r *http.Request) error {
 		if req.ParentID, err = s.runs.Diverged(ctx, sc, req.ConversationID, sent); err != nil {
 			return toAPIError(err, errcode.ThreadNotFound, "thread")
 		}
+		// A history that ends at a question already asked asks for its
+		// answer again: a sibling of the answer it dropped.
+		if req.ParentID == nil {
+			if req.Regenerates, err = s.runs.AskedAgain(ctx, sc, req.ConversationID, sent); err != nil {
+				return toAPIError(err, errcode.ThreadNotFound, "thread")
+			}
+		}
 	}
 	started, err := s.runs.Start(ctx, sc, req, stream)
 	s.settle(r, &k, started.Run, err)

@@ -146,3 +146,72 @@ func TestMessageTree(t *testing.T) {
 	e.apiError(req{method: "POST", path: "/v1/agent/chat", token: bob, body: map[string]any{"conversationId": conv, "regenerate": map[string]any{"messageId": a1}}}, 404, "conversation_not_found")
 	e.apiError(req{method: "GET", path: "/v1/conversations/" + conv + "/messages?branch=some", token: alice}, 400, "invalid_field")
 }
+
+// An AG-UI client edits by sending a history that leaves the stored branch:
+// the first user message that differs becomes a new version (a sibling) of
+// the stored one, answered; the old branch stays in the tree, the history
+// and the next turns follow the new one. A history that ends at the last
+// question asks for its answer again. The model is sent the active branch
+// only.
+func TestAGUIEditBranches(t *testing.T) {
+	t.Parallel()
+	n := 0
+	var mu sync.Mutex
+	model, up := openaiModel(t, llmtest.Options{Reply: func(llmtest.Request) llmtest.Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		return llmtest.TextReply(fmt.Sprintf("Answer %d.", n))
+	}}, openai.Config{})
+	e := setup(t, options{model: model})
+	const thread = "edit-thread"
+	assistant := func(id, text string) map[string]any {
+		return map[string]any{"id": id, "role": "assistant", "content": text}
+	}
+	e.aguiRun(alice, input(thread, "r1", userMsg("c-u1", "q1")))
+	e.aguiRun(alice, input(thread, "r2", userMsg("c-u1", "q1"), assistant("c-a1", "Answer 1."), userMsg("c-u2", "q2")))
+	var conv string
+	for _, c := range e.call(req{method: "GET", path: "/v1/conversations", token: alice}, 200)["conversations"].([]any) {
+		if c := c.(map[string]any); c["title"] == "q1" {
+			conv = c["id"].(string)
+		}
+	}
+	before := e.treeMessages(alice, conv, false)
+	if contentsOf(before) != "q1|Answer 1.|q2|Answer 2." {
+		t.Fatalf("before the edit %q", contentsOf(before))
+	}
+
+	// The client's history changes q2 and drops what followed it.
+	e.aguiRun(alice, input(thread, "r3", userMsg("c-u1", "q1"), assistant("c-a1", "Answer 1."), userMsg("c-u2", "q2, edited")))
+	active := e.treeMessages(alice, conv, false)
+	if contentsOf(active) != "q1|Answer 1.|q2, edited|Answer 3." || active[2]["parentId"] != before[1]["id"] {
+		t.Fatalf("after the edit %v", active)
+	}
+	if got := stringsOf(active[2]["siblingIds"]); !slices.Equal(got, []string{before[2]["id"].(string), active[2]["id"].(string)}) {
+		t.Fatalf("the edited message's versions %v", got)
+	}
+	// A history that agrees with the new branch is a new turn on it.
+	e.aguiRun(alice, input(thread, "r4", userMsg("c-u1", "q1"), assistant("c-a1", "Answer 1."), userMsg("c-u2", "q2, edited"),
+		assistant("c-a3", "Answer 3."), userMsg("c-u3", "q3")))
+	if got := contentsOf(e.treeMessages(alice, conv, false)); got != "q1|Answer 1.|q2, edited|Answer 3.|q3|Answer 4." {
+		t.Fatalf("the turn after the edit %q", got)
+	}
+	// A history that ends at the last question (its answer dropped) asks
+	// for that answer again: a sibling answer, no repeated question.
+	e.aguiRun(alice, input(thread, "r5", userMsg("c-u1", "q1"), assistant("c-a1", "Answer 1."), userMsg("c-u2", "q2, edited"),
+		assistant("c-a3", "Answer 3."), userMsg("c-u3", "q3")))
+	active = e.treeMessages(alice, conv, false)
+	if got := contentsOf(active); got != "q1|Answer 1.|q2, edited|Answer 3.|q3|Answer 5." {
+		t.Fatalf("after asking again %q", got)
+	}
+	if got := stringsOf(active[5]["siblingIds"]); len(got) != 2 || got[1] != active[5]["id"] {
+		t.Fatalf("the new answer's versions %v", got)
+	}
+	if got := contentsOf(e.treeMessages(alice, conv, true)); got != "q1|Answer 1.|q2|Answer 2.|q2, edited|Answer 3.|q3|Answer 4.|Answer 5." {
+		t.Fatalf("every message %q", got)
+	}
+	want := []string{"q1", "q1|Answer 1.|q2", "q1|Answer 1.|q2, edited", "q1|Answer 1.|q2, edited|Answer 3.|q3", "q1|Answer 1.|q2, edited|Answer 3.|q3"}
+	if got := upstreamContexts(up); !slices.Equal(got, want) {
+		t.Fatalf("model contexts\n%q\nwant\n%q", got, want)
+	}
+}

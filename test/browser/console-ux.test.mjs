@@ -1,7 +1,8 @@
 // The console as a chat product (issue 26), in Debian's chromium against the
 // real binary: Markdown answers (highlighted, sanitised, re-rendered per
 // frame), charts, the approval card, what a reload shows, retry and
-// regenerate, the conversation list, the phone drawer, dark mode, keyboard
+// regenerate (sibling answers in the server's tree, paged between), the
+// conversation list, the phone drawer, dark mode, keyboard
 // shortcuts, the timeline, English and Chinese, an accessibility scan and
 // screenshots of each view, and a 500-message conversation. Every test fails
 // on any browser console error, uncaught exception or request to another
@@ -299,27 +300,43 @@ test('what was shown live is what a reload shows: reasoning, retrieval, tool err
   await lastRun(page).getByRole('button', { name: 'Approve' }).click();
   await finished(page);
 
-  // A failed run offers Retry; the failed answer is kept as an earlier one.
+  // A failed run offers Retry, which answers the same question again (the
+  // server's regenerate): the question stays, once.
   await send(page, 'fail please');
   await finished(page);
   assert.equal(await lastRun(page).locator('.run-status').textContent(), 'Failed');
   const err = await lastRun(page).locator('.run-error').textContent();
   assert.ok(err.length > 0, 'the failure says why');
+  const failedRun = await lastRun(page).getAttribute('data-run-id');
   await lastRun(page).getByRole('button', { name: 'Retry' }).click();
-  await page.locator('#messages > details.earlier').waitFor();
+  await page.waitForFunction((id) => document.querySelector('#messages > .run:last-of-type')?.dataset.runId !== id, failedRun);
   await finished(page);
-  // A good answer offers Regenerate, on the newest answer only.
+  assert.equal(await page.locator('#messages > .msg.user', { hasText: 'fail please' }).count(), 1, 'the failed question once');
+  // A good answer offers Regenerate, on the newest answer only; the new
+  // answer is a sibling of the old one, and "< 1 / 2 >" pages between them.
   await send(page, 'Hello again');
   await finished(page);
   const first = await lastRun(page).locator('.answer').textContent();
   assert.equal(await page.locator('#messages .regenerate:not([hidden])').count(), 1, 'only the newest answer can be regenerated');
   await lastRun(page).getByRole('button', { name: 'Regenerate' }).click();
-  await page.locator('#messages > details.earlier').nth(1).waitFor();
+  await lastRun(page).locator('.run-foot .versions-at', { hasText: '2 / 2' }).waitFor();
   await finished(page);
   assert.equal(await lastRun(page).locator('.answer').textContent(), first, 'the offline model answers the same again');
   assert.equal(await page.locator('#messages > .msg.user', { hasText: 'Hello again' }).count(), 1, 'the question once');
-  const stored = (await json(server.url, server.token, `/v1/conversations/${convOf(page)}/messages?limit=100`)).messages;
-  assert.equal(stored.filter((m) => m.role === 'user' && m.metadata?.regenerates).length, 2, 'retry and regenerate used the API\'s regenerate');
+  const conv = convOf(page);
+  const messages = async (all) => (await json(server.url, server.token, `/v1/conversations/${conv}/messages?limit=100${all ? '&branch=all' : ''}`)).messages;
+  const all = await messages(true);
+  const question = all.filter((m) => m.role === 'user' && m.content === 'Hello again');
+  assert.equal(question.length, 1, 'regenerate stored no second question');
+  const answers = all.filter((m) => m.role === 'assistant' && m.parentId === question[0].id);
+  assert.equal(answers.length, 2, 'two sibling answers under the question');
+  assert.ok(all.every((m) => !m.metadata?.regenerates), 'retry and regenerate used the tree, not a repeated question');
+  assert.deepEqual((await messages(false)).at(-1).siblingIds, answers.map((m) => m.id));
+  await lastRun(page).getByRole('button', { name: 'Previous version' }).click();
+  await lastRun(page).locator('.versions-at', { hasText: '1 / 2' }).waitFor();
+  assert.equal((await messages(false)).at(-1).id, answers[0].id, 'paging moved the server\'s active branch');
+  await lastRun(page).getByRole('button', { name: 'Next version' }).click();
+  await lastRun(page).locator('.versions-at', { hasText: '2 / 2' }).waitFor();
 
   await reloadAndCompare(page, 'the whole conversation', () => finished(page));
   await shot(page, 'reload-fidelity');

@@ -134,29 +134,6 @@ export function sseParser(emit) {
   };
 }
 
-/**
- * launch POSTs a request that starts a run and answers with its stream, and
- * returns the run's and conversation's ids from the response headers
- * without reading the stream: a run goes on when its client leaves, and the
- * caller follows it with stream() on the run's native events. (Regenerate
- * is served by the AI SDK format only; its ids are in X-Run-ID and
- * X-Conversation-ID.)
- * @param {string} path
- * @param {any} body
- * @returns {Promise<{runId: string, conversationId: string}>}
- */
-export async function launch(path, body) {
-  const res = await fetch(path, {
-    method: 'POST',
-    headers: headers({ 'Content-Type': 'application/json', Accept: 'text/event-stream' }),
-    body: JSON.stringify(body),
-  });
-  if (!res.ok) throw await failure(res);
-  const ids = { runId: res.headers.get('X-Run-ID') || '', conversationId: res.headers.get('X-Conversation-ID') || '' };
-  await res.body?.cancel().catch(() => {});
-  return ids;
-}
-
 /** providers lists the OpenID providers the console may sign in with (no token needed). */
 export async function providers() {
   const res = await fetch('/v1/auth/providers');

@@ -11,11 +11,11 @@
 // deltas merged, and the id of the last one), so a reload redraws it and
 // reattaches with Last-Event-ID: nothing is drawn twice, nothing is missed.
 
-import { api, stream, launch, token, setToken, providers, ApiError } from './api.js';
+import { api, stream, token, setToken, providers, ApiError } from './api.js';
 import * as oidc from './oidc.js';
 import { h, $ } from './dom.js';
 import { t, lang, setLang, apply as applyLang, dateTime } from './i18n.js';
-import { RunView, framesFromMessages, toolLabel } from './run.js';
+import { RunView, framesFromMessages, toolLabel, versionPager } from './run.js';
 import { TimelineView } from './timeline.js';
 import { loadAgents, agents, agentsEnabled, defaultAgentId, picker, starters, agentLabel, agentName, ensureAgents, BUILT_IN } from './agents.js';
 import { AgentsView } from './agent-editor.js';
@@ -395,7 +395,8 @@ function timelineHref(runId) {
 }
 
 function newRunView() {
-  return new RunView({ interactive: true, onDecide: decide, timelineHref, agentLabel, onRegenerate: (id) => regenerate(id).catch(fail) });
+  return new RunView({ interactive: true, onDecide: decide, timelineHref, agentLabel, onRegenerate: (id) => regenerate(id).catch(fail),
+    onPage: (id, back) => showVersion(id, back).catch(fail), onFeedback: rate });
 }
 
 // welcome is a new chat: the choice of agent (when the tenant has agents of
@@ -433,7 +434,7 @@ function drawChatAgent(conv) {
   el.textContent = el.hidden ? '' : t('agents.chatAgent', { name: agentName(id) });
 }
 
-async function openConversation(id, { force = false } = {}) {
+async function openConversation(id, { force = false, focus = null } = {}) {
   const seq = ++state.openSeq;
   if (state.live && (state.live.conversationId !== id || force)) detach();
   state.currentId = id;
@@ -460,7 +461,10 @@ async function openConversation(id, { force = false } = {}) {
   // answer, a failed tool) and the newest run, which may still be going: read
   // their status. The others answered, so they succeeded.
   const lastRunId = [...messages].reverse().find((m) => m.runId)?.runId;
-  const ask = [...new Set(groups.filter((g) => g.runId && (recent.has(g.runId) || g.runId === lastRunId || unclear(g))).map((g) => g.runId))];
+  // A regenerate going on has stored nothing yet on the branch: this tab's
+  // mirror of it names it.
+  const mirrored = mirroredRuns(id);
+  const ask = [...new Set([...groups.filter((g) => g.runId && (recent.has(g.runId) || g.runId === lastRunId || unclear(g))).map((g) => g.runId), ...mirrored])];
   const runs = new Map();
   for (let i = 0; i < ask.length; i += 8) {
     const got = await Promise.all(ask.slice(i, i + 8).map((r) => api(`/v1/agent/runs/${r}`).catch(() => null)));
@@ -469,32 +473,65 @@ async function openConversation(id, { force = false } = {}) {
   await ensureAgents([conv.agentId, ...[...runs.values()].map((r) => r.agentId)]).catch(() => {});
   if (seq !== state.openSeq) return;
   drawChatAgent(conv);
-  const last = runs.get(lastRunId);
-  const active = last && ['queued', 'running', 'awaiting_input'].includes(last.status) ? last : null;
+  const active = [lastRunId, ...mirrored].map((r) => runs.get(r)).find((r) => r && ['queued', 'running', 'awaiting_input'].includes(r.status)) ?? null;
   forgetFinished(id, active?.id);
   const nodes = [];
-  for (const group of groups) {
-    const users = group.messages.filter((x) => x.role === 'user');
-    const replaces = users.map((u) => u.metadata?.regenerates).find(Boolean);
-    let skipUser = false;
-    if (replaces) skipUser = foldReplaced(nodes, replaces, users[0]?.content);
-    if (!skipUser) for (const m of users) nodes.push(userBubble(m.content, group.runId));
-    if (active && group.runId === active.id) continue;
-    const rest = group.messages.filter((x) => x.role !== 'user');
-    if (!group.runId && !rest.length) continue;
+  const turns = turnsOf(groups);
+  for (const turn of turns) {
+    for (const m of turn.users) nodes.push(userBubble(m.content, turn.userRunId, m.id), userTools(m));
+    // The active run draws itself (attach), also when it answers a question
+    // again and has stored nothing yet.
+    if (active && (turn.runId === active.id || (turn === turns.at(-1) && !turn.rest.length))) continue;
+    if (!turn.runId && !turn.rest.length) continue;
     const view = newRunView();
     view.opt.interactive = false;
-    for (const f of framesFromMessages(group.runId, rest)) view.apply(f);
-    const run = runs.get(group.runId);
+    for (const f of framesFromMessages(turn.runId, turn.rest)) view.apply(f);
+    const run = runs.get(turn.runId);
     if (run?.agentId) view.setAgent(run.agentId, run.agentVersion);
-    else if (bound && group.runId) view.setAgent(conv.agentId, 0);
-    view.end(run ? run.status : group.runId ? 'succeeded' : '', run?.error ?? null);
+    else if (bound && turn.runId) view.setAgent(conv.agentId, 0);
+    if (turn.anchor) view.setVersions(turn.anchor.siblingIds, turn.anchor.id);
+    const answer = turn.rest.findLast((x) => x.role === 'assistant' && x.feedback);
+    if (answer) view.setFeedback(answer.id, answer.feedback);
+    view.end(run ? run.status : turn.runId ? 'succeeded' : '', run?.error ?? null);
     nodes.push(view.el);
   }
   box.replaceChildren(...nodes);
   markLatest();
-  scrollDown();
+  if (focus) focusPager(focus);
+  else scrollDown();
   if (active) attach(active.id, id).catch(fail);
+}
+
+// turnsOf joins the active branch's runs into turns: a question (the user
+// messages) and the run that answers it. A regenerated answer's run adds no
+// user message, so it follows its question's run, whose own answer is on
+// another branch (or was never stored: a failed run retried); such a
+// question takes the later run. (A conversation stored before the tree
+// repeated the question for a regenerate: migrated, the repeat is a second
+// version of the question, with its pager.)
+function turnsOf(groups) {
+  const turns = [];
+  for (const g of groups) {
+    const users = g.messages.filter((x) => x.role === 'user');
+    const rest = g.messages.filter((x) => x.role !== 'user');
+    const prev = turns.at(-1);
+    if (!users.length && prev?.users.length && !prev.rest.length) {
+      Object.assign(prev, { runId: g.runId, rest, anchor: rest[0] });
+      continue;
+    }
+    turns.push({ users, userRunId: g.runId, runId: g.runId, rest, anchor: rest[0] });
+  }
+  return turns;
+}
+
+// focusPager brings the pager of a version just shown into view, with
+// focus on the button that was pressed (or its other one, now at an end).
+function focusPager({ messageId, back }) {
+  const p = $('messages').querySelector(`.versions[data-message-id="${CSS.escape(messageId)}"]`);
+  if (!p) return scrollDown();
+  p.scrollIntoView({ block: 'nearest' });
+  const [prev, next] = p.querySelectorAll('button');
+  ((back && !prev.disabled) || next.disabled ? prev : next).focus({ preventScroll: true });
 }
 
 // unclear: a run's messages end without a complete answer, or hold a failed tool.
@@ -503,25 +540,6 @@ function unclear(g) {
   const last = rest.at(-1);
   const complete = last?.role === 'assistant' && !last.metadata?.toolCalls?.length && !last.metadata?.partial;
   return !complete || rest.some((m) => m.role === 'tool' && !['success', 'partial'].includes(m.metadata?.status));
-}
-
-// foldReplaced folds the drawn exchange of run replaced, and everything after
-// it, into an "earlier answer" (a regenerate or an edit replaced them). It
-// returns whether the new question repeats the replaced one, which then
-// stays in view and is not drawn again.
-function foldReplaced(nodes, replaced, question) {
-  const i = nodes.findIndex((n) => n.dataset?.runId === replaced);
-  if (i < 0) return false;
-  const same = nodes[i].classList.contains('user') && nodes[i].textContent === question;
-  const from = same ? i + 1 : i;
-  const old = nodes.splice(from);
-  if (old.length) nodes.push(earlier(old));
-  return same;
-}
-
-function earlier(nodes) {
-  for (const n of nodes) n.querySelectorAll?.('.regenerate').forEach((b) => b.remove());
-  return h('details', { class: 'earlier' }, h('summary', {}, t('run.earlier')), nodes);
 }
 
 async function allMessages(id) {
@@ -551,8 +569,30 @@ function groupByRun(messages) {
   return groups;
 }
 
-function userBubble(text, runId = '') {
-  return h('div', { class: 'msg user', 'data-run-id': runId || false }, text);
+function userBubble(text, runId = '', messageId = '') {
+  return h('div', { class: 'msg user', 'data-run-id': runId || false, 'data-message-id': messageId || false }, text);
+}
+
+// userTools is the row under a question: its versions (edits) and Edit,
+// which waits for the message's id when the question was just sent.
+function userTools(m) {
+  const edit = h('button', { type: 'button', class: 'ghost small edit', 'aria-label': t('msg.editLabel'), title: t('msg.editLabel'),
+    onclick: (e) => startEdit(e.currentTarget.closest('.msg-tools')) }, t('msg.edit'));
+  edit.hidden = !m.id;
+  const pager = m.siblingIds?.length > 1 ? versionPager(m.siblingIds, m.id, (id, back) => showVersion(id, back).catch(fail)) : null;
+  return h('div', { class: 'msg-tools', 'data-message-id': m.id || false }, pager, edit);
+}
+
+// named gives a just-sent question its stored id (agent.start's
+// userMessageId), which Edit needs.
+function named(bubble, id) {
+  if (!bubble || !id) return;
+  bubble.dataset.messageId = id;
+  const tools = bubble.nextElementSibling;
+  if (tools?.classList.contains('msg-tools')) {
+    tools.dataset.messageId = id;
+    tools.querySelector('.edit').hidden = false;
+  }
 }
 
 function scrollDown() {
@@ -564,17 +604,20 @@ function scrollDown() {
 }
 
 // markLatest keeps Regenerate (or Retry) on the newest answer only, and on
-// none while a run is going.
+// none while a run is going; while one goes, no question can be edited and
+// no other version shown either.
 function markLatest() {
-  const runs = [...$('messages').querySelectorAll(':scope > .run')];
+  const box = $('messages');
+  const runs = [...box.querySelectorAll(':scope > .run')];
   runs.forEach((r, i) => r.querySelectorAll('.regenerate').forEach((b) => (b.hidden = Boolean(state.live) || i !== runs.length - 1)));
+  for (const b of box.querySelectorAll('.msg-tools .edit, .versions button')) b.disabled = Boolean(state.live) || b.dataset.edge === 'true';
 }
 
 // --- live runs ---------------------------------------------------------------------
 
 function saveLive(live) {
   try {
-    sessionStorage.setItem(LIVE_PREFIX + live.runId, JSON.stringify({ conversationId: live.conversationId, lastEventId: live.lastEventId, frames: live.frames }));
+    sessionStorage.setItem(LIVE_PREFIX + live.runId, JSON.stringify({ conversationId: live.conversationId, lastEventId: live.lastEventId, frames: live.frames, steering: live.steering }));
   } catch {
     // storage full: a reload then replays the run from its start instead
   }
@@ -590,6 +633,12 @@ function loadLive(runId) {
 
 function forgetLive(runId) {
   sessionStorage.removeItem(LIVE_PREFIX + runId);
+}
+
+// mirroredRuns are the runs of a conversation this tab mirrors.
+function mirroredRuns(conversationId) {
+  return Object.keys(sessionStorage).filter((k) => k.startsWith(LIVE_PREFIX)).map((k) => k.slice(LIVE_PREFIX.length))
+    .filter((r) => loadLive(r)?.conversationId === conversationId);
 }
 
 // forgetFinished drops the mirrors of a conversation's runs that have ended
@@ -649,7 +698,10 @@ async function follow(live, path, init) {
     record(live, f);
     if (f.event === 'ping') return;
     live.view.apply(f);
-    if (f.event === 'agent.start' && live.bubble) live.bubble.dataset.runId = f.data.runId;
+    if (f.event === 'agent.start' && live.bubble) {
+      live.bubble.dataset.runId = f.data.runId;
+      named(live.bubble, f.data.userMessageId);
+    }
     if (f.event === 'tool.awaiting_input') say(t('status.waiting', { tool: toolLabel(f.data.name) }));
     if (f.event === 'tool.state' && f.data.status === 'running') say('');
     if (f.event === 'agent.delta' && $('status').textContent === t('status.thinking')) say('');
@@ -676,6 +728,8 @@ async function follow(live, path, init) {
   state.live = null;
   setRunning(false);
   loadConversations(true).catch(fail);
+  // An edit or a regenerate made a new version: the history draws its pager.
+  if (live.steering && state.currentId === live.conversationId) await openConversation(live.conversationId, { force: true });
 }
 
 // nearBottom: the reader is at the end of the thread, so new text scrolls it
@@ -690,10 +744,11 @@ async function send(input) {
     say(t('status.busy'), true);
     return;
   }
+  state.openSeq++; // a redraw still loading would wipe what is drawn now
   const box = $('messages');
   if (!state.currentId) box.replaceChildren();
   const bubble = userBubble(input);
-  box.append(bubble);
+  box.append(bubble, userTools({}));
   const live = { runId: '', conversationId: state.currentId, view: newRunView(), abort: new AbortController(), lastEventId: '', frames: [], bubble };
   box.append(live.view.el);
   scrollDown();
@@ -723,22 +778,122 @@ async function send(input) {
 }
 
 // regenerate answers the question of run runId again (Retry on a failed
-// run): the old answer is folded as an earlier answer, and the new run,
-// started through the API's regenerate (the AI SDK request of today's API),
-// is followed on its native events.
+// run) with the native regenerate: the new answer is a sibling of the old
+// one in the conversation's tree, which stays reachable from the new
+// answer's pager. The question keeps its place; what followed the old
+// answer leaves the view with it (it is on the old branch).
 async function regenerate(runId) {
   if (state.live) {
     say(t('status.busy'), true);
     return;
   }
-  const convId = state.currentId;
-  const { runId: newRun } = await launch('/v1/agent/chat?format=vercel-ai',
-    { conversationId: convId, trigger: 'regenerate-message', messageId: runId });
+  const box = $('messages');
+  const el = [...box.querySelectorAll(':scope > .run')].find((n) => n.dataset.runId === runId);
+  const question = questionOf(el);
+  if (!question) return;
+  await steer({ conversationId: state.currentId, regenerate: { messageId: question } }, el);
+}
+
+// questionOf is the id of the question a drawn run answers.
+function questionOf(el) {
+  for (let n = el?.previousElementSibling; n; n = n.previousElementSibling) {
+    if (n.classList.contains('user')) return n.dataset.messageId || '';
+  }
+  return '';
+}
+
+// startEdit opens the question above tools in an editor; sending it asks
+// the native edit, a new version of the question (its sibling in the tree)
+// answered afresh, the old one reachable from the new one's pager.
+function startEdit(tools) {
+  if (state.live || !tools?.dataset.messageId) return;
+  const bubble = tools.previousElementSibling;
+  const id = tools.dataset.messageId;
+  const input = h('textarea', { class: 'edit-input', rows: 3, 'aria-label': t('msg.editLabel') });
+  input.value = bubble.textContent;
+  const close = () => {
+    form.remove();
+    bubble.hidden = false;
+    tools.hidden = false;
+    tools.querySelector('.edit').focus();
+  };
+  const form = h('form', { class: 'msg-edit' }, input,
+    h('div', { class: 'msg-edit-buttons' },
+      h('button', { type: 'button', class: 'small', onclick: close }, t('msg.editCancel')),
+      h('button', { type: 'submit', class: 'small primary' }, t('msg.editSend'))));
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    const text = input.value.trim();
+    if (!text || state.live) return;
+    const next = userBubble(text);
+    bubble.before(next, userTools({}));
+    steer({ conversationId: state.currentId, edit: { messageId: id, input: text } }, bubble, next).catch(fail);
+  });
+  input.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      form.requestSubmit();
+    } else if (e.key === 'Escape') {
+      e.stopPropagation();
+      close();
+    }
+  });
+  bubble.hidden = true;
+  tools.hidden = true;
+  tools.after(form);
+  input.focus();
+  input.setSelectionRange(input.value.length, input.value.length);
+}
+
+// steer starts an edit or a regenerate (body) and follows its run in place
+// of the drawn thread from el on (that branch leaves the view); bubble is
+// an edit's new question. When the run ends, the history is drawn again
+// with the new version's pager.
+async function steer(body, el, bubble = null) {
+  state.openSeq++;
   const box = $('messages');
   const nodes = [...box.children];
-  const i = nodes.findIndex((n) => n.classList.contains('run') && n.dataset.runId === runId);
-  if (i >= 0) box.append(earlier(nodes.slice(i)));
-  await attach(newRun, convId);
+  const from = nodes.indexOf(el);
+  if (from >= 0) for (const n of nodes.slice(from)) n.remove();
+  const live = { runId: '', conversationId: state.currentId, view: newRunView(), abort: new AbortController(), lastEventId: '', frames: [], bubble, steering: true };
+  box.append(live.view.el);
+  scrollDown();
+  state.live = live;
+  setRunning(true);
+  say(t('status.thinking'));
+  try {
+    await follow(live, '/v1/agent/chat', {
+      method: 'POST', body,
+      onOpen: (res) => {
+        live.runId = res.headers.get('X-Run-ID') || live.runId;
+        if (live.stopAsked && live.runId) stop().catch(fail);
+      },
+    });
+  } catch (e) {
+    if (state.live === live) {
+      state.live = null;
+      setRunning(false);
+      await openConversation(live.conversationId, { force: true }).catch(() => {});
+    }
+    throw e;
+  }
+}
+
+// showVersion switches the conversation to the branch through messageId
+// (a version of a question or an answer) and draws that branch.
+async function showVersion(messageId, back) {
+  if (state.live) return;
+  await api(`/v1/conversations/${state.currentId}/active`, { method: 'PUT', body: { messageId } });
+  await openConversation(state.currentId, { force: true, focus: { messageId, back } });
+}
+
+// rate gives (or with null withdraws) the owner's feedback on an answer.
+async function rate(messageId, f) {
+  if (!f) {
+    await api(`/v1/messages/${messageId}/feedback`, { method: 'DELETE' });
+    return null;
+  }
+  return api(`/v1/messages/${messageId}/feedback`, { method: 'PUT', body: f });
 }
 
 // attach follows a run that is already going: from the mirror of this tab
@@ -750,6 +905,7 @@ async function attach(runId, conversationId) {
   const saved = loadLive(runId);
   const live = { runId, conversationId, view: newRunView(), abort: new AbortController(), lastEventId: '', frames: [] };
   if (saved) {
+    live.steering = saved.steering;
     live.frames = saved.frames;
     live.lastEventId = saved.lastEventId;
     for (const f of saved.frames) live.view.apply(f);

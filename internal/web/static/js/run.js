@@ -33,6 +33,8 @@ export class RunView {
    * @param {{interactive?: boolean,
    *   onDecide?: (c: {confirmationId: string, decision: string, args?: object, reason?: string}) => Promise<void>,
    *   onRegenerate?: (runId: string, failed: boolean) => void,
+   *   onPage?: (messageId: string, back: boolean) => void,
+   *   onFeedback?: (messageId: string, f: {rating: string, comment?: string} | null) => Promise<object | null>,
    *   timelineHref?: (runId: string) => string,
    *   agentLabel?: (agentId: string, version: number) => string}} opt
    */
@@ -48,6 +50,24 @@ export class RunView {
     this.retrievals = 0;
     this.agentId = '';
     this.agentVersion = 0;
+    this.versions = null; // {ids, current}: the answer's versions (its siblings in the tree)
+    this.rating = null; // {messageId, rating, comment}: the owner's feedback on the answer
+  }
+
+  /**
+   * setVersions names the versions of this answer (the ids of its siblings
+   * in the conversation's tree, itself included) so the foot pages between
+   * them; one version draws no pager.
+   */
+  setVersions(ids, current) {
+    this.versions = ids?.length > 1 ? { ids, current } : null;
+    if (this.foot) this.drawVersions();
+  }
+
+  /** setFeedback shows the owner's stored rating of the answer message. */
+  setFeedback(messageId, f) {
+    this.rating = f ? { messageId, rating: f.rating, comment: f.comment ?? '' } : null;
+    if (this.foot) this.drawFeedback();
   }
 
   /** setAgent shows which agent (and version) answered, when opt.agentLabel names it. */
@@ -284,11 +304,14 @@ export class RunView {
       const agent = h('span', { class: 'run-agent' });
       const status = h('span', { class: 'run-status' });
       const error = h('span', { class: 'run-error error' });
+      const versions = h('span', { class: 'run-versions' });
       const actions = h('span', { class: 'run-actions' });
+      const feedback = h('span', { class: 'run-feedback' });
       const link = h('a', { class: 'timeline-link' });
+      const note = h('div', { class: 'feedback-note' });
       link.hidden = true;
-      this.foot = h('div', { class: 'run-foot' }, agent, status, error, actions, link);
-      Object.assign(this.foot, { agent, status, error, actions, link });
+      this.foot = h('div', { class: 'run-foot' }, agent, status, error, versions, actions, feedback, link, note);
+      Object.assign(this.foot, { agent, status, error, versions, actions, feedback, link, note });
       this.el.append(this.foot);
     }
     return this.foot;
@@ -322,12 +345,91 @@ export class RunView {
       f.link.textContent = t('run.timeline');
       f.link.hidden = false;
     }
+    this.drawVersions();
+    this.drawFeedback();
+  }
+
+  drawVersions() {
+    const v = this.versions;
+    this.foot.versions.replaceChildren(v && this.opt.onPage ? versionPager(v.ids, v.current, this.opt.onPage) : '');
+  }
+
+  /** answerId is the id of the run's last answer message ('' before one). */
+  answerId() {
+    const keys = [...this.segments.keys()].filter((k) => k.startsWith('t:'));
+    return keys.length ? keys.at(-1).slice(2) : '';
+  }
+
+  // drawFeedback draws thumbs up and down on a finished answer: pressing
+  // one rates it (pressing it again withdraws the rating) and offers a
+  // comment; a given comment is shown under the answer.
+  drawFeedback(editing = false) {
+    const f = this.foot;
+    const id = this.answerId();
+    f.feedback.replaceChildren();
+    f.note.replaceChildren();
+    if (!this.opt.onFeedback || !id || !['succeeded', 'cancelled', 'failed'].includes(this.status)) return;
+    const r = this.rating?.messageId === id ? this.rating : null;
+    const save = async (next) => {
+      try {
+        const got = await this.opt.onFeedback(id, next);
+        this.rating = got ? { messageId: id, rating: got.rating, comment: got.comment ?? '' } : null;
+        this.drawFeedback(Boolean(got) && next?.comment === undefined);
+      } catch (e) {
+        f.note.replaceChildren(h('p', { class: 'error', role: 'alert' }, e.message));
+      }
+    };
+    for (const rating of ['up', 'down']) {
+      const on = r?.rating === rating;
+      f.feedback.append(h('button', { type: 'button', class: `ghost small icon thumb ${rating}`, 'aria-pressed': String(on),
+        'aria-label': t(`feedback.${rating}`), title: t(`feedback.${rating}`),
+        onclick: () => save(on ? null : { rating }) }));
+    }
+    if (r && editing) {
+      const inputId = `comment-${id}`;
+      const input = h('input', { type: 'text', id: inputId, maxlength: 2000, autocomplete: 'off', placeholder: t('feedback.commentHint'), value: r.comment });
+      const form = h('form', { class: 'feedback-form', onsubmit: (e) => {
+        e.preventDefault();
+        save({ rating: r.rating, comment: input.value.trim() });
+      } },
+      h('label', { for: inputId }, t('feedback.comment')), input,
+      h('button', { type: 'submit', class: 'small primary' }, t('feedback.save')),
+      h('button', { type: 'button', class: 'small ghost', onclick: () => this.drawFeedback() }, t('feedback.close')));
+      input.addEventListener('keydown', (e) => {
+        if (e.key === 'Escape') {
+          e.stopPropagation();
+          this.drawFeedback();
+        }
+      });
+      f.note.append(form);
+      input.focus();
+    } else if (r?.comment) {
+      f.note.append(h('p', { class: 'feedback-comment muted' }, t('feedback.yours', { comment: r.comment })));
+    }
   }
 
   /** text is the Markdown of the answer so far (all answer segments). */
   text() {
     return [...this.segments.entries()].filter(([k]) => k.startsWith('t:')).map(([, s]) => s.raw).join('\n\n');
   }
+}
+
+/**
+ * versionPager is "< 2 / 3 >" between the versions of a message (its
+ * siblings in the conversation's tree, oldest first): onPage gets the id of
+ * the version to show.
+ */
+export function versionPager(ids, current, onPage) {
+  const i = Math.max(0, ids.indexOf(current));
+  const step = (d, cls, label, glyph) => {
+    const edge = i + d < 0 || i + d >= ids.length;
+    return h('button', { type: 'button', class: `ghost small icon ${cls}`, 'aria-label': t(label), title: t(label),
+      disabled: edge, 'data-edge': String(edge), onclick: () => onPage(ids[i + d], d < 0) }, h('span', { 'aria-hidden': 'true' }, glyph));
+  };
+  return h('span', { class: 'versions', role: 'group', 'aria-label': t('versions.position', { n: i + 1, total: ids.length }), 'data-message-id': current },
+    step(-1, 'prev', 'versions.prev', '‹'),
+    h('span', { class: 'versions-at' }, `${i + 1} / ${ids.length}`),
+    step(1, 'next', 'versions.next', '›'));
 }
 
 // formatArgs shows a tool's arguments for people: an object as its keys and
