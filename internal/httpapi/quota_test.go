@@ -247,13 +247,23 @@ func TestMonthCostIsTheSumOfItsRuns(t *testing.T) {
 // TestQuotaRefusalOnEverySurface: each surface shows a spent budget its
 // own way. A run that spends the tenant's tokens for the day in its first
 // model call stops before its second with the format's error and failed
-// end (quota_exceeded, a message naming the limit); the next start on the
-// same surface is a JSON 429 quota_exceeded before any stream.
+// end (quota_exceeded, a message naming the limit), which carries the
+// usage the usage API recorded for the run; the next start on the same
+// surface is a JSON 429 quota_exceeded before any stream.
 func TestQuotaRefusalOnEverySurface(t *testing.T) {
 	t.Parallel()
 	const prompt = "what time is it in Tokyo?" // a tool call first, then an answer
 	o := options{limits: usage.Policy{TokensPerDay: 1}}
 	named := regexp.MustCompile(`this workspace's limit of 1 tokens per day is reached; it resets at `)
+	// recorded checks that a failed run's end carried the usage the usage
+	// API recorded for it (the only run of the day).
+	recorded := func(e *env, surface string, in, out any) {
+		t.Helper()
+		tot := e.call(req{method: "GET", path: "/v1/usage", token: alice}, http.StatusOK)["total"].(map[string]any)
+		if tot["runs"] != float64(1) || number(in) != tot["inputTokens"] || number(out) != tot["outputTokens"] {
+			t.Errorf("%s: the failed end carries %v in / %v out; the usage API recorded %v", surface, in, out, tot)
+		}
+	}
 	refusedAfter := func(e *env, r req) {
 		t.Helper()
 		errObj := e.apiError(r, http.StatusTooManyRequests, "quota_exceeded")
@@ -271,6 +281,8 @@ func TestQuotaRefusalOnEverySurface(t *testing.T) {
 			!named.MatchString(fmt.Sprint(errFrame.Data["message"])) {
 			t.Errorf("native: error %v, end %v", errFrame.Data, end.Data)
 		}
+		u, _ := last(fs).Data["usage"].(map[string]any)
+		recorded(e, "native", u["inputTokens"], u["outputTokens"])
 		refusedAfter(e, req{method: "POST", path: "/v1/agent/chat", token: alice, body: map[string]any{"input": "hi"}})
 	})
 
@@ -282,6 +294,12 @@ func TestQuotaRefusalOnEverySurface(t *testing.T) {
 		if len(runErr) != 1 || runErr[0].Str("code") != "quota_exceeded" || !named.MatchString(runErr[0].Str("message")) ||
 			len(ofType(evs, "TOOL_CALL_RESULT")) != 1 {
 			t.Errorf("AG-UI: %v", evTypes(evs))
+		}
+		if list, _ := runErr[len(runErr)-1].Data["usage"].([]any); len(list) != 1 {
+			t.Errorf("AG-UI RUN_ERROR usage %v", list)
+		} else {
+			m := list[0].(map[string]any)
+			recorded(e, "AG-UI", m["inputTokens"], m["outputTokens"])
 		}
 		refusedAfter(e, req{method: "POST", path: "/api/v1/agent/runs", token: alice, header: map[string]string{"Accept": "text/event-stream"},
 			body: input("thread-q2", "run-q2", userMsg("msg-q2", "hi"))})
@@ -301,6 +319,9 @@ func TestQuotaRefusalOnEverySurface(t *testing.T) {
 			!slices.Contains(s.types(), "tool-output-available") {
 			t.Errorf("AI SDK: error %q, chunks %v", errText, s.types())
 		}
+		md, _ := s.chunks[len(s.chunks)-1]["messageMetadata"].(map[string]any)
+		u, _ := md["usage"].(map[string]any)
+		recorded(e, "AI SDK", u["inputTokens"], u["outputTokens"])
 		refusedAfter(e, req{method: "POST", path: uiPath, token: alice, body: transportBody("chat-q2", "submit-message", "", userMessage("u2", "hi"))})
 	})
 
@@ -313,6 +334,8 @@ func TestQuotaRefusalOnEverySurface(t *testing.T) {
 			fs[len(fs)-1].Event != "done" || fs[len(fs)-1].Data["status"] != "failed" || indexOf(fs, "tool_result") < 0 {
 			t.Errorf("observable: %v", frameNames(fs))
 		}
+		u, _ := fs[len(fs)-1].Data["usage"].(map[string]any)
+		recorded(e, "observable", u["inputTokens"], u["outputTokens"])
 		refusedAfter(e, req{method: "POST", path: "/v1/agent/chat?format=conversation", token: alice, body: map[string]any{"input": "hi"}})
 	})
 
