@@ -163,3 +163,23 @@ export async function fileBlob(id) {
   if (!res.ok) throw await failure(res);
   return res.blob();
 }
+
+/**
+ * download reads a file the API answers (the usage CSV, say) with the
+ * token in the header, and hands it to the browser to save as name (an
+ * object URL on this origin: the token is never put in a URL).
+ */
+export async function download(path, name) {
+  const res = await fetch(path, { headers: headers() });
+  if (!res.ok) throw await failure(res);
+  const url = URL.createObjectURL(await res.blob());
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  a.hidden = true;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  // The browser has read the URL once the click is handled.
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}

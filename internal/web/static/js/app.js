@@ -20,6 +20,7 @@ import { TimelineView } from './timeline.js';
 import { loadAgents, agents, agentsEnabled, defaultAgentId, picker, starters, agentLabel, agentName, ensureAgents, BUILT_IN } from './agents.js';
 import { AgentsView } from './agent-editor.js';
 import * as attachments from './attach.js';
+import { UsageView } from './usage.js';
 
 const LIVE_PREFIX = 'agentchat.live.';
 const PENDING_EVERY_MS = 2000;
@@ -46,6 +47,7 @@ const state = {
 const timeline = new TimelineView();
 const tray = new attachments.Tray({ tray: $('attach-tray') });
 const agentsView = new AgentsView({ me: () => state.me, onChanged: () => refreshAgents().catch(fail) });
+const usageView = new UsageView({ me: () => state.me });
 
 // --- status line ---------------------------------------------------------------
 
@@ -297,7 +299,7 @@ function setDrawer(open) {
   $('nav-toggle').setAttribute('aria-expanded', String(open));
   $('scrim').hidden = !open;
   const modal = open && phone.matches;
-  for (const id of ['chat', 'timeline', 'agents']) $(id).inert = modal;
+  for (const id of ['chat', 'timeline', 'agents', 'usage']) $(id).inert = modal;
   document.querySelector('header.top').inert = modal;
   if (open) $('new-chat').focus();
   else if (wasOpen && phone.matches) $('nav-toggle').focus();
@@ -314,6 +316,24 @@ async function route() {
   if (!state.me) return;
   if (location.hash && !location.hash.startsWith('#/')) return; // not a route
   if ($('sidebar').classList.contains('open')) setDrawer(false);
+  // The usage view (usage.js) takes the page as the agents view does.
+  const us = location.hash === '#/usage';
+  $('usage').hidden = !us;
+  if (us) $('usage-link').setAttribute('aria-current', 'page');
+  else $('usage-link').removeAttribute('aria-current');
+  if (us) {
+    detach();
+    timeline.stopPlay();
+    agentsView.hide();
+    state.currentId = '';
+    drawConversations();
+    for (const id of ['chat', 'timeline', 'agents']) $(id).hidden = true;
+    $('agents-link').removeAttribute('aria-current');
+    await usageView.show();
+    $('usage-title').focus?.();
+    return;
+  }
+  usageView.hide();
   const ag = /^#\/agents(?:\/([^/]+))?$/.exec(location.hash);
   $('agents').hidden = !ag;
   if (ag) $('agents-link').setAttribute('aria-current', 'page');
@@ -1052,6 +1072,7 @@ function onLanguage() {
   const tl = /^#\/runs\/([^/]+)\/timeline$/.exec(location.hash);
   if (tl) timeline.show(decodeURIComponent(tl[1])).catch(fail);
   else if (!$('agents').hidden) agentsView.redraw();
+  else if (!$('usage').hidden) usageView.redraw();
   else openConversation(state.currentId, { force: true }).catch(fail);
 }
 
