@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,6 +53,10 @@ func TestFailedRunEndIsAWarningWithItsCause(t *testing.T) {
 		"succeed":  {"level": "INFO", "status": "succeeded", "error_code": nil, "error": nil},
 		"takeover": {"level": "WARN", "status": "failed", "error_code": "executor_lost", "by": "takeover"},
 	}
+	// Each end is logged after its status is stored.
+	logs.waitFor(t, 5*time.Second, func(lines []string) bool {
+		return strings.Count(strings.Join(lines, "\n"), `"msg":"run ended"`) >= len(ids)
+	})
 	seen := map[string]bool{}
 	for _, line := range logs.lines() {
 		var rec map[string]any

@@ -26,14 +26,44 @@ var traceIDRe = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 // logCapture keeps JSON log lines.
 type logCapture struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	written chan struct{} // closed and replaced at each write
 }
 
 func (c *logCapture) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.written != nil {
+		close(c.written)
+		c.written = nil
+	}
 	return c.buf.Write(p)
+}
+
+// waitFor waits until ok holds of the lines so far, or fails the test
+// after limit: a line is written after the state change a test can see
+// (a run's end is logged after its status is), so a test that counts lines
+// waits for them.
+func (c *logCapture) waitFor(t *testing.T, limit time.Duration, ok func([]string) bool) {
+	t.Helper()
+	deadline := time.After(limit)
+	for {
+		c.mu.Lock()
+		if c.written == nil {
+			c.written = make(chan struct{})
+		}
+		next := c.written
+		c.mu.Unlock()
+		if ok(c.lines()) {
+			return
+		}
+		select {
+		case <-next:
+		case <-deadline:
+			t.Fatalf("after %s the log still lacks what the test waits for: %q", limit, c.lines())
+		}
+	}
 }
 
 func (c *logCapture) lines() []string {
@@ -90,6 +120,20 @@ func TestRunLogLinesCarryTraceID(t *testing.T) {
 		}
 		traces[id] = r.TraceID
 	}
+	want := map[string]int{
+		"engine line":                         2, // the start and the continuation
+		"run ended":                           2, // the continuation's, and the takeover's
+		"ending a run whose executor stopped": 1,
+	}
+	logs.waitFor(t, 5*time.Second, func(lines []string) bool {
+		n := 0
+		for _, line := range lines {
+			if strings.Contains(line, `"msg":"run ended"`) {
+				n++
+			}
+		}
+		return n >= want["run ended"]
+	})
 	counts := map[string]int{}
 	for _, line := range logs.lines() {
 		var rec map[string]any
@@ -105,11 +149,7 @@ func TestRunLogLinesCarryTraceID(t *testing.T) {
 		}
 		counts[rec["msg"].(string)]++
 	}
-	for msg, want := range map[string]int{
-		"engine line":                         2, // the start and the continuation
-		"run ended":                           2, // the continuation's, and the takeover's
-		"ending a run whose executor stopped": 1,
-	} {
+	for msg, want := range want {
 		if counts[msg] < want {
 			t.Errorf("%d lines %q, want %d (lines: %v)", counts[msg], msg, want, counts)
 		}

@@ -113,8 +113,12 @@ type Encoder struct {
 	paused    bool     // an interrupt ended the AG-UI run; events are held
 	held      []event.Event
 
-	ends    int                     // RUN_FINISHED and RUN_ERROR frames written
-	onFrame func(typ string, v any) // observes every frame (RunIndex)
+	ends int // RUN_FINISHED and RUN_ERROR frames written
+	// unrecorded: a run's error event has been written as RUN_ERROR, and
+	// its end (published once the store has recorded the run's end and
+	// usage) has not come yet.
+	unrecorded bool
+	onFrame    func(typ string, v any) // observes every frame (RunIndex)
 }
 
 type toolCall struct {
@@ -286,11 +290,13 @@ func (e *Encoder) encode(dst []byte, ev event.Event) []byte {
 			return dst
 		}
 		dst = e.ensureRun(dst, ev)
+		e.unrecorded = true
 		if p.Usage != nil {
 			return e.runError(dst, ev, p.Message, p.Code, *p.Usage)
 		}
 		return e.runError(dst, ev, p.Message, p.Code)
 	case event.RunFinishedData:
+		e.unrecorded = false
 		return e.finish(dst, ev, p)
 	}
 	return dst // conversation.created, iteration.started, tool.running
@@ -314,6 +320,11 @@ func (e *Encoder) NameNextRun(id string) { e.nextRunID = id }
 // RUN_ERROR frames written, interrupts included). A stream that carries one
 // AG-UI run compares it before and after each event to know when to close.
 func (e *Encoder) RunsEnded() int { return e.ends }
+
+// EndUnrecorded reports that the last RUN_ERROR came from the run's error
+// event and the run's end has not been encoded yet: the run service
+// publishes the end only once the run's end and usage are stored.
+func (e *Encoder) EndUnrecorded() bool { return e.unrecorded }
 
 // openRun writes RUN_STARTED and starts again the steps an interrupt closed.
 func (e *Encoder) openRun(dst []byte, ev event.Event, runID string) []byte {

@@ -88,8 +88,11 @@ func (x *Exchange) Header() http.Header { return nil }
 func (x *Exchange) Preamble(dst []byte) []byte { return append(dst, x.preamble...) }
 
 // Ended reports, for a run request, that its AG-UI run has ended (finished,
-// interrupted or errored).
-func (x *Exchange) Ended() bool { return x.oneRun && x.RunsEnded() > x.base }
+// interrupted or errored). A run that errored ends the response at its
+// canonical end, which comes after RUN_ERROR with no frame of its own: a
+// client whose response has ended may start its next run at once, and
+// finds the last one's end and usage recorded (its budgets counted).
+func (x *Exchange) Ended() bool { return x.oneRun && x.RunsEnded() > x.base && !x.EndUnrecorded() }
 
 // Idle never ends the response: AG-UI ends a run with a frame.
 func (x *Exchange) Idle(dst []byte) ([]byte, bool) { return dst, false }
