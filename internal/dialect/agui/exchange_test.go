@@ -26,7 +26,7 @@ func TestRunExchangeEndsAtTheRecordedEnd(t *testing.T) {
 	usage := event.Usage{InputTokens: 3, OutputTokens: 4}
 	failed := &event.ErrorInfo{Code: "quota_exceeded", Message: "your limit of 1 tokens per day is reached"}
 
-	x := agui.NewRunExchange("thread-1")
+	x := agui.NewRunExchange(agui.RunAgentInput{ThreadID: "thread-1"})
 	var out []byte
 	for _, e := range []event.Event{
 		ev(1, event.RunStartedData{ConversationID: "conv-1", Input: "hi"}),
@@ -47,7 +47,7 @@ func TestRunExchangeEndsAtTheRecordedEnd(t *testing.T) {
 		t.Fatalf("after the run's end: ended %v, frames added %q", x.Ended(), out[n:])
 	}
 
-	ok := agui.NewRunExchange("thread-2")
+	ok := agui.NewRunExchange(agui.RunAgentInput{ThreadID: "thread-2"})
 	ok.Encode(nil, ev(1, event.RunStartedData{ConversationID: "conv-1", Input: "hi"}))
 	if ok.Encode(nil, ev(2, event.RunFinishedData{Status: event.StatusSucceeded, Usage: usage})); !ok.Ended() {
 		t.Fatal("a run that succeeded did not end its response at RUN_FINISHED")
