@@ -700,7 +700,7 @@ func (s *Service) resolved(tenant, id string, version int, sp Spec) (*engine.Age
 		return nil, fmt.Errorf("%w: %q", ErrModelUnavailable, sp.Model)
 	}
 	out := &engine.Agent{ID: id, Version: version, Model: m, ModelName: sp.Model, Instructions: sp.Instructions, Confirm: sp.Confirm,
-		MaxIterations: sp.MaxIterations, Temperature: sp.Temperature}
+		MaxIterations: sp.MaxIterations, Temperature: sp.Temperature, Multitask: chat.MultitaskStrategy(sp.MultitaskStrategy)}
 	if sp.Tools != nil {
 		out.Tools = &engine.AllowedTools{Names: slices.Clone(*sp.Tools)}
 	}

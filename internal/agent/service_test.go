@@ -142,10 +142,10 @@ func TestResolve(t *testing.T) {
 	f := newFixture(t)
 	s := f.service(t, nil)
 	ctx := context.Background()
-	a := create(t, s, `{"name":"Support","instructions":"v1 instructions","tools":["calculator"],"knowledge":["faq"],"maxIterations":3}`)
+	a := create(t, s, `{"name":"Support","instructions":"v1 instructions","tools":["calculator"],"knowledge":["faq"],"maxIterations":3,"multitaskStrategy":"interrupt"}`)
 	got, err := s.Resolve(ctx, member, Ref{AgentID: a.ID})
 	if err != nil || got.ID != a.ID || got.Version != 1 || got.Instructions != "v1 instructions" || got.Model == nil ||
-		got.Tools == nil || len(got.Tools.Names) != 1 || got.Knowledge[0] != "faq" || got.MaxIterations != 3 {
+		got.Tools == nil || len(got.Tools.Names) != 1 || got.Knowledge[0] != "faq" || got.MaxIterations != 3 || got.Multitask != chat.MultitaskInterrupt {
 		t.Fatalf("resolved %+v, %v", got, err)
 	}
 	if _, err := s.Update(ctx, admin, a.ID, Update{Patch: []byte(`{"instructions":"draft instructions"}`), Draft: true}); err != nil {

@@ -43,6 +43,10 @@ type Spec struct {
 	MaxIterations int `json:"maxIterations,omitempty"`
 	// Temperature is the sampling temperature (0 to 2); nil the provider's.
 	Temperature *float64 `json:"temperature,omitempty"`
+	// MultitaskStrategy is what a new input does, by default, while the
+	// conversation has an active run: reject (omitted), enqueue, interrupt
+	// or rollback (chat.MultitaskStrategy); a request may choose another.
+	MultitaskStrategy string `json:"multitaskStrategy,omitempty"`
 	// Starters are suggested first messages.
 	Starters []string `json:"starters,omitempty"`
 	// Metadata is the client's own, an object kept as it is.
@@ -292,6 +296,9 @@ func (s Spec) Validate(c Catalog, off map[string]bool) error {
 	}
 	if s.MaxIterations < 0 || s.MaxIterations > MaxIterationsBound {
 		return bad("maxIterations", "must be 1 to %d (0 for the server's bound)", MaxIterationsBound)
+	}
+	if _, ok := chat.ParseMultitaskStrategy(s.MultitaskStrategy); !ok {
+		return bad("multitaskStrategy", "must be reject, enqueue, interrupt or rollback")
 	}
 	if t := s.Temperature; t != nil && (math.IsNaN(*t) || *t < 0 || *t > MaxTemperature) {
 		return bad("temperature", "must be 0 to %g", MaxTemperature)

@@ -54,6 +54,7 @@ func TestValidateNamesTheField(t *testing.T) {
 		{`{"name":"a","engine":"openclaw-elsewhere"}`, "engine"},
 		{`{"name":"a","maxIterations":51}`, "maxIterations"},
 		{`{"name":"a","maxIterations":-1}`, "maxIterations"},
+		{`{"name":"a","multitaskStrategy":"later"}`, "multitaskStrategy"},
 		{`{"name":"a","temperature":2.5}`, "temperature"},
 		{`{"name":"a","starters":["","x"]}`, "starters[0]"},
 		{`{"name":"a","starters":["1","2","3","4","5","6","7","8","9"]}`, "starters"},

@@ -47,7 +47,13 @@ type Control struct {
 	RunID          string `json:"runId,omitempty"`
 	ConfirmationID string `json:"confirmationId,omitempty"`
 	AgentID        string `json:"agentId,omitempty"`
+	// Reason, on a cancel, says why: ReasonInterrupt when a new input
+	// interrupted the run (double-texting); "" when a person stopped it.
+	Reason string `json:"reason,omitempty"`
 }
+
+// ReasonInterrupt is a cancel's Reason when a new input interrupts the run.
+const ReasonInterrupt = "interrupt"
 
 // Bus is the live fan-out of events and control messages.
 type Bus interface {

@@ -27,6 +27,9 @@ type AssistantMeta struct {
 	ToolCalls []ToolCall `json:"toolCalls,omitempty"`
 	// Partial marks text kept from a model call that failed midway.
 	Partial bool `json:"partial,omitempty"`
+	// Interrupted marks a partial answer whose run a new input interrupted
+	// (multitaskStrategy interrupt or rollback).
+	Interrupted bool `json:"interrupted,omitempty"`
 	// Answer is the structured final answer (seed 004), when the engine made one.
 	Answer *event.Answer `json:"answer,omitempty"`
 	// Reasoning is the reasoning the model streamed in the call that wrote

@@ -54,8 +54,16 @@ type Config struct {
 
 	// MaxBodyBytes bounds request bodies.
 	MaxBodyBytes int64
-	// FileStorage is where uploaded files live: disk.
+	// FileStorage is where uploaded files live: disk, s3 or postgres;
+	// empty derives it (FileStorageKind).
 	FileStorage string
+	// S3Bucket, S3Endpoint, S3Region, S3Prefix, S3PathStyle,
+	// S3AccessKeyID and S3SecretAccessKey configure the s3 file storage
+	// (s3file.Config); empty endpoint means AWS, empty keys the AWS
+	// default credential chain.
+	S3Bucket, S3Endpoint, S3Region, S3Prefix string
+	S3PathStyle                              bool
+	S3AccessKeyID, S3SecretAccessKey         string
 	// FileRetention is how long an unreferenced upload is kept.
 	FileRetention time.Duration
 	// FileMaxBytes is the largest upload (default 20 MiB).
@@ -288,6 +296,12 @@ func (c Config) Validate() error {
 	if _, err := c.Issuers(); err != nil {
 		errs = append(errs, err)
 	}
+	switch kind, _ := c.StoreKind(); {
+	case c.FileStorageKind() == "s3" && c.S3Bucket == "":
+		errs = append(errs, errors.New("s3-bucket (AGENTCHAT_S3_BUCKET): required with --file-storage s3"))
+	case c.FileStorageKind() == "postgres" && kind != "postgres":
+		errs = append(errs, errors.New("file-storage (AGENTCHAT_FILE_STORAGE): postgres needs a PostgreSQL store (--store postgres://…)"))
+	}
 	if c.LLM == LLMAnthropic && c.AnthropicAPIKey == "" {
 		errs = append(errs, errors.New("anthropic-api-key (ANTHROPIC_API_KEY): required with --llm anthropic"))
 	}
@@ -327,10 +341,17 @@ func (c Config) SQLitePath() string {
 	return filepath.Join(c.DataDir, "agentchat.db")
 }
 
-// FileStorageKind is where uploaded files live: disk (the only backend so far).
+// FileStorageKind is where uploaded files live: the file-storage setting,
+// else s3 when a bucket is set, else postgres when the store is (so two
+// replicas share files with nothing new), else disk.
 func (c Config) FileStorageKind() string {
-	if c.FileStorage == "" {
-		return "disk"
+	switch kind, _ := c.StoreKind(); {
+	case c.FileStorage != "":
+		return c.FileStorage
+	case c.S3Bucket != "":
+		return "s3"
+	case kind == "postgres":
+		return "postgres"
 	}
-	return c.FileStorage
+	return "disk"
 }

@@ -71,6 +71,10 @@ func TestValidateNamesTheField(t *testing.T) {
 		"lease-ttl":         {"AGENTCHAT_LEASE_TTL": "10ms"},
 		"bus-prefix":        {"AGENTCHAT_BUS_PREFIX": "a {b}"},
 		"history-time-zone": {"AGENTCHAT_HISTORY_TIME_ZONE": "Mars/Olympus"},
+		"file-storage":      {"AGENTCHAT_FILE_STORAGE": "ftp"},
+		"s3-bucket":         {"AGENTCHAT_FILE_STORAGE": "s3"},
+		"s3-endpoint":       {"AGENTCHAT_S3_ENDPOINT": "minio:9000"},
+		"s3-prefix":         {"AGENTCHAT_S3_PREFIX": "../up"},
 	}
 	for field, vars := range tests {
 		_, err := Load("serve", nil, env(vars), io.Discard)
@@ -128,5 +132,37 @@ func TestTokenRoles(t *testing.T) {
 		{Token: "t3", Tenant: "acme", User: "bob", Role: chat.Member}}
 	if !slices.Equal(c.Tokens, want) {
 		t.Errorf("tokens %+v, want %+v", c.Tokens, want)
+	}
+}
+
+// The file storage follows the deployment unless named: a bucket means s3,
+// a PostgreSQL store postgres (replicas share files with nothing new),
+// else the data directory.
+func TestFileStorageKind(t *testing.T) {
+	t.Parallel()
+	const pg = "postgres://u@db/agentchat"
+	tests := []struct {
+		vars map[string]string
+		want string
+	}{
+		{nil, "disk"},
+		{map[string]string{"AGENTCHAT_STORE": pg}, "postgres"},
+		{map[string]string{"AGENTCHAT_STORE": pg, "AGENTCHAT_S3_BUCKET": "b"}, "s3"},
+		{map[string]string{"AGENTCHAT_S3_BUCKET": "b"}, "s3"},
+		{map[string]string{"AGENTCHAT_STORE": pg, "AGENTCHAT_FILE_STORAGE": "disk"}, "disk"},
+		{map[string]string{"AGENTCHAT_STORE": pg, "AGENTCHAT_S3_BUCKET": "b", "AGENTCHAT_FILE_STORAGE": "postgres"}, "postgres"},
+	}
+	for _, tt := range tests {
+		c, err := Load("serve", nil, env(tt.vars), io.Discard)
+		if err != nil {
+			t.Fatalf("%v: %v", tt.vars, err)
+		}
+		if got := c.FileStorageKind(); got != tt.want {
+			t.Errorf("%v: file storage %q, want %q", tt.vars, got, tt.want)
+		}
+	}
+	_, err := Load("serve", nil, env(map[string]string{"AGENTCHAT_FILE_STORAGE": "postgres"}), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "PostgreSQL store") {
+		t.Errorf("postgres file storage on SQLite: %v", err)
 	}
 }

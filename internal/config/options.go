@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"mime"
+	"net/url"
 	"strings"
 	"time"
 
@@ -215,8 +216,22 @@ var options = []option{
 		value: duration(func(c *Config) *time.Duration { return &c.LeaseTTL }, run.DefaultLeaseTTL, atLeast(500*time.Millisecond))},
 	{name: "run-retention", env: "AGENTCHAT_RUN_RETENTION", group: GroupStorage, help: "how long finished runs and timelines are kept",
 		value: duration(func(c *Config) *time.Duration { return &c.RunRetention }, run.DefaultRunRetention, atLeast(time.Duration(0)))},
-	{name: "file-storage", env: "AGENTCHAT_FILE_STORAGE", group: GroupStorage, help: "where uploaded files' bytes live: disk (the data directory's files/); the S3 and PostgreSQL backends are not built yet",
-		value: text(func(c *Config) *string { return &c.FileStorage }, "disk", checkFileStorage)},
+	{name: "file-storage", env: "AGENTCHAT_FILE_STORAGE", group: GroupStorage, help: "where uploaded files' bytes live: disk (the data directory's files/), s3 (an S3-compatible bucket, the s3-* settings) or postgres (the store's database, for replicas sharing PostgreSQL)",
+		value: choice(func(c *Config) *string { return &c.FileStorage }, "", "disk", "s3", "postgres").shows("s3 when s3-bucket is set, else postgres with a PostgreSQL store, else disk")},
+	{name: "s3-bucket", env: "AGENTCHAT_S3_BUCKET", group: GroupStorage, help: "bucket of the s3 file storage; it must exist",
+		value: text(func(c *Config) *string { return &c.S3Bucket }, "").shows("none")},
+	{name: "s3-endpoint", env: "AGENTCHAT_S3_ENDPOINT", group: GroupStorage, help: "URL of an S3-compatible store (MinIO, Cloudflare R2, Alibaba OSS, …)",
+		value: text(func(c *Config) *string { return &c.S3Endpoint }, "", checkS3Endpoint).shows("AWS S3")},
+	{name: "s3-region", env: "AGENTCHAT_S3_REGION", group: GroupStorage, help: "region of the bucket",
+		value: text(func(c *Config) *string { return &c.S3Region }, "").shows("AWS_REGION, else us-east-1")},
+	{name: "s3-prefix", env: "AGENTCHAT_S3_PREFIX", group: GroupStorage, help: "prefix of the objects' keys, so a bucket can hold other things (e.g. agentchat/files/)",
+		value: text(func(c *Config) *string { return &c.S3Prefix }, "", checkS3Prefix).shows("none")},
+	{name: "s3-path-style", env: "AGENTCHAT_S3_PATH_STYLE", group: GroupStorage, help: "address the bucket in the URL's path (endpoint/bucket/key), as MinIO and most self-hosted stores need, not as a subdomain",
+		value: boolean(func(c *Config) *bool { return &c.S3PathStyle }, false).shows("false")},
+	{name: "s3-access-key-id", env: "AGENTCHAT_S3_ACCESS_KEY_ID", group: GroupStorage, help: "access key of the s3 file storage",
+		value: text(func(c *Config) *string { return &c.S3AccessKeyID }, "").shows("the AWS default chain (AWS_ACCESS_KEY_ID, ~/.aws, the instance role)")},
+	{name: "s3-secret-access-key", env: "AGENTCHAT_S3_SECRET_ACCESS_KEY", group: GroupStorage, secret: true, help: "secret key of the s3 file storage",
+		value: text(func(c *Config) *string { return &c.S3SecretAccessKey }, "").shows("the AWS default chain")},
 	{name: "file-retention", env: "AGENTCHAT_FILE_RETENTION", group: GroupStorage, help: "how long an upload no message references is kept",
 		value: duration(func(c *Config) *time.Duration { return &c.FileRetention }, file.DefaultRetention, atLeast(time.Minute))},
 
@@ -343,11 +358,22 @@ func parseAllow(s string, _ int) (string, error) {
 	return s, nil
 }
 
-func checkFileStorage(s string) error {
-	if s == "" || s == "disk" {
+func checkS3Endpoint(s string) error {
+	if s == "" {
 		return nil
 	}
-	return fmt.Errorf("want disk, not %q (the S3 and PostgreSQL file backends are not built yet)", s)
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an http(s) URL", s)
+	}
+	return nil
+}
+
+func checkS3Prefix(s string) error {
+	if strings.HasPrefix(s, "/") || strings.Contains(s, "..") {
+		return fmt.Errorf("%q must not start with / or contain ..", s)
+	}
+	return nil
 }
 
 // parseMediaType reads one entry of a media type list: type/subtype, lower case.

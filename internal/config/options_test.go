@@ -59,6 +59,7 @@ var samples = map[string]string{
 	"engine-fallback": "local",
 	"file-types":      "image/png",
 	"file-storage":    "disk",
+	"s3-endpoint":     "http://127.0.0.1:9000",
 }
 
 func sample(t *testing.T, o option) string {

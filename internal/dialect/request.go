@@ -19,6 +19,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/errcode"
 )
 
@@ -305,6 +306,15 @@ func CheckAgentRef(r AgentRef, idField, versionField string) error {
 	}
 	if r.Version > 0 && r.ID == "" {
 		return Unusable(errcode.InvalidField, "field %q needs %q: a version belongs to one agent", versionField, idField)
+	}
+	return nil
+}
+
+// CheckMultitask refuses a multitask strategy that is not one
+// (chat.ParseMultitaskStrategy); field names it in the request's words.
+func CheckMultitask(strategy, field string) error {
+	if _, ok := chat.ParseMultitaskStrategy(strategy); !ok {
+		return Unusable(errcode.InvalidField, "field %q must be reject, enqueue, interrupt or rollback", field)
 	}
 	return nil
 }

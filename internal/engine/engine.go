@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/agentchat/agentchat/internal/chat"
@@ -33,7 +34,26 @@ type Host interface {
 	// the events announcing it, so that nobody sees it before the wait is
 	// durable; a run that does not pause stores none.
 	RequestConfirmation(ctx context.Context, c chat.Confirmation) (chat.Confirmation, error)
+	// UpdateState applies patch, an RFC 6902 JSON Patch, to the thread's
+	// shared state (Options.State), stores the result and announces the
+	// change (a context.patch event); it returns the new state. A patch
+	// that does not apply is an error wrapping chat.ErrInvalidPatch, whose
+	// text may be shown to the model; the state is then unchanged.
+	UpdateState(ctx context.Context, patch json.RawMessage) (json.RawMessage, error)
 }
+
+// UpdateStateTool is the built-in tool through which the model changes the
+// thread's shared state (Host.UpdateState): offered when the run has a
+// state (Options.State), it takes {"patch": <an RFC 6902 JSON Patch, or its
+// JSON text>}.
+const UpdateStateTool = "update_state"
+
+// UpdateStateParameters is the JSON Schema of UpdateStateTool's arguments.
+// The patch is JSON text: models write arrays of mixed-type values as
+// strings more reliably than as nested JSON, and the host accepts either.
+var UpdateStateParameters = json.RawMessage(`{"type":"object","properties":{"patch":{"type":"string",` +
+	`"description":"An RFC 6902 JSON Patch of the shared state, as JSON text: an array of operations such as [{\"op\":\"add\",\"path\":\"/key\",\"value\":1}]."}},` +
+	`"required":["patch"]}`)
 
 // Task is one execution of a run.
 type Task struct {
@@ -107,6 +127,10 @@ type Agent struct {
 	MaxIterations int
 	// Temperature is the sampling temperature; nil is the provider's default.
 	Temperature *float64
+	// Multitask is what a new input does by default while the agent's
+	// conversation has an active run ("" rejects it); the run service
+	// applies it.
+	Multitask chat.MultitaskStrategy
 }
 
 // NeedsConfirm reports whether the agent makes the tool named wait for a person.
@@ -155,6 +179,11 @@ type Options struct {
 	// Context is ambient information the client gives the run (AG-UI
 	// RunAgentInput.context); engines show it to the model beside the system prompt.
 	Context []chat.ContextItem
+	// State is the thread's shared state as the run began (AG-UI
+	// RunAgentInput.state, kept per conversation); nil when the thread has
+	// none. Engines show it to the model, and the local engine offers
+	// UpdateStateTool to change it.
+	State json.RawMessage `json:",omitempty"`
 	// MaxSteps bounds the chain engine's steps (planner, executor and check
 	// count one each); 0 means the engine's default. Other engines ignore it.
 	MaxSteps int
@@ -213,6 +242,10 @@ type Engine interface {
 // ErrCancelled is the cause of a context cancelled because a person stopped the run.
 var ErrCancelled = errors.New("run cancelled")
 
+// ErrInterrupted is the cause of a context cancelled because a new input on
+// the conversation interrupted the run (double-texting): a cancel.
+var ErrInterrupted = fmt.Errorf("%w: a new input interrupted it", ErrCancelled)
+
 // ErrShutdown is the cause of a context cancelled because the server is stopping.
 var ErrShutdown = errors.New("server shutting down")
 
@@ -223,6 +256,8 @@ func Stopped(ctx context.Context) *Outcome {
 		return nil
 	}
 	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, ErrInterrupted):
+		return &Outcome{Status: StatusCancelled, Error: &event.ErrorInfo{Code: errcode.RunInterrupted, Message: "A new message interrupted the run."}}
 	case errors.Is(cause, ErrCancelled):
 		return &Outcome{Status: StatusCancelled}
 	case errors.Is(cause, ErrShutdown):

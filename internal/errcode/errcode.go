@@ -124,6 +124,9 @@ const (
 const (
 	// ConversationBusy: the conversation has an active run (409, with activeRunId).
 	ConversationBusy = "conversation_busy"
+	// RunInterrupted: a cancelled run's error code when a new input
+	// interrupted it (multitaskStrategy interrupt or rollback).
+	RunInterrupted = "run_interrupted"
 	// Conflict: the state changed while the request was served; retry.
 	Conflict = "conflict"
 	// CompactionNotNeeded: the conversation is too short to compact.

@@ -41,6 +41,7 @@ const (
 	ToolResult          Type = "tool.result"       // the call ended
 	Retrieval           Type = "retrieval"         // retrieval hits injected into context
 	ContextPatch        Type = "context.patch"     // RFC 6902 patch of the run's shared state
+	StateSnapshot       Type = "state.snapshot"    // the thread's whole shared state
 	Plan                Type = "plan"              // a planner's structured plan
 	Check               Type = "check"             // a checker's verdict
 	Error               Type = "error"             // a failure, always followed by RunFinished
@@ -350,6 +351,13 @@ type ContextPatchData struct {
 	Patch json.RawMessage `json:"patch"`
 }
 
+// StateSnapshotData is the whole shared state of the thread (AG-UI
+// RunAgentInput.state, kept per conversation), as a run begins with it; the
+// run's ContextPatch events change it from there.
+type StateSnapshotData struct {
+	State json.RawMessage `json:"state"`
+}
+
 // PlanData is a planner's plan.
 type PlanData struct {
 	Plan json.RawMessage `json:"plan"`
@@ -377,8 +385,8 @@ type RunFinishedData struct {
 	// Answer is the final structured answer when there is one.
 	Answer *Answer `json:"answer,omitempty"`
 	// PendingToolCalls are frontend tool calls the run left for the client
-	// to answer; the client's tool results start the next run. (The AG-UI
-	// stream leaves these calls open rather than naming them.)
+	// to answer (AG-UI pendingToolCallIds); the client's tool results start
+	// the next run.
 	PendingToolCalls []string `json:"pendingToolCallIds,omitempty"`
 }
 
@@ -397,6 +405,7 @@ func (ToolRunningData) EventType() Type         { return ToolRunning }
 func (ToolResultData) EventType() Type          { return ToolResult }
 func (RetrievalData) EventType() Type           { return Retrieval }
 func (ContextPatchData) EventType() Type        { return ContextPatch }
+func (StateSnapshotData) EventType() Type       { return StateSnapshot }
 func (PlanData) EventType() Type                { return Plan }
 func (CheckData) EventType() Type               { return Check }
 func (ErrorData) EventType() Type               { return Error }
@@ -439,6 +448,7 @@ var decoders = map[Type]func([]byte) (Payload, error){
 	ToolResult:          decode[ToolResultData],
 	Retrieval:           decode[RetrievalData],
 	ContextPatch:        decode[ContextPatchData],
+	StateSnapshot:       decode[StateSnapshotData],
 	Plan:                decode[PlanData],
 	Check:               decode[CheckData],
 	Error:               decode[ErrorData],

@@ -1,7 +1,8 @@
 // Package file is where uploaded files' bytes live: the Storage interface,
 // its backends (diskfile, embedded: files under the data directory;
-// s3file, scaled out: an S3-compatible object store) and the contract
-// every backend passes (filetest).
+// s3file, scaled out: an S3-compatible object store; pgstore.FileStorage,
+// scaled out with nothing new: the store's PostgreSQL database) and the
+// contract every backend passes (filetest).
 //
 // Storage is content-addressed: an object's key is the lowercase hex SHA-256
 // of its bytes (ValidKey), so equal uploads share one object and a key can

@@ -61,6 +61,15 @@ func KindOf(mt string) Kind {
 	return KindOther
 }
 
+// unnamed is the name of a file that came without one.
+const unnamed = "file"
+
+// extensions name an unnamed file by its sniffed media type.
+var extensions = map[string]string{
+	"image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif", "image/webp": ".webp", "application/pdf": ".pdf",
+	"text/plain": ".txt", "text/markdown": ".md", "text/csv": ".csv", "application/json": ".json",
+}
+
 // CleanName keeps a client's file name printable and without directories,
 // at most 255 bytes; "file" when nothing is left.
 func CleanName(name string) string {
@@ -74,7 +83,7 @@ func CleanName(name string) string {
 	}, strings.ToValidUTF8(name, ""))
 	name = strings.TrimSpace(name)
 	if name == "" || name == "." || name == "/" || name == ".." {
-		return "file"
+		return unnamed
 	}
 	for len(name) > 255 {
 		_, size := lastRune(name)

@@ -13,7 +13,9 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/store"
@@ -141,6 +143,11 @@ func (s *Service) Create(ctx context.Context, sc chat.Scope, up Upload) (store.F
 	if !slices.Contains(s.cfg.Types, mt) {
 		return store.File{}, &TypeError{MediaType: mt, Allowed: s.cfg.Types}
 	}
+	if name == unnamed {
+		// A part that came without a name (an AG-UI image or document) is
+		// named for its type, so a model reading "file.pdf" knows what it is.
+		name += extensions[mt]
+	}
 	if s.cfg.TenantQuota > 0 {
 		used, err := s.cfg.Store.TenantFileBytes(ctx, sc.Tenant)
 		if err != nil {
@@ -266,4 +273,51 @@ func (h *headWriter) Write(p []byte) (int, error) {
 		h.buf = append(h.buf, p[:min(room, len(p))]...)
 	}
 	return len(p), nil
+}
+
+// NoTextError: a file holds no text that can be indexed: an image or
+// another type that is not text, or a PDF whose text cannot be read
+// (encrypted, malformed, scanned pages only).
+type NoTextError struct {
+	MediaType string
+	Err       error // the PDF reader's error; nil for a type that is not text
+}
+
+func (e *NoTextError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("no text could be read from this PDF (%v)", e.Err)
+	}
+	return fmt.Sprintf("a %s file holds no text to index; give a PDF or a text file", e.MediaType)
+}
+
+func (e *NoTextError) Unwrap() error { return e.Err }
+
+// Text returns one of sc's files with its text, at most maxChars
+// characters of it: a PDF's extracted text, a text file's own (invalid
+// UTF-8 dropped). Any other type is a *NoTextError.
+func (s *Service) Text(ctx context.Context, sc chat.Scope, id string, maxChars int) (store.File, string, error) {
+	f, err := s.Get(ctx, sc, id)
+	if err != nil {
+		return store.File{}, "", err
+	}
+	kind := KindOf(f.MediaType)
+	if kind != KindDocument && kind != KindText {
+		return store.File{}, "", &NoTextError{MediaType: f.MediaType}
+	}
+	f, b, err := s.Read(ctx, sc, id)
+	if err != nil {
+		return store.File{}, "", err
+	}
+	if kind == KindDocument {
+		text, err := PDFText(b, maxChars)
+		if err != nil {
+			return store.File{}, "", &NoTextError{MediaType: f.MediaType, Err: err}
+		}
+		return f, text, nil
+	}
+	text := strings.ToValidUTF8(string(b), "")
+	if utf8.RuneCountInString(text) > maxChars {
+		text = string([]rune(text)[:maxChars])
+	}
+	return f, text, nil
 }

@@ -16,7 +16,7 @@ package httpapi
 // /v1/agent/confirmations decides (exactly one decision wins) and stream the
 // continuation as the next AG-UI run (agui.NewContinuation). Frontend tools
 // given in RunAgentInput.tools are offered to the model; a call to one ends
-// the run with that call open (no result), and the tool messages at the end of the
+// the run with pendingToolCallIds, and the tool messages at the end of the
 // next input start the run that continues (agui.Turn).
 //
 // The events stream is seed 004's: `id:` on every frame, `: keep-alive`
@@ -26,6 +26,7 @@ package httpapi
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -78,7 +79,7 @@ func (s *Server) aguiRun(w http.ResponseWriter, r *http.Request) error {
 	}
 	defer s.unsettled(r, &k)
 	if k.runID != "" && stream {
-		return s.attach(w, r, k, agui.NewRunExchange(in.ThreadID))
+		return s.attach(w, r, k, agui.NewRunExchange(in))
 	}
 	if k.runID != "" {
 		writeJSON(w, http.StatusAccepted, accepted{TaskID: k.runID, ThreadID: cmp.Or(in.ThreadID, k.convID), RunID: cmp.Or(in.RunID, k.runID)})
@@ -88,7 +89,8 @@ func (s *Server) aguiRun(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	req := run.StartRequest{ClientRunID: in.RunID, Structured: true, Input: turn.Input, Parts: turn.Parts, ToolAnswers: turn.ToolAnswers,
-		FrontendTools: turn.FrontendTools, Context: turn.Context, Engine: turn.Engine, AgentID: turn.Agent.ID, AgentVersion: turn.Agent.Version}
+		FrontendTools: turn.FrontendTools, Context: turn.Context, Engine: turn.Engine, AgentID: turn.Agent.ID, AgentVersion: turn.Agent.Version,
+		State: turn.State, Multitask: turn.Multitask}
 	if in.ThreadID != "" {
 		id, exists, err := s.runs.ClientConversation(ctx, sc, in.ThreadID)
 		if err != nil {
@@ -129,10 +131,10 @@ func (s *Server) aguiRun(w http.ResponseWriter, r *http.Request) error {
 	}
 	if !stream {
 		writeJSON(w, http.StatusAccepted, accepted{TaskID: started.Run.ID, ThreadID: cmp.Or(in.ThreadID, started.Conversation.ID),
-			RunID: cmp.Or(in.RunID, started.Run.ID), Created: started.Created})
+			RunID: cmp.Or(in.RunID, started.Run.ID), Created: started.Created, Queued: started.Queued})
 		return nil
 	}
-	s.serveStream(w, r, started.Stream, agui.NewRunExchange(in.ThreadID))
+	s.serveStream(w, r, started.Stream, agui.NewRunExchange(in))
 	return nil
 }
 
@@ -142,6 +144,9 @@ type accepted struct {
 	ThreadID string `json:"threadId"` // the conversation
 	RunID    string `json:"runId"`    // the AG-UI runId the run's events carry
 	Created  bool   `json:"created"`  // this request created the thread
+	// Queued: the input waits behind the thread's active run
+	// (forwardedProps.multitaskStrategy enqueue); its run starts after.
+	Queued bool `json:"queued,omitempty"`
 }
 
 // serverTool reports whether the server has a tool of that name: it wins
@@ -203,7 +208,7 @@ func (s *Server) aguiResume(w http.ResponseWriter, r *http.Request, in agui.RunA
 	if err != nil {
 		return runErr(err)
 	}
-	s.serveStream(w, r, st, agui.NewContinuation(in.ThreadID, in.RunID, wait.Before))
+	s.serveStream(w, r, st, agui.NewContinuation(in, wait.Before))
 	return nil
 }
 
@@ -233,7 +238,10 @@ func (s *Server) openInterrupt(r *http.Request, name string) (string, error) {
 
 // aguiEvents streams a thread's AG-UI events in seed mode. With
 // ?snapshot=messages (and no resume position) it loads and follows in one
-// request: the thread's messages as they are now, then the events after.
+// request: the thread's messages as they are now (and its shared state,
+// when it has one), then the events after. ?protocolVersion= names the AG-UI
+// version the reader speaks (default 1.0; "0.0.59" for a client before 1.0,
+// whose schemas refuse 1.0's cancelled outcome).
 func (s *Server) aguiEvents(w http.ResponseWriter, r *http.Request) error {
 	at, err := lastEventID(r)
 	if err != nil {
@@ -245,10 +253,14 @@ func (s *Server) aguiEvents(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var snapshot []chat.Message
+	var state json.RawMessage
 	withSnapshot := r.URL.Query().Get("snapshot") == "messages" && at == (dialect.ID{})
 	if withSnapshot {
 		var last int64
 		if snapshot, last, err = s.runs.Snapshot(ctx, sc, thread); err != nil {
+			return toAPIError(err, errcode.ThreadNotFound, "thread")
+		}
+		if state, err = s.runs.ThreadState(ctx, sc, thread); err != nil {
 			return toAPIError(err, errcode.ThreadNotFound, "thread")
 		}
 		at = dialect.ID{Seq: last}
@@ -257,11 +269,14 @@ func (s *Server) aguiEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return toAPIError(err, errcode.ThreadNotFound, "thread")
 	}
-	x := agui.NewThreadExchange(name, nil)
+	x := agui.NewThreadExchange(name, agui.PreV1(cmp.Or(r.URL.Query().Get("protocolVersion"), "1")), nil)
 	if withSnapshot {
 		// The snapshot is the thread as of its seq, and its frame's id is
 		// that seq: the events follow as they would after that id.
 		x.WithSnapshot(snapshot, at.Seq, time.Now())
+		if state != nil {
+			x.WithState(state, time.Now())
+		}
 	}
 	s.resume(ctx, st, x, at, true)
 	s.serveStream(w, r, st, x)

@@ -127,15 +127,19 @@ func TestAGUISingleEndpoint(t *testing.T) {
 	t.Parallel()
 	e := setup(t, options{})
 	evs := e.aguiRun(alice, input("thread-1", "run-a", userMsg("msg-u1", "Hello there")))
-	want := []string{"RUN_STARTED", "STEP_STARTED", "STEP_FINISHED", "STEP_STARTED", "TEXT_MESSAGE_START"}
-	if got := evTypes(evs); !slices.Equal(got[:5], want) || got[len(got)-2] != "STEP_FINISHED" || got[len(got)-1] != "RUN_FINISHED" {
+	// The input's state (HttpAgent's default {}) is the thread's: the run opens with it.
+	want := []string{"RUN_STARTED", "STATE_SNAPSHOT", "STEP_STARTED", "STEP_FINISHED", "STEP_STARTED", "TEXT_MESSAGE_START"}
+	if got := evTypes(evs); !slices.Equal(got[:6], want) || got[len(got)-2] != "STEP_FINISHED" || got[len(got)-1] != "RUN_FINISHED" {
 		t.Fatalf("events %v", got)
 	}
 	if s := evs[0]; s.Str("threadId") != "thread-1" || s.Str("runId") != "run-a" {
 		t.Fatalf("RUN_STARTED %v", s.Data)
 	}
-	if evs[1].Str("stepName") != "router" || evs[3].Str("stepName") != "worker" {
-		t.Fatalf("steps %v %v", evs[1].Data, evs[3].Data)
+	if snap, ok := evs[1].Data["snapshot"].(map[string]any); !ok || len(snap) != 0 {
+		t.Fatalf("STATE_SNAPSHOT %v", evs[1].Data)
+	}
+	if evs[2].Str("stepName") != "router" || evs[4].Str("stepName") != "worker" {
+		t.Fatalf("steps %v %v", evs[2].Data, evs[4].Data)
 	}
 	// The structured answer streams as prose and ends as RUN_FINISHED's result.
 	end := evs[len(evs)-1]
@@ -453,13 +457,12 @@ func TestAGUIFrontendTool(t *testing.T) {
 		"parameters": map[string]any{"type": "object", "properties": map[string]any{"palette": map[string]any{"type": "string"}}}}
 	in := input("t-front", "run-1", userMsg("u1", "Pick a colour"))
 	in["tools"] = []any{tool}
+	in["protocolVersion"] = "1.0.0" // outcome.pendingToolCallIds is AG-UI 1.0's
 	evs := e.aguiRun(alice, in)
 	end := evs[len(evs)-1]
-	// The call stays open (no result, no outcome naming it): AG-UI 1.0
-	// clients read the pending calls from that, and 0.0.59 refuses an
-	// outcome with pendingToolCallIds.
-	if _, has := end.Data["outcome"]; has || end.Type() != "RUN_FINISHED" {
-		t.Fatalf("end %v %v", end.Type(), end.Data)
+	outcome, _ := end.Data["outcome"].(map[string]any)
+	if outcome["type"] != "success" || !reflect.DeepEqual(outcome["pendingToolCallIds"], []any{"call_pick"}) {
+		t.Fatalf("end %v", end.Data)
 	}
 	if s := ofType(evs, "TOOL_CALL_START"); len(s) != 1 || s[0].Str("toolCallName") != "pick_colour" || len(ofType(evs, "TOOL_CALL_RESULT")) != 0 {
 		t.Fatalf("events %v", evTypes(evs))

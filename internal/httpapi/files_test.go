@@ -14,17 +14,26 @@ import (
 
 	"github.com/agentchat/agentchat/internal/file"
 	"github.com/agentchat/agentchat/internal/file/diskfile"
+	"github.com/agentchat/agentchat/internal/file/filetest"
 	"github.com/agentchat/agentchat/internal/store"
+	"github.com/agentchat/agentchat/internal/store/pgstore"
 )
 
-// testFiles is the file service of a test stack with o.files set.
+// testFiles is the file service of a test stack with o.files set: its
+// bytes in the database on PostgreSQL (as serve chooses there), on disk
+// otherwise.
 func testFiles(t *testing.T, o options, st store.Store) *file.Service {
 	if !o.files {
 		return nil
 	}
-	storage, err := diskfile.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
+	var storage file.Storage
+	if pg, ok := st.(*pgstore.Store); ok {
+		storage = pg.FileStorage()
+	} else {
+		var err error
+		if storage, err = diskfile.Open(t.TempDir()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return file.NewService(file.Config{Store: st, Storage: storage, MaxBytes: o.fileMax, Fetch: o.fetch, TempDir: t.TempDir()})
 }
@@ -217,6 +226,37 @@ func TestAttachmentsFromEverySurface(t *testing.T) {
 	})
 }
 
+// Deleting a conversation deletes the files only it referenced: their
+// content answers 404; a file another conversation also sent stays.
+func TestDeletingAConversationDeletesItsFiles(t *testing.T) {
+	t.Parallel()
+	backends(t, func(t *testing.T, o options) {
+		o.files = true
+		e := setup(t, o)
+		only := e.uploadFile(alice, "only.png", pngBytes, 201)["id"].(string)
+		shared := e.uploadFile(alice, "shared.pdf", pdfBytes, 201)["id"].(string)
+		conversation := func(ids ...string) string {
+			frames := e.chat(alice, map[string]any{"input": "look", "attachments": ids})
+			start, _ := find(frames, "agent.start")
+			id, _ := start.Data["conversationId"].(string)
+			if id == "" {
+				t.Fatalf("no conversation in %v", start.Data)
+			}
+			return id
+		}
+		first := conversation(only, shared)
+		conversation(shared)
+		e.call(req{method: "DELETE", path: "/v1/conversations/" + first, token: alice}, 204)
+		e.apiError(req{method: "GET", path: "/v1/files/" + only + "/content", token: alice}, 404, "file_not_found")
+		resp := e.send(req{method: "GET", path: "/v1/files/" + shared + "/content", token: alice})
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !bytes.Equal(raw, pdfBytes) {
+			t.Fatalf("the file the other conversation sent: %d, %d bytes", resp.StatusCode, len(raw))
+		}
+	})
+}
+
 // deltas joins the text deltas of an AI SDK or AG-UI stream.
 func deltas(raw []byte) string {
 	var b strings.Builder
@@ -229,3 +269,49 @@ func deltas(raw []byte) string {
 }
 
 var deltaRE = regexp.MustCompile(`"delta":"((?:[^"\\]|\\.)*)"`)
+
+// A PDF uploaded once is indexed into the knowledge base by its id and
+// answers a knowledge question with its text in the retrieval event.
+func TestKnowledgeFromFile(t *testing.T) {
+	t.Parallel()
+	backends(t, func(t *testing.T, o options) {
+		o.files, o.knowledge = true, true
+		e := setup(t, o)
+		pdf := e.uploadFile(alice, "handbook.pdf", filetest.PDF("Returns are accepted within thirty days of delivery.",
+			"Shipping is free above fifty euros."), 201)["id"].(string)
+		doc := e.call(req{method: "POST", path: "/v1/knowledge/documents", token: alice,
+			body: map[string]any{"fileId": pdf, "collection": "handbooks", "metadata": map[string]any{"team": "support"}}}, 201)
+		meta, _ := doc["metadata"].(map[string]any)
+		if doc["source"] != "handbook.pdf" || doc["collection"] != "handbooks" || meta["fileId"] != pdf || meta["team"] != "support" {
+			t.Fatalf("document %v", doc)
+		}
+		// A source given names it instead of the file's name.
+		named := e.call(req{method: "POST", path: "/v1/knowledge/documents", token: alice, body: map[string]any{"fileId": pdf, "source": "Handbook 2026"}}, 201)
+		if named["source"] != "Handbook 2026" || named["collection"] != "default" {
+			t.Fatalf("named document %v", named)
+		}
+		e.call(req{method: "DELETE", path: "/v1/knowledge/documents/" + named["id"].(string), token: alice}, 204)
+		fs := e.conversationTurn(alice, map[string]any{"input": "within how many days are returns accepted?"})
+		ri := indexOf(fs, "retrieval")
+		if ri < 0 {
+			t.Fatalf("no retrieval: %v", frameNames(fs))
+		}
+		hits, _ := fs[ri].Data["hits"].([]any)
+		if len(hits) == 0 {
+			t.Fatalf("retrieval %v", fs[ri].Data)
+		}
+		h := hits[0].(map[string]any)
+		if h["source"] != "handbook.pdf" || h["documentId"] != doc["id"] || !strings.Contains(fmt.Sprint(h["content"]), "Returns are accepted within thirty days") {
+			t.Fatalf("hit %v", h)
+		}
+
+		// Refusals: another user's file, an image, text and a file at once,
+		// a PDF with no readable text.
+		e.apiError(req{method: "POST", path: "/v1/knowledge/documents", token: bob, body: map[string]any{"fileId": pdf}}, 404, "file_not_found")
+		img := e.uploadFile(alice, "cat.png", pngBytes, 201)["id"].(string)
+		e.apiError(req{method: "POST", path: "/v1/knowledge/documents", token: alice, body: map[string]any{"fileId": img}}, 415, "unsupported_file_type")
+		e.apiError(req{method: "POST", path: "/v1/knowledge/documents", token: alice, body: map[string]any{"fileId": pdf, "text": "x"}}, 422, "invalid_field")
+		broken := e.uploadFile(alice, "broken.pdf", pdfBytes, 201)["id"].(string)
+		e.apiError(req{method: "POST", path: "/v1/knowledge/documents", token: alice, body: map[string]any{"fileId": broken}}, 422, "invalid_field")
+	})
+}

@@ -72,6 +72,10 @@ type options struct {
 	bodyTimeout time.Duration
 	// postgres runs the stack on PostgreSQL (a schema of its own) instead of SQLite.
 	postgres bool
+	// pgURL, when set, is the PostgreSQL database (from postgresSchema) the
+	// stack shares with others: each is a replica (its own pool and run
+	// service, not the store's sole user).
+	pgURL string
 	// Context management (seed 002), see context_test.go.
 	knowledge   bool // retrieval from the knowledge base in turns
 	memory      bool
@@ -138,6 +142,8 @@ func setup(t *testing.T, o options) *env {
 	var st store.Store
 	var err error
 	switch {
+	case o.pgURL != "":
+		st, err = pgstore.Open(context.Background(), o.pgURL)
 	case o.postgres:
 		st, err = openPostgres(t)
 	default:
@@ -196,7 +202,7 @@ func setup(t *testing.T, o options) *env {
 	}
 	rc := run.Config{
 		Store: tel.Store(st), Bus: tel.Bus(b), ConfirmTTL: o.confirmTTL, SweepInterval: 20 * time.Millisecond, Engine: router, Compactor: parts.compactor,
-		Telemetry: tel, Sole: true, // one process over its store, as serve runs SQLite
+		Telemetry: tel, Sole: o.pgURL == "", // one process over its store, as serve runs SQLite; else a replica
 		MaxRunsPerTenant: o.maxRunsPerTenant,
 		MaxExecutions:    o.maxExecutions,
 		Files:            files,
@@ -418,6 +424,13 @@ func signJWT(t *testing.T, secret string, claims jwt.MapClaims) string {
 // when the test ends (skipped without AGENTCHAT_TEST_POSTGRES, outside CI).
 func openPostgres(t *testing.T) (store.Store, error) {
 	t.Helper()
+	return pgstore.Open(context.Background(), postgresSchema(t))
+}
+
+// postgresSchema is the URL of a fresh schema of the test database, dropped
+// when the test ends.
+func postgresSchema(t *testing.T) string {
+	t.Helper()
 	dbURL := testenv.Postgres(t)
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
@@ -437,12 +450,12 @@ func openPostgres(t *testing.T) (store.Store, error) {
 	})
 	u, err := url.Parse(dbURL)
 	if err != nil {
-		return nil, err
+		t.Fatal(err)
 	}
 	q := u.Query()
 	q.Set("schema", schema)
 	u.RawQuery = q.Encode()
-	return pgstore.Open(context.Background(), u.String())
+	return u.String()
 }
 
 // backends runs fn once per store backend, as subtests named for them.

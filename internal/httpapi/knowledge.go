@@ -11,6 +11,7 @@ import (
 	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/dialect/native"
 	"github.com/agentchat/agentchat/internal/errcode"
+	"github.com/agentchat/agentchat/internal/file"
 	"github.com/agentchat/agentchat/internal/retrieval"
 	"github.com/agentchat/agentchat/internal/store"
 )
@@ -67,9 +68,16 @@ func (s *Server) createDocument(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if body.FileID != "" {
+		if body, err = s.documentFromFile(r.Context(), body, kb.MaxDocBytes()); err != nil {
+			return err
+		}
+	}
 	d, err := kb.AddDocument(r.Context(), scopeOf(r.Context()), retrieval.DocumentInput{Source: body.Source, Collection: body.Collection,
 		MediaType: body.MediaType, Text: body.Text, Metadata: body.Metadata})
 	switch {
+	case errors.Is(err, retrieval.ErrEmpty) && body.FileID != "":
+		return apiErr(http.StatusUnprocessableEntity, errcode.InvalidField, "file %s has no text to index (a scanned PDF holds images of text only)", body.FileID)
 	case errors.Is(err, retrieval.ErrEmpty):
 		return apiErr(http.StatusUnprocessableEntity, errcode.InvalidField, "field \"text\" has no text to index")
 	case err != nil:
@@ -77,6 +85,48 @@ func (s *Server) createDocument(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusCreated, viewDocument(d))
 	return nil
+}
+
+// documentFromFile fills a document to index from the caller's stored file
+// body.FileID: its text (a PDF's extracted), its name as the source unless
+// one was given, and its id in the metadata, so what is retrieved says
+// which file it came from.
+func (s *Server) documentFromFile(ctx context.Context, body native.Document, maxBytes int) (native.Document, error) {
+	fs, err := s.fileService()
+	if err != nil {
+		return native.Document{}, err
+	}
+	f, text, err := fs.Text(ctx, scopeOf(ctx), body.FileID, maxBytes+1)
+	var none *file.NoTextError
+	switch {
+	case errors.As(err, &none) && none.Err != nil:
+		return native.Document{}, apiErr(http.StatusUnprocessableEntity, errcode.InvalidField, "%s", none.Error())
+	case errors.As(err, &none):
+		return native.Document{}, &Error{Status: http.StatusUnsupportedMediaType, Code: errcode.UnsupportedFileType, Message: none.Error(),
+			Extra: map[string]any{"mediaType": none.MediaType}}
+	case err != nil:
+		return native.Document{}, fileErr(err)
+	case len(text) > maxBytes:
+		return native.Document{}, apiErr(http.StatusRequestEntityTooLarge, errcode.DocumentTooLarge,
+			"the text of file %s is larger than %d bytes; split it into several documents", f.Name, maxBytes)
+	}
+	meta := map[string]any{}
+	if len(body.Metadata) > 0 {
+		if err := json.Unmarshal(body.Metadata, &meta); err != nil {
+			return native.Document{}, apiErr(http.StatusUnprocessableEntity, errcode.InvalidField, "field \"metadata\" must be an object")
+		}
+	}
+	meta["fileId"] = f.ID
+	body.Metadata, _ = json.Marshal(meta)
+	body.Text = text
+	if body.Source == "" {
+		body.Source = f.Name
+	}
+	body.MediaType = "text/plain"
+	if f.MediaType == "text/markdown" {
+		body.MediaType = "text/markdown"
+	}
+	return body, nil
 }
 
 func (s *Server) listDocuments(w http.ResponseWriter, r *http.Request) error {

@@ -56,7 +56,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 		return s.attach(w, r, k, enc)
 	}
 	req := run.StartRequest{ConversationID: body.ConversationID, Input: body.Input, Parts: body.Parts(), Title: body.Title, Engine: body.Engine,
-		AgentID: body.AgentID, AgentVersion: body.AgentVersion, ParentID: body.ParentID}
+		AgentID: body.AgentID, AgentVersion: body.AgentVersion, ParentID: body.ParentID, Multitask: body.Multitask()}
 	switch {
 	case body.Regenerate != nil:
 		req.Regenerates = body.Regenerate.MessageID
@@ -70,6 +70,11 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("X-Run-ID", started.Run.ID)
 	w.Header().Set("X-Conversation-ID", started.Conversation.ID)
+	if started.Queued {
+		// multitaskStrategy enqueue: the stream opens now, its run starts
+		// when the runs before it end.
+		w.Header().Set("X-Run-Status", chat.RunQueued)
+	}
 	s.serveStream(w, r, started.Stream, enc)
 	return nil
 }

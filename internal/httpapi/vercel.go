@@ -18,6 +18,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/dialect/vercel"
 	"github.com/agentchat/agentchat/internal/errcode"
@@ -55,7 +56,8 @@ func (s *Server) vercelChat(w http.ResponseWriter, r *http.Request) error {
 		s.serveChat(w, r, k.runID, k.convID, st, vercel.ExchangeOptions{}, dialect.ID{})
 		return nil
 	}
-	req := run.StartRequest{Title: body.Title, Engine: body.Engine, AgentID: body.AgentID, AgentVersion: body.AgentVersion}
+	req := run.StartRequest{Title: body.Title, Engine: body.Engine, AgentID: body.AgentID, AgentVersion: body.AgentVersion,
+		Multitask: chat.MultitaskStrategy(body.MultitaskStrategy)}
 	exists := false
 	switch chatID, err := body.ChatID(); {
 	case body.ConversationID != "":
@@ -105,6 +107,9 @@ func (s *Server) vercelChat(w http.ResponseWriter, r *http.Request) error {
 	s.settle(r, &k, started.Run, err)
 	if err != nil {
 		return steerErr(err)
+	}
+	if started.Queued {
+		w.Header().Set("X-Run-Status", chat.RunQueued) // multitaskStrategy enqueue
 	}
 	s.serveChat(w, r, started.Run.ID, started.Conversation.ID, started.Stream, vercel.ExchangeOptions{}, dialect.ID{})
 	return nil

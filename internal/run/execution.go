@@ -38,6 +38,8 @@ type execution struct {
 	// requested are the confirmations asked for and not yet stored: they
 	// are stored with the run's pause (pause), never before.
 	requested []chat.Confirmation
+	// stateMu orders the run's changes of its thread's state (state.go).
+	stateMu sync.Mutex
 
 	term *term // whether this process may still act for the run
 
@@ -294,6 +296,7 @@ func (x *execution) finish(o engine.Outcome) {
 	}
 	s.pub.publishEnd(end)
 	x.mu.Unlock()
+	s.kickQueue(x.run.Tenant, x.run.ConversationID) // multitask.go
 	logEnd(x.log, o, "conversation_id", x.run.ConversationID,
 		"input_tokens", o.Usage.InputTokens, "output_tokens", o.Usage.OutputTokens)
 }

@@ -312,6 +312,11 @@ func (s *Service) resumeUnapplied(now time.Time) {
 // is a fast path, and an executor that misses it sees the request at its
 // replica's next heartbeat.
 func (s *Service) requestCancel(ctx context.Context, r chat.Run) error {
+	return s.requestCancelFor(ctx, r, "")
+}
+
+// requestCancelFor is requestCancel saying why (bus.Control.Reason).
+func (s *Service) requestCancelFor(ctx context.Context, r chat.Run, reason string) error {
 	_, err := s.st.UpdateRun(ctx, r.Tenant, r.ID, store.RunUpdate{CancelRequested: true, From: activeStatuses})
 	if errors.Is(err, store.ErrConflict) {
 		return nil // it ended meanwhile
@@ -319,7 +324,7 @@ func (s *Service) requestCancel(ctx context.Context, r chat.Run) error {
 	if err != nil {
 		return err
 	}
-	if err := s.bus.PublishControl(ctx, bus.Control{Kind: bus.ControlCancel, Tenant: r.Tenant, RunID: r.ID}); err != nil {
+	if err := s.bus.PublishControl(ctx, bus.Control{Kind: bus.ControlCancel, Tenant: r.Tenant, RunID: r.ID, Reason: reason}); err != nil {
 		s.runLog(r).Warn("announce a cancel; the executor sees it at its replica's next heartbeat", "err", err)
 	}
 	return nil

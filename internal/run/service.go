@@ -248,6 +248,16 @@ type StartRequest struct {
 	// for a new first message) in place of the active leaf: an explicit
 	// fork point. Its branch becomes the active one.
 	ParentID *string
+	// State, when set, is the thread's shared state as the client holds it
+	// (AG-UI RunAgentInput.state): it replaces the stored one as the run
+	// starts. Nil keeps the stored state (state.go).
+	State json.RawMessage
+	// Multitask is what the input does when the conversation has an active
+	// run (multitask.go); "" follows the agent's default, else reject.
+	Multitask chat.MultitaskStrategy
+	// RunID, when set, is the new run's id: given to a queued input's
+	// client before the run exists (multitask.go).
+	RunID string
 }
 
 // Started is a run that has begun.
@@ -258,6 +268,10 @@ type Started struct {
 	Created bool
 	// Stream follows the run from its first event; nil unless Start was asked to follow.
 	Stream *Stream
+	// Queued: the input waits behind the conversation's active run
+	// (multitaskStrategy enqueue); Run has the id and status queued its run
+	// will start with, and Stream follows it from its first event.
+	Queued bool
 }
 
 // Start creates a run and executes it in the background. With follow set, the
@@ -282,6 +296,9 @@ func (s *Service) Start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 		case <-time.After(finishingPoll):
 		}
 		started, err = s.start(ctx, sc, req, follow)
+	}
+	if errors.As(err, &busy) {
+		return s.multitask(ctx, sc, req, follow, busy, err) // multitask.go
 	}
 	return started, err
 }
@@ -381,7 +398,7 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 	// The run's span begins before the run is stored: the row names its trace.
 	tel := s.cfg.Telemetry.NewRun(ctx)
 	in := store.RunStart{
-		Run: chat.Run{ConversationID: req.ConversationID, Status: chat.RunRunning, Input: req.Input, Engine: req.Engine,
+		Run: chat.Run{ID: req.RunID, ConversationID: req.ConversationID, Status: chat.RunRunning, Input: req.Input, Engine: req.Engine,
 			LeaseOwner: s.cfg.ReplicaID, LeaseEpoch: t.epoch, TraceID: tel.TraceID(), SpanID: tel.SpanID()},
 		Message:      chat.Message{Role: chat.RoleUser, Content: req.Input, Parts: req.Parts},
 		MaxExecuting: s.cfg.MaxRunsPerTenant,
@@ -434,6 +451,18 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 	}
 	out := Started{Run: started.Run, Conversation: started.Conversation, Created: in.NewConversation != nil}
 	r, conv, last, userMsg := started.Run, started.Conversation, started.LastSeq, started.Message
+	// The thread's shared state, as the run begins with it (state.go).
+	state := req.State
+	if state != nil {
+		err = s.st.SetThreadState(sctx, sc, conv.ID, state)
+	} else if !out.Created {
+		state, err = s.st.ThreadState(sctx, sc, conv.ID)
+	}
+	if err != nil {
+		tel.Abort(err)
+		s.abandon(r, err)
+		return Started{}, err
+	}
 	// leaf is where the run's branch ends as it begins: the model's context
 	// is the branch down to it.
 	leaf := cmp.Or(userMsg.ID, r.ParentID)
@@ -477,6 +506,9 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 		}
 		x.Emit(ctx, event.New(event.RunStartedData{ConversationID: conv.ID, Input: req.Input, UserMessageID: userMsg.ID, Engine: req.Engine, ClientRunID: req.ClientRunID,
 			AgentID: r.AgentID, AgentVersion: r.AgentVersion}))
+		if state != nil {
+			x.Emit(ctx, event.Event{Step: "worker", Payload: event.StateSnapshotData{State: state}})
+		}
 		// A conversation this request created holds just the message it
 		// wrote: no read stands between the start and the model call.
 		history := []chat.Message{userMsg}
@@ -488,7 +520,7 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 		}
 		history = s.withCompaction(ctx, sc, conv.ID, r.ID, x, history, true) // context.go
 		opts := engine.Options{Engine: req.Engine, Structured: req.Structured, FrontendTools: req.FrontendTools,
-			Context: req.Context, MaxSteps: req.MaxSteps}
+			Context: req.Context, MaxSteps: req.MaxSteps, State: state}
 		return s.eng.Execute(ctx, engine.Task{Scope: sc, Run: r, Conversation: conv, History: history, Options: opts, Agent: ag, Budget: s.budget(r)}, x)
 	})
 	return out, nil
@@ -641,12 +673,17 @@ func (s *Service) Timeline(ctx context.Context, sc chat.Scope, runID string) (ch
 // finished run changes nothing. It waits a little for the run to end so the
 // answer usually shows its final status.
 func (s *Service) Cancel(ctx context.Context, sc chat.Scope, runID string) (chat.Run, error) {
+	return s.cancelFor(ctx, sc, runID, "")
+}
+
+// cancelFor is Cancel saying why (bus.Control.Reason).
+func (s *Service) cancelFor(ctx context.Context, sc chat.Scope, runID, reason string) (chat.Run, error) {
 	r, err := s.st.GetRun(ctx, sc, runID)
 	if err != nil || !chat.Active(r.Status) {
 		return r, err
 	}
 	if r.Status != chat.RunAwaitingInput {
-		if err := s.requestCancel(ctx, r); err != nil {
+		if err := s.requestCancelFor(ctx, r, reason); err != nil {
 			return r, err
 		}
 		if r, err = s.awaitEnd(ctx, sc, runID, 5*time.Second); err != nil || r.Status != chat.RunAwaitingInput {
@@ -852,7 +889,11 @@ func (s *Service) controlLoop() {
 		x := s.executing[c.RunID]
 		s.mu.Unlock()
 		if x != nil && x.run.Tenant == c.Tenant {
-			x.cancel(engine.ErrCancelled)
+			cause := engine.ErrCancelled
+			if c.Reason == bus.ReasonInterrupt {
+				cause = engine.ErrInterrupted
+			}
+			x.cancel(cause)
 		}
 	}
 }
@@ -873,6 +914,7 @@ func (s *Service) sweepLoop() {
 		}
 		now := time.Now()
 		s.sweep(now)
+		s.sweepQueues() // multitask.go
 		if now.Sub(lastRetention) > time.Hour {
 			lastRetention = now
 			if s.cfg.Files != nil {

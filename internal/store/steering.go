@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/agentchat/agentchat/internal/chat"
@@ -42,6 +43,39 @@ type Steering interface {
 	ConversationFeedback(ctx context.Context, sc chat.Scope, conversationID string) ([]chat.Feedback, error)
 	// ListFeedback pages a tenant's ratings, newest first, for its admins.
 	ListFeedback(ctx context.Context, tenant string, f FeedbackFilter, p Page) ([]chat.Feedback, string, error)
+
+	// ThreadState is the shared state (AG-UI RunAgentInput.state) of one of
+	// sc's conversations, as stored, byte for byte; nil when it has none.
+	// ErrNotFound when the conversation is not sc's.
+	ThreadState(ctx context.Context, sc chat.Scope, conversationID string) (json.RawMessage, error)
+	// SetThreadState replaces the shared state of one of sc's conversations
+	// (nil clears it); ErrNotFound when the conversation is not sc's.
+	SetThreadState(ctx context.Context, sc chat.Scope, conversationID string, state json.RawMessage) error
+
+	// EnqueueInput stores an input waiting for the active run of one of
+	// sc's conversations to end (multitaskStrategy enqueue); ID and
+	// CreatedAt are set when empty, and a given pair keeps its place in the
+	// order (an input put back). ErrNotFound when the conversation is not sc's.
+	EnqueueInput(ctx context.Context, sc chat.Scope, q QueuedInput) (QueuedInput, error)
+	// TakeQueuedInput removes and returns the conversation's oldest queued
+	// input (created_at, then id), for the system to start; ErrNotFound when
+	// none waits. Of racing takers exactly one gets each input.
+	TakeQueuedInput(ctx context.Context, tenant, conversationID string) (QueuedInput, error)
+	// StalledQueues lists conversations, oldest queued input first, that
+	// have queued inputs and no active run: inputs whose wake-up was lost
+	// (the replica that ended the run died first).
+	StalledQueues(ctx context.Context, limit int) ([]QueuedInput, error)
+}
+
+// QueuedInput is an input waiting behind its conversation's active run.
+type QueuedInput struct {
+	ID             string
+	Tenant         string
+	Owner          string
+	ConversationID string
+	// Request is what starts its run, as the run service wrote it.
+	Request   json.RawMessage
+	CreatedAt time.Time
 }
 
 // FeedbackFilter narrows ListFeedback.

@@ -31,8 +31,11 @@ import (
 //go:embed static
 var static embed.FS
 
-// CSP is the Content-Security-Policy of every console response.
-const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; font-src 'self'; " +
+// CSP is the Content-Security-Policy of every console response. Images may
+// also be blob: URLs: attached images are fetched with the token in a
+// header and shown from a blob the page made, since an <img> cannot send
+// the header and the token never goes in a URL.
+const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' blob:; font-src 'self'; " +
 	"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // Prefix is the path under which the console's assets are served.

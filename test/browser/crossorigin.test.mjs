@@ -111,6 +111,28 @@ test('useChat (@ai-sdk/react) on another origin chats and approves a tool', asyn
   await shot(p, 'usechat-done');
 });
 
+// The "every surface attaches", from the AI SDK's own hook: the
+// files of a file input go as file parts with data: URLs; agentchat stores
+// each as a file on arrival, and the model receives an image and a document.
+test('useChat (@ai-sdk/react) on another origin sends an image and a PDF', async (t) => {
+  const { page: p } = await open(t, '/usechat.html', { chatId: 'browser-usechat-files' });
+  await p.locator('#status', { hasText: 'ready' }).waitFor();
+  await p.setInputFiles('#files', [
+    { name: 'cat.png', mimeType: 'image/png', buffer: Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64') },
+    { name: 'handbook.pdf', mimeType: 'application/pdf', buffer: Buffer.from('%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n') },
+  ]);
+  await p.fill('#input', 'what are these?');
+  await p.press('#input', 'Enter');
+  await p.locator('.message.assistant .text', { hasText: 'with 1 image and 1 document' }).waitFor();
+  await p.locator('#status', { hasText: 'ready' }).waitFor();
+  assert.equal(await p.locator('#error').count(), 0);
+  assert.deepEqual(await p.locator('.message.user .file').allTextContents(), ['cat.png', 'handbook.pdf']);
+  // Each data: URL was stored as a file of the caller's on arrival.
+  const { files } = await json(server.url, TOKEN, '/v1/files?limit=100');
+  assert.deepEqual(files.map((f) => f.mediaType).sort(), ['application/pdf', 'image/png']);
+  await shot(p, 'usechat-files');
+});
+
 test('HttpAgent (@ag-ui/client) on another origin chats and approves a tool', async (t) => {
   const { page: p } = await open(t, '/agui.html', { threadId: 'browser-agui' });
   await p.fill('#input', 'Send a Feishu message saying "from HttpAgent"');

@@ -24,9 +24,13 @@ const TOKEN = "generations-token-0123456789";
 const BOUND_MS = 15_000;
 const auth = { Authorization: `Bearer ${TOKEN}` };
 
+// protocolVersion is what each generation's HttpAgent declares in its
+// RunAgentInput (0.0.59 declares none), and what the thread stream is told
+// with ?protocolVersion=: a client before 1.0 gets RUN_ERROR for a cancel
+// and a RUN_FINISHED without outcome fields, which its schemas accept.
 const generations = [
-  { name: "1.0.0", client: v1, schemas: schemas1 },
-  { name: "0.0.59", client: v0, schemas: schemas0 },
+  { name: "1.0.0", client: v1, schemas: schemas1, protocolVersion: "1.0.0" },
+  { name: "0.0.59", client: v0, schemas: schemas0, protocolVersion: "0.0.59" },
 ];
 
 let server;
@@ -88,7 +92,7 @@ async function readThread(gen, threadId, { headers = {}, stop, verify = true }) 
   const ids = [];
   let text = "";
   const decoder = new TextDecoder();
-  const url = `${server.url}/api/v1/agent/runs/${threadId}/events`;
+  const url = `${server.url}/api/v1/agent/runs/${threadId}/events?protocolVersion=${gen.protocolVersion}`;
   const http$ = gen.client.runHttpRequest(() => fetch(url, { headers: { ...auth, Accept: "text/event-stream", ...headers }, signal: abort.signal })).pipe(
     tap((e) => {
       if (e.type !== "data" || !e.data) return;
@@ -162,9 +166,7 @@ for (const gen of generations) {
     assert.equal(events.at(-1).type, "RUN_FINISHED");
   });
 
-  // 0.0.59's strict RUN_FINISHED schema refuses outcome.pendingToolCallIds
-  // (an AG-UI 1.0 field), so the server leaves the call open instead and
-  // both generations find it there.
+  // (an AG-UI 1.0 field); the server must leave it out for older clients.
   test(`${gen.name}: a frontend tool answered by the client continues the run`, async () => {
     const a = agent(gen, id("front"));
     const tools = [{ name: "pick_colour", description: "Pick a colour.", parameters: { type: "object", properties: { colour: { type: "string" } }, required: ["colour"] } }];
@@ -247,11 +249,19 @@ for (const gen of generations) {
     await readThread(gen, thread, { stop: (ev) => ev.type === "RUN_FINISHED" });
     const cancelled = await post(`/v1/agent/runs/${accepted.body.taskId}/cancel`, {});
     assert.ok(cancelled.status < 300, JSON.stringify(cancelled.body));
-    const isEnd = (ev) => ev.type === "RUN_ERROR";
+    // AG-UI 1.0 ends a cancelled run with RUN_FINISHED's cancelled outcome;
+    // before 1.0 (no such outcome in the schema) it is RUN_ERROR "cancelled".
+    const v1 = gen.protocolVersion === "1.0.0";
+    const isEnd = v1 ? (ev) => ev.type === "RUN_FINISHED" && ev.outcome?.type === "cancelled" : (ev) => ev.type === "RUN_ERROR";
     const full = await readThread(gen, thread, { stop: isEnd });
     const end = full.events.at(-1);
-    assert.equal(end.type, "RUN_ERROR");
-    assert.equal(end.code, "cancelled");
+    if (v1) {
+      assert.equal(end.type, "RUN_FINISHED");
+      assert.deepEqual(end.outcome, { type: "cancelled" });
+    } else {
+      assert.equal(end.type, "RUN_ERROR");
+      assert.equal(end.code, "cancelled");
+    }
     assert.ok(full.events.some((e) => e.type === "CUSTOM" && e.name === "on_interrupt"));
 
     const lastID = full.ids.at(-1);

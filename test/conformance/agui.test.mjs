@@ -11,7 +11,10 @@
 //   (d) an interrupt and resume round trip through HttpAgent;
 //   (e) the day history, and history + events merged without duplicates;
 //   (f) a frontend tool round trip through HttpAgent, against a fake
-//       OpenAI-compatible upstream (the scripted model calls no client tools).
+//       OpenAI-compatible upstream (the scripted model calls no client tools);
+//   (g) shared state: RunAgentInput.state kept per thread, STATE_SNAPSHOT at
+//       the start of a run and with ?snapshot=messages, the agent's
+//       update_state tool as STATE_DELTA that HttpAgent applies.
 // Every event is also parsed with @ag-ui/core's schemas. Any warning or
 // error the client logs fails the test, as does any dropped event. Every
 // wait is bounded.
@@ -24,7 +27,7 @@ import { HttpAgent, runHttpRequest, transformHttpEventStream, verifyEvents } fro
 import { EventSchemas } from "@ag-ui/core/schemas";
 import { from, lastValueFrom, tap, takeWhile, toArray } from "rxjs";
 
-import { startAgentchat } from "./lib.mjs";
+import { startAgentchat, within } from "./lib.mjs";
 
 const TOKEN = "conformance-token-0123456789";
 const BOUND_MS = 15_000; // the longest any one request may take
@@ -387,5 +390,73 @@ test("HttpAgent answers a frontend tool and the run continues", async () => {
   } finally {
     await own.stop();
     await upstream.close();
+  }
+});
+
+// ---------- (g) shared state ----------
+
+test("HttpAgent shares state: STATE_SNAPSHOT, update_state as STATE_DELTA, ?snapshot=messages", async () => {
+  const a = new HttpAgent({ url: `${server.url}/api/v1/agent/runs`, headers: auth, threadId: "conf-s", initialState: { colour: "red", items: [] } });
+  const patch = '[{"op":"replace","path":"/colour","value":"teal"},{"op":"add","path":"/items/-","value":"pen"}]';
+  a.addMessage({ id: "conf-s-u1", role: "user", content: `call update_state with “${patch}”` });
+  const first = await run(a, { runId: "conf-s-r1" });
+  assert.equal(first.events[1].type, "STATE_SNAPSHOT", `${types(first.events)}`);
+  assert.deepEqual(first.events[1].snapshot, { colour: "red", items: [] }, "the run starts from the state the client sent");
+  const deltas = first.events.filter((e) => e.type === "STATE_DELTA");
+  assert.equal(deltas.length, 1, `${types(first.events)}`);
+  assert.deepEqual(deltas[0].delta, JSON.parse(patch));
+  assert.deepEqual(a.state, { colour: "teal", items: ["pen"] }, "HttpAgent applied the agent's change");
+  const result = first.events.find((e) => e.type === "TOOL_CALL_RESULT");
+  assert.match(result.content, /"colour":"teal"/);
+
+  // A reader loading the thread gets its state beside its messages.
+  const loaded = await readEvents(`${server.url}/api/v1/agent/runs/conf-s/events?snapshot=messages`, {
+    stop: (ev) => ev.type === "STATE_SNAPSHOT",
+    verify: false,
+  });
+  assert.deepEqual(types(loaded.events), ["MESSAGES_SNAPSHOT", "STATE_SNAPSHOT"]);
+  assert.deepEqual(loaded.events[1].snapshot, { colour: "teal", items: ["pen"] });
+
+  // A patch that does not apply changes nothing: the model is told why.
+  a.addMessage({ id: "conf-s-u2", role: "user", content: 'call update_state with “[{"op":"remove","path":"/missing"}]”' });
+  const second = await run(a, { runId: "conf-s-r2" });
+  assert.deepEqual(second.events[1].snapshot, { colour: "teal", items: ["pen"] });
+  assert.equal(second.events.filter((e) => e.type === "STATE_DELTA").length, 0, `${types(second.events)}`);
+  assert.match(second.events.find((e) => e.type === "TOOL_CALL_RESULT").content, /^Error: invalid state patch/);
+  assert.deepEqual(a.state, { colour: "teal", items: ["pen"] });
+});
+
+// ---------- (h) double-texting and the cancelled outcome ----------
+
+test("HttpAgent: a second input with forwardedProps.multitaskStrategy interrupt ends the first run with the cancelled outcome", async () => {
+  // Tokens every 100 ms: the first run is still answering when the second input comes.
+  const own = await startServer({ AGENTCHAT_SCRIPTED_TOKEN_DELAY: "100ms" });
+  try {
+    const url = `${own.url}/api/v1/agent/runs`;
+    const first = new HttpAgent({ url, headers: auth, threadId: "conf-m" });
+    first.addMessage({ id: "conf-m-u1", role: "user", content: "Tell me a long story about the sea" });
+    let streaming;
+    const streamed = new Promise((ok) => (streaming = ok));
+    const events = [];
+    const firstRun = first
+      .runAgent({ runId: "conf-m-r1" }, { onEvent: ({ event }) => void (events.push(event), event.type === "TEXT_MESSAGE_CONTENT" && streaming()) })
+      .then((result) => ({ ...result, events }));
+    await within(streamed, "the first run streams");
+
+    const second = new HttpAgent({ url, headers: auth, threadId: "conf-m" });
+    second.addMessage({ id: "conf-m-u1", role: "user", content: "Tell me a long story about the sea" });
+    second.addMessage({ id: "conf-m-u2", role: "user", content: "Actually, just say hi" });
+    const secondRun = await run(second, { runId: "conf-m-r2", forwardedProps: { multitaskStrategy: "interrupt" } });
+    assert.equal(secondRun.events.at(-1).type, "RUN_FINISHED");
+    assert.equal(secondRun.events.at(-1).outcome, undefined, "the new input's run succeeded");
+
+    const ended = await within(firstRun, "the first run ends");
+    const end = ended.events.at(-1);
+    assert.equal(end.type, "RUN_FINISHED", `${types(ended.events)}`);
+    assert.deepEqual(end.outcome, { type: "cancelled" });
+    for (const ev of ended.events) schemaCheck(ev);
+    assert.ok(ended.newMessages.some((m) => m.role === "assistant" && m.content.length > 0), "the partial answer stays");
+  } finally {
+    await own.stop();
   }
 });

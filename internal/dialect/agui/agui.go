@@ -46,8 +46,17 @@ const OnInterrupt = "on_interrupt"
 // InterruptReason is the reason of every interrupt this package writes.
 const InterruptReason = "confirmation"
 
-// CodeCancelled is RUN_ERROR's code for a cancelled run.
+// CodeCancelled is RUN_ERROR's code for a cancelled run, for clients before
+// AG-UI 1.0 (Options.PreV1); 1.0 clients get RUN_FINISHED with the
+// cancelled outcome.
 const CodeCancelled = "cancelled"
+
+// Outcome types of RUN_FINISHED (AG-UI 1.0).
+const (
+	OutcomeSuccess   = "success"
+	OutcomeInterrupt = "interrupt"
+	OutcomeCancelled = "cancelled"
+)
 
 // Mode selects the fields an Encoder writes.
 type Mode int
@@ -67,6 +76,13 @@ type Options struct {
 	// names a conversation in the client's own namespace). Empty writes the
 	// canonical id.
 	ThreadID string
+	// PreV1 writes for a client of AG-UI before 1.0 (@ag-ui/client 0.0.x,
+	// which CopilotKit 1.x ships): its schemas know neither the cancelled
+	// outcome nor a success outcome with fields, and refuse the event. A
+	// cancelled run then ends with RUN_ERROR (code "cancelled"), and a run
+	// that left frontend tool calls with a RUN_FINISHED without outcome
+	// (the client finds the calls in the stream, as 0.0.x always did).
+	PreV1 bool
 }
 
 // ResponseSchema is the JSON schema of an interrupt's resume payload: the
@@ -76,6 +92,7 @@ var ResponseSchema = json.RawMessage(`{"type":"object","properties":{"approved":
 // Encoder writes AG-UI frames for one stream. It is not safe for concurrent use.
 type Encoder struct {
 	seed       bool
+	preV1      bool
 	frames     dialect.Framer // numbers the frames; its state outlives a canonical run
 	threadName string         // Options.ThreadID
 	nextRunID  string         // NameNextRun
@@ -96,8 +113,12 @@ type Encoder struct {
 	paused    bool     // an interrupt ended the AG-UI run; events are held
 	held      []event.Event
 
-	ends    int                     // RUN_FINISHED and RUN_ERROR frames written
-	onFrame func(typ string, v any) // observes every frame (RunIndex)
+	ends int // RUN_FINISHED and RUN_ERROR frames written
+	// unrecorded: a run's error event has been written as RUN_ERROR, and
+	// its end (published once the store has recorded the run's end and
+	// usage) has not come yet.
+	unrecorded bool
+	onFrame    func(typ string, v any) // observes every frame (RunIndex)
 }
 
 type toolCall struct {
@@ -108,7 +129,7 @@ type toolCall struct {
 
 // NewEncoder returns an AG-UI encoder.
 func NewEncoder(opts Options) *Encoder {
-	return &Encoder{seed: opts.Mode == Seed, threadName: opts.ThreadID, started: map[string]bool{}, calls: map[string]*toolCall{}}
+	return &Encoder{seed: opts.Mode == Seed, preV1: opts.PreV1, threadName: opts.ThreadID, started: map[string]bool{}, calls: map[string]*toolCall{}}
 }
 
 var _ dialect.Encoder = (*Encoder)(nil)
@@ -253,6 +274,13 @@ func (e *Encoder) encode(dst []byte, ev event.Event) []byte {
 		}
 		dst = e.ensureRun(dst, ev)
 		return e.frame(dst, StateDelta, stateDelta{Type: StateDelta, Timestamp: ts(ev), scope: e.scope(), Delta: ops})
+	case event.StateSnapshotData:
+		state := bytes.TrimSpace(p.State)
+		if len(state) == 0 || !json.Valid(state) {
+			state = json.RawMessage(`{}`)
+		}
+		dst = e.ensureRun(dst, ev)
+		return e.frame(dst, StateSnapshot, stateSnapshot{Type: StateSnapshot, Timestamp: ts(ev), scope: e.scope(), Snapshot: compact(state)})
 	case event.PlanData:
 		return e.custom(dst, ev, "plan", p.Plan)
 	case event.CheckData:
@@ -262,11 +290,13 @@ func (e *Encoder) encode(dst []byte, ev event.Event) []byte {
 			return dst
 		}
 		dst = e.ensureRun(dst, ev)
+		e.unrecorded = true
 		if p.Usage != nil {
 			return e.runError(dst, ev, p.Message, p.Code, *p.Usage)
 		}
 		return e.runError(dst, ev, p.Message, p.Code)
 	case event.RunFinishedData:
+		e.unrecorded = false
 		return e.finish(dst, ev, p)
 	}
 	return dst // conversation.created, iteration.started, tool.running
@@ -274,7 +304,7 @@ func (e *Encoder) encode(dst []byte, ev event.Event) []byte {
 
 // reset forgets the previous canonical run.
 func (e *Encoder) reset(run string) {
-	*e = Encoder{seed: e.seed, frames: e.frames, threadName: e.threadName, nextRunID: e.nextRunID, thread: e.thread, run: run, ends: e.ends, onFrame: e.onFrame,
+	*e = Encoder{seed: e.seed, preV1: e.preV1, frames: e.frames, threadName: e.threadName, nextRunID: e.nextRunID, thread: e.thread, run: run, ends: e.ends, onFrame: e.onFrame,
 		started: map[string]bool{}, calls: map[string]*toolCall{}}
 }
 
@@ -290,6 +320,11 @@ func (e *Encoder) NameNextRun(id string) { e.nextRunID = id }
 // RUN_ERROR frames written, interrupts included). A stream that carries one
 // AG-UI run compares it before and after each event to know when to close.
 func (e *Encoder) RunsEnded() int { return e.ends }
+
+// EndUnrecorded reports that the last RUN_ERROR came from the run's error
+// event and the run's end has not been encoded yet: the run service
+// publishes the end only once the run's end and usage are stored.
+func (e *Encoder) EndUnrecorded() bool { return e.unrecorded }
 
 // openRun writes RUN_STARTED and starts again the steps an interrupt closed.
 func (e *Encoder) openRun(dst []byte, ev event.Event, runID string) []byte {
@@ -562,7 +597,7 @@ func (e *Encoder) interrupt(dst []byte, ev event.Event, p event.ToolAwaitingData
 	value, _ := json.Marshal(ci)
 	dst = e.frame(dst, Custom, custom{Type: Custom, Timestamp: ts(ev), scope: e.scope(), Name: OnInterrupt, Value: value})
 	v := runFinished{Type: RunFinished, Timestamp: ts(ev), ThreadID: e.thread, RunID: e.runID,
-		Outcome: &outcome{Type: "interrupt", Interrupts: []interrupt{in}}}
+		Outcome: &outcome{Type: OutcomeInterrupt, Interrupts: []interrupt{in}}}
 	e.live, e.paused = false, true
 	return e.frame(dst, RunFinished, v)
 }
@@ -627,14 +662,21 @@ func (e *Encoder) finish(dst []byte, ev event.Event, p event.RunFinishedData) []
 		if p.Answer != nil {
 			v.Result, _ = json.Marshal(publicAnswer(*p.Answer))
 		}
-		// Frontend tool calls left for the client (p.PendingToolCalls) are
-		// not named in an outcome: @ag-ui/client 0.0.59 (the one
-		// CopilotKit ships) refuses RUN_FINISHED whose success outcome has
-		// any field but type, and 1.0 derives the same list itself from the
-		// run's calls that got no TOOL_CALL_RESULT.
+		if len(p.PendingToolCalls) > 0 && !e.preV1 {
+			v.Outcome = &outcome{Type: OutcomeSuccess, PendingToolCallIDs: p.PendingToolCalls}
+		}
 		e.live = false
 		return e.frame(dst, RunFinished, v)
 	case event.StatusCancelled:
+		if !e.preV1 {
+			// AG-UI 1.0: stopped by whoever ran it, not failed.
+			dst = e.closeAll(dst, ev)
+			dst = e.finishSteps(dst, ev)
+			v := runFinished{Type: RunFinished, Timestamp: ts(ev), ThreadID: e.thread, RunID: e.runID, Usage: dialect.UsageList(p.Usage),
+				Outcome: &outcome{Type: OutcomeCancelled}}
+			e.live = false
+			return e.frame(dst, RunFinished, v)
+		}
 		msg := "The run was cancelled."
 		if p.Error != nil && p.Error.Message != "" {
 			msg = p.Error.Message

@@ -3,6 +3,7 @@ package agui_test
 import (
 	"encoding/json"
 	"flag"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -280,15 +281,26 @@ func TestFailedAndCancelled(t *testing.T) {
 	if len(errs) != 1 || errs[0]["code"] != "unavailable" || evs[len(evs)-1]["type"] != "RUN_ERROR" {
 		t.Errorf("failed run: %v", types(evs))
 	}
+	// AG-UI 1.0: a cancel ends the run with RUN_FINISHED and the cancelled
+	// outcome, every open message and step closed first.
 	evs = encode(t, agui.Standard, dialecttest.Script(dialecttest.Cancelled))
 	want := []string{"RUN_STARTED", "STEP_STARTED", "REASONING_START", "REASONING_MESSAGE_START", "REASONING_MESSAGE_CONTENT",
 		"REASONING_MESSAGE_END", "REASONING_END", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_CONTENT",
-		"TEXT_MESSAGE_END", "RUN_ERROR"}
+		"TEXT_MESSAGE_END", "STEP_FINISHED", "RUN_FINISHED"}
 	if got := types(evs); !slices.Equal(got, want) {
 		t.Errorf("cancelled: %v", got)
 	}
-	if last := evs[len(evs)-1]; last["code"] != agui.CodeCancelled || last["message"] == "" {
+	if last := evs[len(evs)-1]; !reflect.DeepEqual(last["outcome"], map[string]any{"type": agui.OutcomeCancelled}) || last["usage"] == nil {
 		t.Errorf("cancelled end %v", last)
+	}
+	// Before 1.0 the schemas know no cancelled outcome: RUN_ERROR, code cancelled.
+	evs = verifyStream(t, dialecttest.Encode(agui.NewEncoder(agui.Options{PreV1: true}), dialecttest.Script(dialecttest.Cancelled)), true)
+	want = append(want[:len(want)-2:len(want)-2], "RUN_ERROR")
+	if got := types(evs); !slices.Equal(got, want) {
+		t.Errorf("cancelled, before 1.0: %v", got)
+	}
+	if last := evs[len(evs)-1]; last["code"] != agui.CodeCancelled || last["message"] == "" {
+		t.Errorf("cancelled end before 1.0: %v", last)
 	}
 	// A failure without code or message still sends neither null nor empty text.
 	evs = encode(t, agui.Standard, stamp("r", event.RunStartedData{}, event.RunFinishedData{Status: event.StatusFailed}))
@@ -403,7 +415,7 @@ func TestResumeAfterEveryFrame(t *testing.T) {
 	encs := map[string]func() dialect.Encoder{
 		"agui":      func() dialect.Encoder { return agui.NewEncoder(agui.Options{Mode: agui.Standard}) },
 		"agui-seed": func() dialect.Encoder { return agui.NewEncoder(agui.Options{Mode: agui.Seed}) },
-		"thread":    func() dialect.Encoder { return agui.NewThreadExchange("client-thread", nil) },
+		"thread":    func() dialect.Encoder { return agui.NewThreadExchange("client-thread", false, nil) },
 	}
 	for encName, newEnc := range encs {
 		for _, name := range dialecttest.Names() {

@@ -60,12 +60,9 @@
 //     check → CUSTOM "plan"/"check"; context patch → STATE_DELTA.
 //   - error → RUN_ERROR {message, code}; run.finished: succeeded → RUN_FINISHED
 //     with result {status, answer, key_points, result_type, suggested_actions,
-//     ui_schema} when there is an answer. A run that left frontend tool
-//     calls for the client ends with those calls open (TOOL_CALL_END, no
-//     TOOL_CALL_RESULT) and no outcome: AG-UI 1.0 clients read the pending
-//     calls from that, and 0.0.59 (CopilotKit's) refuses an outcome
-//     carrying pendingToolCallIds. The tool messages of the next
-//     RunAgentInput continue the run;
+//     ui_schema} when there is an answer, and outcome {type:"success",
+//     pendingToolCallIds} when the run left frontend tool calls for the client
+//     to answer (the tool messages of the next RunAgentInput continue it);
 //     failed → RUN_ERROR unless one was sent; cancelled → RUN_ERROR code
 //     "cancelled".
 //

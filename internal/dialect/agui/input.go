@@ -14,15 +14,18 @@ import (
 // RunAgentInput is AG-UI's RunAgentInput, the body of a run request. Unknown fields are ignored, as
 // AG-UI peers may send newer ones.
 type RunAgentInput struct {
-	ThreadID       string          `json:"threadId"`
-	RunID          string          `json:"runId"`
-	ParentRunID    string          `json:"parentRunId"`
-	State          json.RawMessage `json:"state"`
-	Messages       []InputMessage  `json:"messages"`
-	Tools          []InputTool     `json:"tools"`
-	Context        []InputContext  `json:"context"`
-	ForwardedProps json.RawMessage `json:"forwardedProps"`
-	Resume         []ResumeEntry   `json:"resume"`
+	ThreadID string `json:"threadId"`
+	RunID    string `json:"runId"`
+	// ProtocolVersion is the AG-UI version the client speaks ("1.0.0"
+	// from @ag-ui/client 1.0 on); clients before 1.0 send none.
+	ProtocolVersion string          `json:"protocolVersion"`
+	ParentRunID     string          `json:"parentRunId"`
+	State           json.RawMessage `json:"state"`
+	Messages        []InputMessage  `json:"messages"`
+	Tools           []InputTool     `json:"tools"`
+	Context         []InputContext  `json:"context"`
+	ForwardedProps  json.RawMessage `json:"forwardedProps"`
+	Resume          []ResumeEntry   `json:"resume"`
 }
 
 // InputMessage is a message of the input.
@@ -121,6 +124,12 @@ type Turn struct {
 	// Agent is forwardedProps.agentId (and agentVersion): the agent that
 	// answers the thread.
 	Agent dialect.AgentRef
+	// State is the thread's shared state as the client holds it (any JSON
+	// but null), nil when the input carries none.
+	State json.RawMessage
+	// Multitask is forwardedProps.multitaskStrategy: what the input does
+	// while the thread has an active run.
+	Multitask chat.MultitaskStrategy
 }
 
 // Turn reads the input's new message, tools and context. serverTool
@@ -145,6 +154,12 @@ func (in RunAgentInput) Turn(serverTool func(name string) bool) (Turn, error) {
 		}
 		t.FrontendTools = append(t.FrontendTools, chat.FrontendTool{Name: tool.Name, Description: tool.Description, Parameters: params})
 	}
+	if st := bytes.TrimSpace(in.State); len(st) > 0 && string(st) != "null" {
+		if len(st) > chat.MaxStateBytes {
+			return t, dialect.Unusable(errcode.InvalidField, "field \"state\" has %d bytes, the limit is %d", len(st), chat.MaxStateBytes)
+		}
+		t.State = st
+	}
 	if len(in.Context) > MaxContextItems {
 		return t, dialect.Unusable(errcode.InvalidField, "at most %d context items may be given", MaxContextItems)
 	}
@@ -153,6 +168,13 @@ func (in RunAgentInput) Turn(serverTool func(name string) bool) (Turn, error) {
 	}
 	if props, ok := jsonObject(in.ForwardedProps); ok {
 		t.Engine, _ = props["engine"].(string)
+		if v, has := props["multitaskStrategy"]; has {
+			name, _ := v.(string)
+			if err := dialect.CheckMultitask(name, "forwardedProps.multitaskStrategy"); err != nil || name == "" {
+				return t, dialect.Unusable(errcode.InvalidField, "field \"forwardedProps.multitaskStrategy\" must be reject, enqueue, interrupt or rollback")
+			}
+			t.Multitask = chat.MultitaskStrategy(name)
+		}
 		var err error
 		if t.Agent, err = agentRef(props); err != nil {
 			return t, err
@@ -428,4 +450,15 @@ func (in RunAgentInput) CommandResume() (entry ResumeEntry, ok bool, err error) 
 		return ResumeEntry{}, true, bad("resume must be {\"approved\": true|false, \"reason\"?: …} or \"approve\" / \"reject\"")
 	}
 	return entry, true, nil
+}
+
+// PreV1 reports whether the input comes from a client of AG-UI before 1.0:
+// it declares no protocolVersion, or one whose major version is 0.
+func (in RunAgentInput) PreV1() bool { return PreV1(in.ProtocolVersion) }
+
+// PreV1 reports whether version, an AG-UI protocol version a client
+// declared ("" for none), is before 1.0.
+func PreV1(version string) bool {
+	major, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(version), "v"), ".")
+	return major == "" || major == "0"
 }

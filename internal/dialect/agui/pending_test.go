@@ -12,10 +12,8 @@ import (
 	"github.com/agentchat/agentchat/internal/ssetest"
 )
 
-// A run that calls a frontend tool ends in success with the call open (no
-// TOOL_CALL_RESULT), which is how AG-UI 1.0 clients find the calls to
-// answer, and with no outcome: @ag-ui/client 0.0.59 refuses a success
-// outcome carrying pendingToolCallIds.
+// A run that calls a frontend tool ends in success naming the call the
+// client must answer; a strict client sees nothing non-standard.
 func TestPendingToolCalls(t *testing.T) {
 	t.Parallel()
 	for _, m := range modes {
@@ -30,12 +28,22 @@ func TestPendingToolCalls(t *testing.T) {
 		if got := types(evs); !slices.Equal(got, want) {
 			t.Fatalf("%s: %v", m.name, got)
 		}
-		if o, has := evs[4]["outcome"]; has {
+		o := evs[4]["outcome"].(map[string]any)
+		if o["type"] != "success" || len(o["pendingToolCallIds"].([]any)) != 1 || o["pendingToolCallIds"].([]any)[0] != "call-f" {
 			t.Errorf("%s: outcome %v", m.name, o)
 		}
-		if evs[1]["toolCallId"] != "call-f" || evs[3]["toolCallId"] != "call-f" {
-			t.Errorf("%s: the open call %v %v", m.name, evs[1], evs[3])
+		if _, has := o["interrupts"]; has {
+			t.Errorf("%s: success outcome carries interrupts", m.name)
 		}
+	}
+	// Before 1.0 a success outcome has no fields: the calls are in the stream.
+	evs := verifyStream(t, dialecttest.Encode(agui.NewEncoder(agui.Options{PreV1: true}), stamp("r",
+		event.RunStartedData{ClientRunID: "c1"},
+		event.ToolCallReadyData{ToolCallID: "call-f", Name: "pick_colour", Args: json.RawMessage(`{}`), Frontend: true},
+		event.RunFinishedData{Status: event.StatusSucceeded, PendingToolCalls: []string{"call-f"}},
+	)), true)
+	if end := evs[len(evs)-1]; end["type"] != "RUN_FINISHED" || end["outcome"] != nil {
+		t.Errorf("before 1.0: end %v", end)
 	}
 }
 

@@ -36,12 +36,13 @@ type runFinished struct {
 	Usage []dialect.ModelUsage `json:"usage,omitempty"`
 }
 
-// outcome is RUN_FINISHED's outcome: an interrupt (a confirmation). A
-// success has none; see Encoder.finish for why pendingToolCallIds is never
-// written.
+// outcome is RUN_FINISHED's outcome: an interrupt (a confirmation), a
+// success that left frontend tool calls for the client to answer, or a
+// cancel (AG-UI 1.0).
 type outcome struct {
-	Type       string      `json:"type"`
-	Interrupts []interrupt `json:"interrupts,omitempty"`
+	Type               string      `json:"type"`
+	Interrupts         []interrupt `json:"interrupts,omitempty"`
+	PendingToolCallIDs []string    `json:"pendingToolCallIds,omitempty"`
 }
 
 type interrupt struct {
@@ -203,6 +204,13 @@ type stateDelta struct {
 	Timestamp int64  `json:"timestamp,omitempty"`
 	*scope
 	Delta json.RawMessage `json:"delta"`
+}
+
+type stateSnapshot struct {
+	Type      string `json:"type"`
+	Timestamp int64  `json:"timestamp,omitempty"`
+	*scope
+	Snapshot json.RawMessage `json:"snapshot"`
 }
 
 type custom struct {

@@ -34,9 +34,9 @@
 // conversation.created, run.started and run.resumed (the turn's first
 // iteration_start opens it), steps, reasoning, tool-call argument fragments
 // (tool_call carries the whole arguments), tool.running, the awaiting state
-// (the tool_result follows the decision), context patches, plans, checks, and
-// every statistic but the turn's usage and cost (on done): model name,
-// latency.
+// (the tool_result follows the decision), context patches, state snapshots,
+// plans, checks, and every statistic but the turn's usage and cost (on
+// done): model name, latency.
 package conversation
 
 import (

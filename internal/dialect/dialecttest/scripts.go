@@ -95,6 +95,7 @@ func rich() []event.Event {
 	b.add(event.ConversationCreatedData{ConversationID: "conv-1", Title: "Weekly orders"})
 	b.add(event.RunStartedData{ConversationID: "conv-1", Input: "Summarise this week's orders and tell #sales.",
 		UserMessageID: "msg-u1", Engine: "local", ClientRunID: "client-run-1"})
+	b.add(event.StateSnapshotData{State: raw(`{"status":"draft"}`)})
 	b.at("router", 0).add(event.StepStartedData{Name: "router"})
 	b.add(event.StepFinishedData{Name: "router"})
 	b.at("worker", 0).add(event.StepStartedData{Name: "worker"})

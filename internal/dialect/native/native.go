@@ -29,6 +29,7 @@ const (
 	ToolAwaitingInput   = "tool.awaiting_input"
 	Retrieval           = "retrieval"
 	ContextPatch        = "context.patch"
+	StateSnapshot       = "state.snapshot"
 	AgentEnd            = "agent.end"
 	Error               = "error"
 	Ping                = "ping"
@@ -87,6 +88,11 @@ func Map(ev event.Event) []Named {
 		return one(Retrieval, retrievalData{RunID: ev.Run, Query: p.Query, Hits: p.Hits})
 	case event.ContextPatchData:
 		return one(ContextPatch, patchData{RunID: ev.Run, Patch: p.Patch})
+	case event.StateSnapshotData:
+		if !json.Valid(p.State) {
+			return nil
+		}
+		return one(StateSnapshot, stateData{RunID: ev.Run, State: p.State})
 	case event.ErrorData:
 		return one(Error, errorData{RunID: ev.Run, Code: p.Code, Message: p.Message})
 	case event.RunFinishedData:
@@ -157,6 +163,11 @@ type retrievalData struct {
 type patchData struct {
 	RunID string          `json:"runId"`
 	Patch json.RawMessage `json:"patch"`
+}
+
+type stateData struct {
+	RunID string          `json:"runId"`
+	State json.RawMessage `json:"state"`
 }
 
 type errorData struct {

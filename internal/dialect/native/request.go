@@ -36,6 +36,15 @@ type ChatRequest struct {
 	// ParentID forks explicitly: the new input follows this message (null
 	// or absent: the active leaf).
 	ParentID *string `json:"parentId"`
+	// MultitaskStrategy is what the input does while the conversation has
+	// an active run: reject, enqueue, interrupt or rollback (absent: the
+	// agent's default, else reject).
+	MultitaskStrategy string `json:"multitaskStrategy"`
+}
+
+// Multitask is the request's strategy (validated by DecodeChatRequest).
+func (r ChatRequest) Multitask() chat.MultitaskStrategy {
+	return chat.MultitaskStrategy(r.MultitaskStrategy)
 }
 
 // MessageRef names a message.
@@ -106,6 +115,9 @@ func DecodeChatRequest(body []byte) (ChatRequest, error) {
 	if len(r.Attachments) > MaxAttachments {
 		return ChatRequest{}, dialect.Unusable(errcode.InvalidField, "a message attaches at most %d files", MaxAttachments)
 	}
+	if err := dialect.CheckMultitask(r.MultitaskStrategy, "multitaskStrategy"); err != nil {
+		return ChatRequest{}, err
+	}
 	for _, id := range r.Attachments {
 		if strings.TrimSpace(id) == "" {
 			return ChatRequest{}, dialect.Unusable(errcode.InvalidField, "field \"attachments\" holds file ids")
@@ -174,9 +186,12 @@ func DecodeDecision(body []byte) (chat.Decision, error) {
 	return d, nil
 }
 
-// Document is the body of POST /v1/knowledge/documents.
+// Document is the body of POST /v1/knowledge/documents: a document's text,
+// or a stored file to index (FileID: a PDF or a text file), whose name is
+// the source unless one is given.
 type Document struct {
 	Source string `json:"source"`
+	FileID string `json:"fileId"`
 	// Collection is the knowledge collection the document joins (agents
 	// name the collections they search); "default" when omitted.
 	Collection string          `json:"collection"`
@@ -190,13 +205,24 @@ const MaxSourceChars = 300
 
 // DecodeDocument decodes a document to index, of at most maxBytes of text.
 // The media type defaults to text/markdown for a .md source, else
-// text/plain; metadata, when given, is an object.
+// text/plain; metadata, when given, is an object. A document from a file
+// has no text, media type or (optionally) source of its own: the handler
+// reads them from the file.
 func DecodeDocument(body []byte, maxBytes int) (Document, error) {
 	var d Document
 	if err := dialect.DecodeJSON(body, &d, dialect.Strict, false); err != nil {
 		return Document{}, err
 	}
 	d.Source = strings.TrimSpace(d.Source)
+	if d.FileID != "" {
+		switch {
+		case d.Text != "" || d.MediaType != "":
+			return Document{}, dialect.Unusable(errcode.InvalidField, "give either field \"text\" or field \"fileId\", not both; a file's media type is its own")
+		case utf8.RuneCountInString(d.Source) > MaxSourceChars:
+			return Document{}, dialect.Unusable(errcode.InvalidField, "field \"source\" must name the document in 1 to %d characters", MaxSourceChars)
+		}
+		return d.checked()
+	}
 	switch {
 	case d.Source == "" || utf8.RuneCountInString(d.Source) > MaxSourceChars:
 		return Document{}, dialect.Unusable(errcode.InvalidField, "field \"source\" must name the document in 1 to %d characters", MaxSourceChars)
@@ -218,16 +244,29 @@ func DecodeDocument(body []byte, maxBytes int) (Document, error) {
 	default:
 		return Document{}, dialect.Unusable(errcode.InvalidField, "field \"mediaType\" must be text/plain or text/markdown")
 	}
+	return d.checked()
+}
+
+// checked is d once its collection and metadata pass.
+func (d Document) checked() (Document, error) {
+	if err := d.checkCollectionAndMetadata(); err != nil {
+		return Document{}, err
+	}
+	return d, nil
+}
+
+// checkCollectionAndMetadata defaults the collection and checks both.
+func (d *Document) checkCollectionAndMetadata() error {
 	if d.Collection == "" {
 		d.Collection = chat.DefaultCollection
 	} else if !chat.ValidCollection(d.Collection) {
-		return Document{}, dialect.Unusable(errcode.InvalidField, "field \"collection\" must be 1 to 64 letters, digits and . _ - (starting with a letter or digit)")
+		return dialect.Unusable(errcode.InvalidField, "field \"collection\" must be 1 to 64 letters, digits and . _ - (starting with a letter or digit)")
 	}
 	switch m := strings.TrimSpace(string(d.Metadata)); {
 	case m == "null":
 		d.Metadata = nil
 	case m != "" && !strings.HasPrefix(m, "{"):
-		return Document{}, dialect.Unusable(errcode.InvalidField, "field \"metadata\" must be an object")
+		return dialect.Unusable(errcode.InvalidField, "field \"metadata\" must be an object")
 	}
-	return d, nil
+	return nil
 }

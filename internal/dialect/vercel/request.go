@@ -26,6 +26,9 @@ type Request struct {
 	// AgentVersion pins one of its versions.
 	AgentID      string `json:"agentId"`
 	AgentVersion int    `json:"agentVersion"`
+	// MultitaskStrategy is what the input does while the chat has an
+	// active run (reject, enqueue, interrupt, rollback; useChat's body option).
+	MultitaskStrategy string `json:"multitaskStrategy"`
 }
 
 // Agent is the agent the request names.
@@ -87,6 +90,9 @@ func DecodeRequest(body []byte) (Request, error) {
 		if n > MaxApprovals {
 			return Request{}, dialect.Unusable(errcode.InvalidField, "a message answers at most %d approvals", MaxApprovals)
 		}
+	}
+	if err := dialect.CheckMultitask(r.MultitaskStrategy, "multitaskStrategy"); err != nil {
+		return Request{}, err
 	}
 	if err := dialect.CheckAgentRef(r.Agent(), "agentId", "agentVersion"); err != nil {
 		return Request{}, err

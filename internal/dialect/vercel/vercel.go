@@ -234,6 +234,14 @@ func (e *Encoder) encode(dst []byte, ev event.Event) []byte {
 		return e.data(dst, "data-context.patch", "", struct {
 			Patch json.RawMessage `json:"patch"`
 		}{p.Patch})
+	case event.StateSnapshotData:
+		if !validJSON(p.State) {
+			return dst
+		}
+		dst = e.start(dst, ev)
+		return e.data(dst, "data-state.snapshot", "", struct {
+			State json.RawMessage `json:"state"`
+		}{p.State})
 	case event.PlanData:
 		if !validJSON(p.Plan) {
 			return dst

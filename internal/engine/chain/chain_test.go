@@ -41,6 +41,12 @@ func (h *host) RequestConfirmation(_ context.Context, c chat.Confirmation) (chat
 	return c, nil
 }
 
+// UpdateState patches an empty state: these runs keep none.
+func (h *host) UpdateState(_ context.Context, patch json.RawMessage) (json.RawMessage, error) {
+	next, _, err := chat.PatchState(nil, patch)
+	return next, err
+}
+
 func (h *host) steps() []string {
 	var out []string
 	for _, ev := range h.evs {

@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 
+	"github.com/agentchat/agentchat/internal/engine"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/llm"
 )
@@ -35,7 +36,7 @@ func (r *runner) frontendCalls(ctx context.Context, it int, calls []llm.ToolCall
 }
 
 func (r *runner) isFrontend(name string) bool {
-	if _, backend := r.spec(name); backend {
+	if _, backend := r.spec(name); backend || name == engine.UpdateStateTool && r.hasStateTool() {
 		return false
 	}
 	for _, f := range r.t.Options.FrontendTools {

@@ -96,6 +96,8 @@ type runner struct {
 	// retrieved is the turn's retrieval until the first assistant message
 	// stored keeps it (assistantMeta).
 	retrieved *event.RetrievalData
+	// interrupted: the run was stopped by a new input (engine.ErrInterrupted).
+	interrupted bool
 }
 
 // assistantMeta completes the metadata of an assistant message the run
@@ -215,7 +217,7 @@ func failed(code, msg string, u event.Usage) engine.Outcome {
 }
 
 func (r *runner) pause(st paused) engine.Outcome {
-	if o := r.t.Options; o.Structured || len(o.FrontendTools) > 0 || len(o.Context) > 0 || o.Allowed != nil {
+	if o := r.t.Options; o.Structured || len(o.FrontendTools) > 0 || len(o.Context) > 0 || o.Allowed != nil || o.State != nil {
 		st.Options = &o
 	}
 	b, _ := json.Marshal(st)
@@ -295,6 +297,7 @@ func (r *runner) iterate(ctx context.Context, it int, msgs []llm.Message) (turnO
 		}
 	}
 	// The call failed: keep what streamed, marked partial, then end the run.
+	r.interrupted = errors.Is(context.Cause(ctx), engine.ErrInterrupted)
 	if text := r.shownText(acc.Text()); text != "" {
 		r.completeMessage(context.WithoutCancel(ctx), it, msgID, text, acc.Reasoning(), true)
 	}
@@ -342,7 +345,7 @@ func (r *runner) completeMessage(ctx context.Context, it int, id, text, reasonin
 	default:
 		answer = DeriveAnswer(text)
 	}
-	meta := r.assistantMeta(chat.AssistantMeta{Partial: partial, Answer: answer}, reasoning)
+	meta := r.assistantMeta(chat.AssistantMeta{Partial: partial, Interrupted: partial && r.interrupted, Answer: answer}, reasoning)
 	stored, err := r.h.AppendMessage(ctx, chat.Message{ID: id, Role: chat.RoleAssistant, Content: text, Metadata: meta, RunID: r.t.Run.ID})
 	if err != nil {
 		r.log.Error("store assistant message", "err", err)
@@ -382,9 +385,12 @@ func (r *runner) toolSpecs() []llm.ToolSpec {
 			specs = append(specs, llm.ToolSpec{Name: s.Name, Description: s.Description, Parameters: s.Parameters})
 		}
 	}
+	if r.hasStateTool() {
+		specs = append(specs, r.stateSpec()) // state.go
+	}
 	for _, f := range r.t.Options.FrontendTools {
-		if _, backend := r.spec(f.Name); backend {
-			continue // the registry's tool of that name wins
+		if _, backend := r.spec(f.Name); backend || f.Name == engine.UpdateStateTool && r.hasStateTool() {
+			continue // the registry's (or the built-in) tool of that name wins
 		}
 		specs = append(specs, llm.ToolSpec{Name: f.Name, Description: f.Description, Parameters: f.Parameters})
 	}
@@ -403,6 +409,12 @@ func (r *runner) runTools(ctx context.Context, it int, calls []llm.ToolCall) ([]
 	for i, c := range calls {
 		args := normaliseArgs(c.Arguments)
 		r.h.Emit(ctx, event.Event{Iteration: it, Step: "worker", Payload: event.ToolCallReadyData{ToolCallID: c.ID, Name: c.Name, Args: args}})
+		if c.Name == engine.UpdateStateTool && r.hasStateTool() {
+			// In call order, one at a time: each patch applies to the last's state.
+			m := r.record(context.WithoutCancel(ctx), it, c.ID, c.Name, args, r.updateState(ctx, it, c.ID, args), false, "")
+			results[i] = &m
+			continue
+		}
 		spec, known := r.spec(c.Name)
 		var verr error
 		if known {

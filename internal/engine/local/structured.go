@@ -344,6 +344,9 @@ func (r *runner) systemPrompt() string {
 		}
 		parts = append(parts, b.String())
 	}
+	if s := r.statePrompt(); s != "" { // state.go
+		parts = append(parts, s)
+	}
 	if r.t.Options.Structured {
 		parts = append(parts, structuredPrompt)
 	}

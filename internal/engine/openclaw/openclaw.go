@@ -36,6 +36,7 @@ package openclaw
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -301,6 +302,10 @@ func (f *firstOutput) AppendMessage(ctx context.Context, m chat.Message) (chat.M
 
 func (f *firstOutput) RequestConfirmation(ctx context.Context, c chat.Confirmation) (chat.Confirmation, error) {
 	return f.h.RequestConfirmation(ctx, c)
+}
+
+func (f *firstOutput) UpdateState(ctx context.Context, patch json.RawMessage) (json.RawMessage, error) {
+	return f.h.UpdateState(ctx, patch)
 }
 
 // failedSilent reports whether the run failed before any output, for a

@@ -2,6 +2,7 @@ package openclaw_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -49,6 +50,12 @@ func (h *host) AppendMessage(_ context.Context, m chat.Message) (chat.Message, e
 func (h *host) RequestConfirmation(_ context.Context, c chat.Confirmation) (chat.Confirmation, error) {
 	c.ID = chat.NewID()
 	return c, nil
+}
+
+// UpdateState patches an empty state: these runs keep none.
+func (h *host) UpdateState(_ context.Context, patch json.RawMessage) (json.RawMessage, error) {
+	next, _, err := chat.PatchState(nil, patch)
+	return next, err
 }
 
 func task(tenant string) engine.Task {

@@ -1,10 +1,12 @@
 package pgstore_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"io"
 	"net/url"
 	"sync"
 	"testing"
@@ -14,6 +16,8 @@ import (
 
 	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/event"
+	"github.com/agentchat/agentchat/internal/file"
+	"github.com/agentchat/agentchat/internal/file/filetest"
 	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/store/pgstore"
 	"github.com/agentchat/agentchat/internal/store/storetest"
@@ -218,5 +222,47 @@ func BenchmarkAppendEvents(b *testing.B) {
 			}()
 			storetest.BenchAppendEvents(b, s, bc.Batch, bc.Threads)
 		})
+	}
+}
+
+// The store's database as file storage passes the file storage contract.
+func TestFileStorageContract(t *testing.T) {
+	t.Parallel()
+	dbURL := testenv.Postgres(t)
+	filetest.Run(t, func(t *testing.T) file.Storage {
+		return open(t, withParam(t, dbURL, "schema", newSchema(t, dbURL))).FileStorage()
+	})
+}
+
+// Two replicas on one database share files: what one stores the other
+// reads, and a delete on either is seen by both.
+func TestFileStorageSharedByReplicas(t *testing.T) {
+	t.Parallel()
+	dbURL := testenv.Postgres(t)
+	u := withParam(t, dbURL, "schema", newSchema(t, dbURL))
+	a, b := open(t, u).FileStorage(), open(t, u).FileStorage()
+	body := bytes.Repeat([]byte("shared between replicas "), 40_000) // ~1 MiB: several chunks
+	key := filetest.Key(body)
+	if err := a.Put(t.Context(), key, bytes.NewReader(body), int64(len(body))); err != nil {
+		t.Fatal(err)
+	}
+	o, err := b.Open(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A Range from the middle of a chunk to the middle of another.
+	if _, err := o.Seek(300_000, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 100_000)
+	if _, err := io.ReadFull(o, got); err != nil || !bytes.Equal(got, body[300_000:400_000]) {
+		t.Fatalf("range read on the other replica: %v", err)
+	}
+	_ = o.Close()
+	if err := b.Delete(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Open(t.Context(), key); !errors.Is(err, file.ErrNotFound) {
+		t.Fatalf("after the other replica deleted it: %v", err)
 	}
 }

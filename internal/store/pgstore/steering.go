@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -179,4 +180,88 @@ func (s *Store) ListFeedback(ctx context.Context, tenant string, f store.Feedbac
 			}
 			return out, nil
 		})
+}
+
+// ThreadState reads the conversation's shared state.
+func (s *Store) ThreadState(ctx context.Context, sc chat.Scope, conversationID string) (json.RawMessage, error) {
+	var state []byte
+	err := s.pool.QueryRow(ctx, `SELECT state FROM conversations WHERE id = $1 AND tenant = $2 AND owner = $3`,
+		conversationID, sc.Tenant, sc.User).Scan(&state)
+	if err != nil {
+		return nil, fmt.Errorf("read state of %s: %w", conversationID, interpretError(err))
+	}
+	return rawJSON(state), nil
+}
+
+// SetThreadState replaces the conversation's shared state.
+func (s *Store) SetThreadState(ctx context.Context, sc chat.Scope, conversationID string, state json.RawMessage) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE conversations SET state = $4::json WHERE id = $1 AND tenant = $2 AND owner = $3`,
+		conversationID, sc.Tenant, sc.User, nullJSON(state))
+	if err != nil {
+		return fmt.Errorf("set state of %s: %w", conversationID, interpretError(err))
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("set state of %s: %w", conversationID, store.ErrNotFound)
+	}
+	return nil
+}
+
+// EnqueueInput stores an input waiting behind the conversation's active run.
+func (s *Store) EnqueueInput(ctx context.Context, sc chat.Scope, q store.QueuedInput) (store.QueuedInput, error) {
+	if q.ID == "" {
+		q.ID = chat.NewID()
+	}
+	if q.CreatedAt.IsZero() {
+		q.CreatedAt = now()
+	}
+	q.CreatedAt = ms(q.CreatedAt)
+	q.Tenant, q.Owner = sc.Tenant, sc.User
+	tag, err := s.pool.Exec(ctx, `INSERT INTO run_queue (id, tenant, owner, conversation_id, request, created_at)
+		SELECT $1, $2, $3, id, $4::json, $5 FROM conversations WHERE id = $6 AND tenant = $2 AND owner = $3`,
+		q.ID, q.Tenant, q.Owner, string(q.Request), q.CreatedAt, q.ConversationID)
+	if err != nil {
+		return store.QueuedInput{}, fmt.Errorf("enqueue input in %s: %w", q.ConversationID, interpretError(err))
+	}
+	if tag.RowsAffected() == 0 {
+		return store.QueuedInput{}, fmt.Errorf("enqueue input in %s: %w", q.ConversationID, store.ErrNotFound)
+	}
+	return q, nil
+}
+
+const queuedCols = `id, tenant, owner, conversation_id, request, created_at`
+
+func scanQueued(row pgx.Row) (store.QueuedInput, error) {
+	var q store.QueuedInput
+	var req []byte
+	err := row.Scan(&q.ID, &q.Tenant, &q.Owner, &q.ConversationID, &req, &q.CreatedAt)
+	q.Request, q.CreatedAt = json.RawMessage(req), q.CreatedAt.UTC()
+	return q, err
+}
+
+// TakeQueuedInput removes and returns the conversation's oldest queued
+// input; SKIP LOCKED lets racing takers each take a different one.
+func (s *Store) TakeQueuedInput(ctx context.Context, tenant, conversationID string) (store.QueuedInput, error) {
+	q, err := scanQueued(s.pool.QueryRow(ctx, `DELETE FROM run_queue WHERE id = (
+		SELECT id FROM run_queue WHERE tenant = $1 AND conversation_id = $2 ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+		RETURNING `+queuedCols, tenant, conversationID))
+	if err != nil {
+		return store.QueuedInput{}, fmt.Errorf("take queued input of %s: %w", conversationID, interpretError(err))
+	}
+	return q, nil
+}
+
+// StalledQueues lists conversations with queued inputs and no active run.
+func (s *Store) StalledQueues(ctx context.Context, limit int) ([]store.QueuedInput, error) {
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT ON (q.conversation_id) `+strings.ReplaceAll(queuedCols, "id, tenant", "q.id, q.tenant")+`
+		FROM run_queue q
+		WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.conversation_id = q.conversation_id AND r.status IN `+activeStatuses+`)
+		ORDER BY q.conversation_id, q.created_at, q.id LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list stalled queues: %w", interpretError(err))
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.QueuedInput, error) { return scanQueued(row) })
+	if err != nil {
+		return nil, fmt.Errorf("list stalled queues: %w", interpretError(err))
+	}
+	return out, nil
 }

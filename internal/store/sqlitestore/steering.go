@@ -171,3 +171,98 @@ func (s *Store) ListFeedback(ctx context.Context, tenant string, f store.Feedbac
 			return out, nil
 		})
 }
+
+// ThreadState reads the conversation's shared state.
+func (s *Store) ThreadState(ctx context.Context, sc chat.Scope, conversationID string) (json.RawMessage, error) {
+	var state sql.NullString
+	err := s.read.QueryRowContext(ctx, `SELECT state FROM conversations WHERE id = ? AND tenant = ? AND owner = ?`,
+		conversationID, sc.Tenant, sc.User).Scan(&state)
+	if err != nil {
+		return nil, fmt.Errorf("read state of %s: %w", conversationID, interpret(err))
+	}
+	return rawJSON(state), nil
+}
+
+// SetThreadState replaces the conversation's shared state.
+func (s *Store) SetThreadState(ctx context.Context, sc chat.Scope, conversationID string, state json.RawMessage) error {
+	res, err := s.write.ExecContext(ctx, `UPDATE conversations SET state = ? WHERE id = ? AND tenant = ? AND owner = ?`,
+		nullJSON(state), conversationID, sc.Tenant, sc.User)
+	if err != nil {
+		return fmt.Errorf("set state of %s: %w", conversationID, interpret(err))
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("set state of %s: %w", conversationID, store.ErrNotFound)
+	}
+	return nil
+}
+
+// EnqueueInput stores an input waiting behind the conversation's active run.
+func (s *Store) EnqueueInput(ctx context.Context, sc chat.Scope, q store.QueuedInput) (store.QueuedInput, error) {
+	if q.ID == "" {
+		q.ID = chat.NewID()
+	}
+	if q.CreatedAt.IsZero() {
+		q.CreatedAt = now()
+	}
+	q.CreatedAt = q.CreatedAt.UTC().Truncate(time.Millisecond)
+	q.Tenant, q.Owner = sc.Tenant, sc.User
+	res, err := s.write.ExecContext(ctx, `INSERT INTO run_queue (id, tenant, owner, conversation_id, request, created_at)
+		SELECT ?, ?, ?, id, ?, ? FROM conversations WHERE id = ? AND tenant = ? AND owner = ?`,
+		q.ID, q.Tenant, q.Owner, string(q.Request), q.CreatedAt.UnixMilli(), q.ConversationID, sc.Tenant, sc.User)
+	if err != nil {
+		return store.QueuedInput{}, fmt.Errorf("enqueue input in %s: %w", q.ConversationID, interpret(err))
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return store.QueuedInput{}, fmt.Errorf("enqueue input in %s: %w", q.ConversationID, store.ErrNotFound)
+	}
+	return q, nil
+}
+
+const queuedCols = `id, tenant, owner, conversation_id, request, created_at`
+
+func scanQueued(row scanner) (store.QueuedInput, error) {
+	var q store.QueuedInput
+	var req string
+	var created int64
+	if err := row.Scan(&q.ID, &q.Tenant, &q.Owner, &q.ConversationID, &req, &created); err != nil {
+		return q, err
+	}
+	q.Request, q.CreatedAt = json.RawMessage(req), fromMS(created)
+	return q, nil
+}
+
+// TakeQueuedInput removes and returns the conversation's oldest queued input.
+func (s *Store) TakeQueuedInput(ctx context.Context, tenant, conversationID string) (store.QueuedInput, error) {
+	// Every run's end asks, and almost every conversation has nothing
+	// queued: a read (concurrent, in WAL mode) answers that without a turn
+	// on the one writer connection. An input queued after this read kicks
+	// the queue itself.
+	var queued bool
+	if err := s.read.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM run_queue WHERE tenant = ? AND conversation_id = ?)`,
+		tenant, conversationID).Scan(&queued); err != nil {
+		return store.QueuedInput{}, fmt.Errorf("take queued input of %s: %w", conversationID, interpret(err))
+	}
+	if !queued {
+		return store.QueuedInput{}, fmt.Errorf("take queued input of %s: %w", conversationID, store.ErrNotFound)
+	}
+	q, err := scanQueued(s.write.QueryRowContext(ctx, `DELETE FROM run_queue WHERE id = (
+		SELECT id FROM run_queue WHERE tenant = ? AND conversation_id = ? ORDER BY created_at, id LIMIT 1)
+		RETURNING `+queuedCols, tenant, conversationID))
+	if err != nil {
+		return store.QueuedInput{}, fmt.Errorf("take queued input of %s: %w", conversationID, interpret(err))
+	}
+	return q, nil
+}
+
+// StalledQueues lists conversations with queued inputs and no active run.
+func (s *Store) StalledQueues(ctx context.Context, limit int) ([]store.QueuedInput, error) {
+	out, err := collect(scanQueued)(s.read.QueryContext(ctx, `SELECT `+queuedCols+` FROM run_queue q
+		WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.conversation_id = q.conversation_id AND r.status IN ('queued', 'running', 'awaiting_input'))
+		AND NOT EXISTS (SELECT 1 FROM run_queue o WHERE o.conversation_id = q.conversation_id
+			AND (o.created_at < q.created_at OR (o.created_at = q.created_at AND o.id < q.id)))
+		ORDER BY q.created_at, q.id LIMIT ?`, limit))
+	if err != nil {
+		return nil, fmt.Errorf("list stalled queues: %w", err)
+	}
+	return out, nil
+}

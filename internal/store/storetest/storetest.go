@@ -76,6 +76,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"MessageTree", testMessageTree}, // tree.go
 		{"IdempotencyKeys", testIdempotencyKeys},
 		{"Feedback", testFeedback},
+		{"ThreadState", testThreadState},               // state.go
+		{"RunQueue", testRunQueue},                     // state.go
 		{"FileCRUDAndScoping", testFileCRUDAndScoping}, // file.go
 		{"FilePaging", testFilePaging},
 		{"FileQuotaUsage", testFileQuotaUsage},

@@ -1,8 +1,9 @@
 // A page on another origin using the AI SDK's own React hook against
 // agentchat: useChat with DefaultChatTransport, resume, and tool approval
-// (addToolApprovalResponse + lastAssistantMessageIsCompleteWithApprovalResponses).
+// (addToolApprovalResponse + lastAssistantMessageIsCompleteWithApprovalResponses),
+// and files (sendMessage({text, files}) with the FileList of a file input).
 // The test gives it window.AGENTCHAT = {url, token, chatId} before it loads.
-import { useState } from 'react';
+import { useRef, useState } from 'react';
 import { createRoot } from 'react-dom/client';
 import { useChat } from '@ai-sdk/react';
 import { DefaultChatTransport, isToolUIPart, lastAssistantMessageIsCompleteWithApprovalResponses } from 'ai';
@@ -11,6 +12,7 @@ const cfg = window.AGENTCHAT;
 
 function Part({ part, approve }) {
   if (part.type === 'text') return <p className="text">{part.text}</p>;
+  if (part.type === 'file') return <p className="file" data-media-type={part.mediaType}>{part.filename}</p>;
   if (!isToolUIPart(part)) return null;
   return (
     <div className="tool" data-state={part.state}>
@@ -27,6 +29,7 @@ function Part({ part, approve }) {
 
 function App() {
   const [input, setInput] = useState('');
+  const files = useRef(null);
   const { messages, sendMessage, addToolApprovalResponse, status, error } = useChat({
     id: cfg.chatId,
     resume: true,
@@ -48,8 +51,15 @@ function App() {
           </li>
         ))}
       </ol>
-      <form onSubmit={(e) => { e.preventDefault(); sendMessage({ text: input }); setInput(''); }}>
+      <form onSubmit={(e) => {
+        e.preventDefault();
+        const picked = files.current.files;
+        sendMessage(picked.length ? { text: input, files: picked } : { text: input });
+        setInput('');
+        files.current.value = '';
+      }}>
         <input id="input" aria-label="Message" value={input} onChange={(e) => setInput(e.target.value)} />
+        <input id="files" type="file" multiple aria-label="Files" ref={files} />
         <button type="submit">Send</button>
       </form>
     </main>

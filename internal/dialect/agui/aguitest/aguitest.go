@@ -120,8 +120,18 @@ func checkOutcome(o any, strict bool) error {
 	allowed := []string{"type"}
 	switch m["type"] {
 	case "success":
-		// Only type: @ag-ui/client 0.0.59 (CopilotKit's) refuses any other
-		// field, pendingToolCallIds included.
+		allowed = append(allowed, "pendingToolCallIds")
+		if ids, ok := m["pendingToolCallIds"]; ok {
+			list, isList := ids.([]any)
+			if !isList {
+				return fmt.Errorf("pendingToolCallIds is %T", ids)
+			}
+			for _, id := range list {
+				if _, isString := id.(string); !isString {
+					return fmt.Errorf("pendingToolCallIds holds %T", id)
+				}
+			}
+		}
 	case "cancelled":
 	case "interrupt":
 		allowed = append(allowed, "interrupts")

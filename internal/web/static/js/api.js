@@ -140,3 +140,46 @@ export async function providers() {
   if (!res.ok) throw await failure(res);
   return (await res.json()).providers;
 }
+
+/**
+ * upload stores a file (POST /v1/files, its bytes as the raw body, its name
+ * in the query) and returns the file's record {id, name, mediaType, size, …}.
+ * @param {File} file
+ */
+export async function upload(file) {
+  const name = file.name || 'pasted';
+  const res = await fetch(`/v1/files?${new URLSearchParams({ filename: name })}`, {
+    method: 'POST',
+    headers: headers({ 'Content-Type': file.type || 'application/octet-stream' }),
+    body: file,
+  });
+  if (!res.ok) throw await failure(res);
+  return res.json();
+}
+
+/** fileBlob reads a stored file's bytes, with the token in the header (never in the URL). */
+export async function fileBlob(id) {
+  const res = await fetch(`/v1/files/${encodeURIComponent(id)}/content`, { headers: headers() });
+  if (!res.ok) throw await failure(res);
+  return res.blob();
+}
+
+/**
+ * download reads a file the API answers (the usage CSV, say) with the
+ * token in the header, and hands it to the browser to save as name (an
+ * object URL on this origin: the token is never put in a URL).
+ */
+export async function download(path, name) {
+  const res = await fetch(path, { headers: headers() });
+  if (!res.ok) throw await failure(res);
+  const url = URL.createObjectURL(await res.blob());
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  a.hidden = true;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  // The browser has read the URL once the click is handled.
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}

@@ -19,6 +19,8 @@ import { RunView, framesFromMessages, toolLabel, versionPager } from './run.js';
 import { TimelineView } from './timeline.js';
 import { loadAgents, agents, agentsEnabled, defaultAgentId, picker, starters, agentLabel, agentName, ensureAgents, BUILT_IN } from './agents.js';
 import { AgentsView } from './agent-editor.js';
+import * as attachments from './attach.js';
+import { UsageView } from './usage.js';
 
 const LIVE_PREFIX = 'agentchat.live.';
 const PENDING_EVERY_MS = 2000;
@@ -43,7 +45,9 @@ const state = {
 };
 
 const timeline = new TimelineView();
+const tray = new attachments.Tray({ tray: $('attach-tray') });
 const agentsView = new AgentsView({ me: () => state.me, onChanged: () => refreshAgents().catch(fail) });
+const usageView = new UsageView({ me: () => state.me });
 
 // --- status line ---------------------------------------------------------------
 
@@ -295,7 +299,7 @@ function setDrawer(open) {
   $('nav-toggle').setAttribute('aria-expanded', String(open));
   $('scrim').hidden = !open;
   const modal = open && phone.matches;
-  for (const id of ['chat', 'timeline', 'agents']) $(id).inert = modal;
+  for (const id of ['chat', 'timeline', 'agents', 'usage']) $(id).inert = modal;
   document.querySelector('header.top').inert = modal;
   if (open) $('new-chat').focus();
   else if (wasOpen && phone.matches) $('nav-toggle').focus();
@@ -312,6 +316,24 @@ async function route() {
   if (!state.me) return;
   if (location.hash && !location.hash.startsWith('#/')) return; // not a route
   if ($('sidebar').classList.contains('open')) setDrawer(false);
+  // The usage view (usage.js) takes the page as the agents view does.
+  const us = location.hash === '#/usage';
+  $('usage').hidden = !us;
+  if (us) $('usage-link').setAttribute('aria-current', 'page');
+  else $('usage-link').removeAttribute('aria-current');
+  if (us) {
+    detach();
+    timeline.stopPlay();
+    agentsView.hide();
+    state.currentId = '';
+    drawConversations();
+    for (const id of ['chat', 'timeline', 'agents']) $(id).hidden = true;
+    $('agents-link').removeAttribute('aria-current');
+    await usageView.show();
+    $('usage-title').focus?.();
+    return;
+  }
+  usageView.hide();
   const ag = /^#\/agents(?:\/([^/]+))?$/.exec(location.hash);
   $('agents').hidden = !ag;
   if (ag) $('agents-link').setAttribute('aria-current', 'page');
@@ -458,7 +480,7 @@ async function openConversation(id, { force = false, focus = null } = {}) {
   const nodes = [];
   const turns = turnsOf(groups);
   for (const turn of turns) {
-    for (const m of turn.users) nodes.push(userBubble(m.content, turn.userRunId, m.id), userTools(m));
+    for (const m of turn.users) nodes.push(attachments.withFiles(userBubble(m.content, turn.userRunId, m.id), attachments.filesOf(m.parts)), userTools(m));
     // The active run draws itself (attach), also when it answers a question
     // again and has stored nothing yet.
     if (active && (turn.runId === active.id || (turn === turns.at(-1) && !turn.rest.length))) continue;
@@ -719,7 +741,7 @@ function nearBottom() {
   return box.scrollHeight - box.scrollTop - box.clientHeight < 80;
 }
 
-async function send(input) {
+async function send(input, files = []) {
   if (state.live) {
     say(t('status.busy'), true);
     return;
@@ -727,7 +749,7 @@ async function send(input) {
   state.openSeq++; // a redraw still loading would wipe what is drawn now
   const box = $('messages');
   if (!state.currentId) box.replaceChildren();
-  const bubble = userBubble(input);
+  const bubble = attachments.withFiles(userBubble(input), files);
   box.append(bubble, userTools({}));
   const live = { runId: '', conversationId: state.currentId, view: newRunView(), abort: new AbortController(), lastEventId: '', frames: [], bubble };
   box.append(live.view.el);
@@ -736,6 +758,7 @@ async function send(input) {
   setRunning(true);
   say(t('status.thinking'));
   const body = { input };
+  if (files.length) body.attachments = files.map((f) => f.id);
   if (state.currentId) body.conversationId = state.currentId;
   else if (state.agentId && (state.agentId !== BUILT_IN || defaultAgentId() !== BUILT_IN)) body.agentId = state.agentId;
   if (!state.currentId) live.agentId = body.agentId || defaultAgentId();
@@ -1041,6 +1064,7 @@ function onLanguage() {
   drawWho();
   drawConversations();
   drawPending();
+  tray.redraw();
   if ($('help').open) drawHelp();
   if (!state.me) return;
   // Views built in JavaScript are drawn again in the new language; a live
@@ -1048,6 +1072,7 @@ function onLanguage() {
   const tl = /^#\/runs\/([^/]+)\/timeline$/.exec(location.hash);
   if (tl) timeline.show(decodeURIComponent(tl[1])).catch(fail);
   else if (!$('agents').hidden) agentsView.redraw();
+  else if (!$('usage').hidden) usageView.redraw();
   else openConversation(state.currentId, { force: true }).catch(fail);
 }
 
@@ -1097,11 +1122,18 @@ function wire() {
   $('composer').addEventListener('submit', (e) => {
     e.preventDefault();
     const input = $('composer-input').value.trim();
-    if (!input) return;
+    if (tray.busy()) {
+      say(t('attach.wait'), true);
+      return;
+    }
+    const files = state.live ? [] : tray.ready();
+    if (!input && !files.length) return;
     $('composer-input').value = '';
     autoGrow();
-    send(input).catch(fail);
+    if (files.length) tray.clear();
+    send(input, files).catch(fail);
   });
+  attachments.wire({ tray, button: $('attach'), picker: $('attach-input'), zone: $('chat'), input: $('composer-input') });
   $('composer-input').addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
       e.preventDefault();

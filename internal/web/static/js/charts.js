@@ -2,6 +2,8 @@
 // object live (tool.state's output) and in the history (the tool message's
 // tool_agent_output, its _ref already resolved by the server):
 // {type: "line"|"bar", title, labels: [..], datasets: [{label, data: [..]}]}.
+// The console's own charts (usage.js) may add yFormat (a function that
+// writes a y value for the axis) and points: false (no markers).
 //
 // uPlot draws on a canvas sized to the card (a ResizeObserver follows the
 // width), in the page's colours (light or dark). Next to it the same numbers
@@ -85,14 +87,17 @@ export function chartCard(c) {
       axes: [
         { stroke: ink, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid },
           splits: () => thin(xs, width), values: (u, splits) => splits.map((i) => labels[i] ?? '') },
-        { stroke: ink, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid }, size: 50 },
+        { stroke: ink, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid },
+          // Formatted values may be longer: the axis is as wide as its longest.
+          size: typeof c.yFormat === 'function' ? (u, values) => Math.max(50, 18 + 7 * Math.max(0, ...(values ?? []).map((v) => String(v).length))) : 50,
+          values: typeof c.yFormat === 'function' ? (u, splits) => splits.map(c.yFormat) : undefined },
       ],
       series: [{}, ...c.datasets.map((d, i) => ({
         label: d.label || c.title || '',
         stroke: PALETTE[i % PALETTE.length],
         width: 2,
         fill: bars ? PALETTE[i % PALETTE.length] : undefined,
-        points: { show: n <= 60, size: 6 },
+        points: { show: c.points !== false && n <= 60, size: 6 },
         paths: bars ? uPlot.paths.bars({ size: [0.6, 60] }) : undefined,
       }))],
     }, [xs, ...c.datasets.map((d) => xs.map((i) => (typeof d.data[i] === 'number' ? d.data[i] : null)))], plotBox);

@@ -12,6 +12,7 @@ import { h, $, clip } from './dom.js';
 import { t, dateTime } from './i18n.js';
 import { RunView, toolLabel } from './run.js';
 import { agentLabel, ensureAgents } from './agents.js';
+import { runUsage } from './usage.js';
 
 /** rows groups the timeline's events: runs of deltas of one message become one row. */
 export function rows(events) {
@@ -133,6 +134,7 @@ export class TimelineView {
       h('span', { class: `badge ${tl.status}` }, status),
       h('span', {}, t('tl.summary', { steps: this.rows.length, events: tl.events.length, total: ms(tEnd - t0), at: dateTime(new Date(t0)) })),
       agentLabel(tl.agentId, tl.agentVersion) ? h('span', { class: 'run-agent' }, agentLabel(tl.agentId, tl.agentVersion)) : null,
+      runUsage(run.usage) ? h('span', { class: 'tl-usage' }, runUsage(run.usage)) : null,
       h('code', { class: 'muted run-id', title: t('tl.runId') }, runId));
 
     const toolStarts = new Map();

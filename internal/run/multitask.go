@@ -1,0 +1,202 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentchat/agentchat/internal/bus"
+	"github.com/agentchat/agentchat/internal/chat"
+	"github.com/agentchat/agentchat/internal/store"
+)
+
+// Double-texting: a new input on a conversation whose run is still active
+// follows the request's multitaskStrategy, else its agent's default, else
+// reject (the store's *store.BusyError, 409 conversation_busy):
+//
+//   - interrupt cancels the active run, wherever it executes (the cancel
+//     says why, so the run ends cancelled with code run_interrupted and its
+//     partial answer is kept, marked interrupted), then starts the input's
+//     run after it, on the branch the cancelled run wrote;
+//   - rollback does the same, but the input's message follows what the
+//     cancelled run's first message followed: the cancelled run's messages
+//     leave the active branch and stay in the tree (?branch=all shows them);
+//   - enqueue stores the input in the conversation's run queue (the store's
+//     run_queue) with the id its run will have, and answers at once: the
+//     Started is Queued, and its Stream, subscribed before the input was
+//     stored, follows that run from its first event. Whichever replica ends
+//     a run of the conversation takes the oldest queued input and starts
+//     it (kickQueue); one whose start finds the conversation busy again goes
+//     back in its place, and the sweep starts queues whose wake-up was lost
+//     (sweepQueues). So inputs start one at a time, in order, on any replica.
+//
+// Cancel waits for the run's end (on any replica), so the start after it
+// finds the conversation free unless another input took it meanwhile: then
+// that one is the active run, and it is interrupted in turn, a few times
+// at most.
+
+// multitaskTries bounds how often one input interrupts runs that others
+// started meanwhile before it gives up busy.
+const multitaskTries = 3
+
+func (s *Service) multitask(ctx context.Context, sc chat.Scope, req StartRequest, follow bool, busy *store.BusyError, busyErr error) (Started, error) {
+	strategy := req.Multitask
+	if strategy == "" {
+		strategy = s.defaultStrategy(ctx, sc, req)
+	}
+	if strategy == chat.MultitaskEnqueue {
+		return s.enqueue(ctx, sc, req, follow)
+	}
+	if strategy != chat.MultitaskInterrupt && strategy != chat.MultitaskRollback {
+		return Started{}, busyErr
+	}
+	started, err := Started{}, busyErr
+	for try := 0; try < multitaskTries && errors.As(err, &busy); try++ {
+		active, gerr := s.st.GetRun(ctx, sc, busy.ActiveRunID)
+		if gerr != nil && !errors.Is(gerr, store.ErrNotFound) {
+			return Started{}, gerr
+		}
+		if gerr == nil && chat.Active(active.Status) {
+			if _, cerr := s.cancelFor(ctx, sc, active.ID, bus.ReasonInterrupt); cerr != nil {
+				return Started{}, cerr
+			}
+		}
+		r := req
+		if strategy == chat.MultitaskRollback && gerr == nil && r.Edits == "" && r.Regenerates == "" && r.ParentID == nil {
+			parent := active.ParentID
+			r.ParentID = &parent
+		}
+		started, err = s.start(ctx, sc, r, follow)
+	}
+	return started, err
+}
+
+// defaultStrategy is the multitask strategy of the agent that answers the
+// conversation; "" (reject) without one.
+func (s *Service) defaultStrategy(ctx context.Context, sc chat.Scope, req StartRequest) chat.MultitaskStrategy {
+	ag, err := s.resolveAgent(ctx, sc, req)
+	if err != nil || ag == nil {
+		return ""
+	}
+	return ag.Multitask
+}
+
+// queuedStart is what the run queue keeps of an input: the request (with the
+// run id its client was given) and the principal's role.
+type queuedStart struct {
+	Role    chat.Role
+	Request StartRequest
+}
+
+// enqueue queues req behind the conversation's active run.
+func (s *Service) enqueue(ctx context.Context, sc chat.Scope, req StartRequest, follow bool) (Started, error) {
+	conv, err := s.st.GetConversation(ctx, sc, req.ConversationID)
+	if err != nil {
+		return Started{}, err
+	}
+	// What would refuse the start later is refused now, while the client
+	// still listens: an input that cannot be one, an agent it cannot have.
+	if !chat.ValidText(req.Input) || utf8.RuneCountInString(req.Input) > s.cfg.MaxInputChars ||
+		strings.TrimSpace(req.Input) == "" && len(req.Parts) == 0 && len(req.ToolAnswers) == 0 && req.Regenerates == "" {
+		return Started{}, invalidInput("the input cannot be queued: it is empty, too long, or not text")
+	}
+	if _, err := s.resolveAgent(ctx, sc, req); err != nil {
+		return Started{}, err
+	}
+	req.RunID, req.Multitask, req.CreateWithID = chat.NewID(), "", ""
+	b, err := json.Marshal(queuedStart{Role: sc.Role, Request: req})
+	if err != nil {
+		return Started{}, err
+	}
+	out := Started{Conversation: conv, Queued: true, Run: chat.Run{ID: req.RunID, Tenant: sc.Tenant, Owner: sc.User, ConversationID: conv.ID,
+		Status: chat.RunQueued, Input: req.Input, Engine: req.Engine, CreatedAt: s.now()}}
+	if follow {
+		// Subscribed before the input is stored: its run cannot start unseen.
+		last, err := s.st.LastSeq(ctx, sc.Tenant, conv.ID)
+		if err != nil {
+			return Started{}, err
+		}
+		q, err := s.bus.Subscribe(ctx, sc.Tenant, conv.ID, last)
+		if err != nil {
+			return Started{}, err
+		}
+		out.Stream = &Stream{s: s, sc: sc, thread: conv.ID, runID: req.RunID, q: q, last: last}
+	}
+	if _, err := s.st.EnqueueInput(ctx, sc, store.QueuedInput{ConversationID: conv.ID, Request: b}); err != nil {
+		if out.Stream != nil {
+			out.Stream.Close()
+		}
+		return Started{}, err
+	}
+	s.kickQueue(sc.Tenant, conv.ID) // the active run may have ended meanwhile
+	return out, nil
+}
+
+// kickQueue starts, in the background, the conversation's oldest queued
+// input, if it has one and no active run.
+func (s *Service) kickQueue(tenant, conversationID string) {
+	if !s.admit() {
+		return // shutting down: another replica's sweep, or the next start's, takes it
+	}
+	go func() {
+		defer s.release()
+		s.startQueued(tenant, conversationID)
+	}()
+}
+
+// startQueued takes the conversation's oldest queued input and starts it.
+// An input that finds the conversation busy goes back in its place (the
+// active run's end kicks the queue again); one that cannot start at all is
+// dropped, logged, and the next is tried.
+func (s *Service) startQueued(tenant, conversationID string) {
+	ctx := s.ctx
+	for {
+		q, err := s.st.TakeQueuedInput(ctx, tenant, conversationID)
+		if err != nil {
+			if !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil {
+				s.log.Warn("take a queued input", "conversation_id", conversationID, "err", err)
+			}
+			return
+		}
+		var qs queuedStart
+		if err := json.Unmarshal(q.Request, &qs); err != nil {
+			s.log.Error("a queued input could not be read; dropped", "conversation_id", conversationID, "queued_id", q.ID, "err", err)
+			continue
+		}
+		sc := chat.Scope{Tenant: q.Tenant, User: q.Owner, Role: qs.Role}
+		_, err = s.start(ctx, sc, qs.Request, false)
+		var busy *store.BusyError
+		switch {
+		case errors.As(err, &busy) || errors.Is(err, ErrOverloaded) || errors.Is(err, ErrShuttingDown) || errors.Is(err, store.ErrUnavailable):
+			if _, perr := s.st.EnqueueInput(context.WithoutCancel(ctx), sc, q); perr != nil {
+				s.log.Error("put back a queued input; dropped", "conversation_id", conversationID, "run_id", qs.Request.RunID, "err", perr)
+			}
+			return
+		case err != nil:
+			s.log.Error("a queued input could not start; dropped", "conversation_id", conversationID, "run_id", qs.Request.RunID, "err", err)
+			continue
+		}
+		return // its end starts the next
+	}
+}
+
+// sweepQueues starts queues whose wake-up was lost: inputs waiting in a
+// conversation that has no active run.
+func (s *Service) sweepQueues() {
+	stalled, err := s.st.StalledQueues(s.ctx, 32)
+	if err != nil {
+		if s.ctx.Err() == nil {
+			s.log.Warn("list stalled queues", "err", err)
+		}
+		return
+	}
+	for _, q := range stalled {
+		if time.Since(q.CreatedAt) < time.Second {
+			continue // just queued: its own kick is on the way
+		}
+		s.kickQueue(q.Tenant, q.ConversationID)
+	}
+}
