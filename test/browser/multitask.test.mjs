@@ -255,3 +255,24 @@ test('phone width and Chinese: Queue and Interrupt fit, the queued question and 
   assert.ok(await runs(page).first().locator('.run-status.interrupted').count() === 1);
   await shot(page, 'multitask-interrupted-phone-zh');
 });
+
+test('another tab finds the run going on (the conversation names it) and follows it, also a regenerate that has stored nothing yet', async (t) => {
+  const page = await open(t);
+  await page.fill('#composer-input', 'pick a colour');
+  await page.press('#composer-input', 'Enter');
+  await allDone(page, 1);
+  const conv = convOf(page);
+  const held = hold();
+  await runs(page).last().getByRole('button', { name: 'Regenerate' }).click();
+  await held.waiting;
+  const { activeRunId } = await api(`/v1/conversations/${conv}`);
+  assert.ok(activeRunId, 'the conversation names its run');
+
+  const other = await open(t);
+  await other.evaluate((c) => (location.hash = `#/c/${c}`), conv);
+  await other.locator(`#messages > .run[data-run-id="${activeRunId}"] .answer`, { hasText: 'Answer' }).waitFor();
+  assert.ok(await other.locator('#stop').isVisible(), 'the other tab follows the run live');
+  held.open();
+  await other.locator('#messages > .run .run-foot .versions-at', { hasText: '2 / 2' }).waitFor();
+  await other.locator('#stop').waitFor({ state: 'hidden' });
+});

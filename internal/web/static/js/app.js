@@ -529,7 +529,7 @@ async function followQueued(runId, conversationId, saved) {
   $('messages').append(bubble, tools);
   markWaiting(bubble, 'enqueue');
   const live = { runId, conversationId, view: newRunView(), abort: new AbortController(), lastEventId: '', frames: [],
-    bubble, tools, input: saved.queued.input, waiting: true, buffer: [], started: false, only: runId };
+    bubble, tools, input: saved.queued.input, waiting: true, buffer: [], started: false, only: runId, redraw: true };
   state.waiting.push(live);
   setRunning();
   await follow(live, `/v1/conversations/${conversationId}/events`, {});
@@ -774,7 +774,10 @@ function draw(live, f) {
   if (f.event === 'agent.start' && live.bubble) {
     live.bubble.dataset.runId = f.data.runId;
     named(live.bubble, f.data.userMessageId);
-    unmarkWaiting(live.bubble);
+    if (live.bubble.classList.contains('waiting')) {
+      unmarkWaiting(live.bubble);
+      say(t('status.thinking'));
+    }
   }
   if (f.event === 'tool.awaiting_input') say(t('status.waiting', { tool: toolLabel(f.data.name) }));
   if (f.event === 'tool.state' && f.data.status === 'running') say('');
@@ -806,16 +809,14 @@ async function settle(live) {
   state.live = null;
   setRunning();
   loadConversations(true).catch(fail);
-  if (live.only) { // a queued input seen after a reload: its run is all stored now
-    if (state.currentId === live.conversationId && !state.waiting.length) await openConversation(live.conversationId, { force: true });
-    return;
-  }
   if (promote()) return;
   if (state.waiting.length) return; // the next input's run has not started yet
   // After inputs sent while runs answered (which the server may have
   // started in another order than they were sent, when an interrupt met a
-  // queue), the thread is drawn again as the server keeps it.
-  if (live.multitask && state.currentId === live.conversationId) {
+  // queue), or a run this tab did not start (it may be a regenerate or an
+  // edit, whose versions the history shows), the thread is drawn again as
+  // the server keeps it.
+  if (live.redraw && state.currentId === live.conversationId) {
     await openConversation(live.conversationId, { force: true });
     return;
   }
@@ -872,7 +873,7 @@ async function sendWaiting(input, files, strategy) {
   box.append(bubble, tools);
   markWaiting(bubble, strategy);
   const live = { runId: '', conversationId: state.currentId, view: newRunView(), abort: new AbortController(), lastEventId: '', frames: [],
-    bubble, tools, input, waiting: true, buffer: [], started: false, multitask: true };
+    bubble, tools, input, waiting: true, buffer: [], started: false, redraw: true };
   state.waiting.push(live);
   setRunning();
   scrollDown();
@@ -1075,7 +1076,7 @@ async function attach(runId, conversationId) {
   if (state.live?.runId === runId) return;
   detach();
   const saved = loadLive(runId);
-  const live = { runId, conversationId, view: newRunView(), abort: new AbortController(), lastEventId: '', frames: [] };
+  const live = { runId, conversationId, view: newRunView(), abort: new AbortController(), lastEventId: '', frames: [], redraw: !saved };
   if (saved) {
     live.steering = saved.steering;
     live.frames = saved.frames;
