@@ -121,8 +121,9 @@ func (e *env) usageDelta(fn func()) (in, out, runs, cost float64) {
 
 // TestEverySurfaceEndCarriesTheUsageAPIsUsage: each format's end (native
 // agent.end, AG-UI RUN_FINISHED's usage list, the AI SDK finish's
-// messageMetadata.usage, the observable done.usage) and the run's
-// timeline carry the usage that the usage API adds for that run.
+// messageMetadata.usage, the observable done.usage, the chain final's
+// envelope usage) and the run's timeline carry the usage that the usage
+// API adds for that run.
 func TestEverySurfaceEndCarriesTheUsageAPIsUsage(t *testing.T) {
 	t.Parallel()
 	e := setup(t, options{})
@@ -183,6 +184,18 @@ func TestEverySurfaceEndCarriesTheUsageAPIsUsage(t *testing.T) {
 		done, _ = fs[len(fs)-1].Data["usage"].(map[string]any)
 	})
 	check("observable done", in, out, runs, done["inputTokens"], done["outputTokens"])
+
+	ce := chainSetup(t, options{})
+	var final map[string]any
+	in, out, runs, _ = ce.usageDelta(func() {
+		rd, _ := ce.chain(chainPath("tell me a story about a fox", 0), nil)
+		fs := rd.readAll(nil)
+		if len(fs) == 0 || fs[len(fs)-1].Event != "final" {
+			t.Fatalf("chain frames %v", fs)
+		}
+		final, _ = fs[len(fs)-1].Env["usage"].(map[string]any)
+	})
+	check("chain final", in, out, runs, final["inputTokens"], final["outputTokens"])
 }
 
 // TestMonthCostIsTheSumOfItsRuns: with a priced model, the month's cost

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentchat/agentchat/internal/bus"
 	"github.com/agentchat/agentchat/internal/chat"
@@ -93,6 +95,15 @@ type queuedStart struct {
 func (s *Service) enqueue(ctx context.Context, sc chat.Scope, req StartRequest, follow bool) (Started, error) {
 	conv, err := s.st.GetConversation(ctx, sc, req.ConversationID)
 	if err != nil {
+		return Started{}, err
+	}
+	// What would refuse the start later is refused now, while the client
+	// still listens: an input that cannot be one, an agent it cannot have.
+	if !chat.ValidText(req.Input) || utf8.RuneCountInString(req.Input) > s.cfg.MaxInputChars ||
+		strings.TrimSpace(req.Input) == "" && len(req.Parts) == 0 && len(req.ToolAnswers) == 0 && req.Regenerates == "" {
+		return Started{}, invalidInput("the input cannot be queued: it is empty, too long, or not text")
+	}
+	if _, err := s.resolveAgent(ctx, sc, req); err != nil {
 		return Started{}, err
 	}
 	req.RunID, req.Multitask, req.CreateWithID = chat.NewID(), "", ""

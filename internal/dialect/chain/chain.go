@@ -131,6 +131,9 @@ type envelope struct {
 	TraceID string `json:"trace_id"`
 	Schema  string `json:"schema"`
 	Payload any    `json:"payload"`
+	// Usage is the run's total, on final only: a field seed 003's envelope
+	// lacks, beside its own (its payload stays the answer's text).
+	Usage *dialect.Usage `json:"usage,omitempty"`
 }
 
 type call struct {
@@ -210,7 +213,7 @@ func (e *Encoder) Encode(dst []byte, ev event.Event) []byte {
 				final = p.Error.Message
 			}
 		}
-		return e.frame(dst, ev, Final, final)
+		return e.frameUsage(dst, ev, Final, final, dialect.UsageTotal(p.Usage))
 	}
 	return dst
 }
@@ -247,11 +250,16 @@ func (e *Encoder) Abort(dst []byte, info event.ErrorInfo) []byte {
 
 // frame numbers a frame and writes it, unless the client has it already.
 func (e *Encoder) frame(dst []byte, ev event.Event, evt string, payload any) []byte {
+	return e.frameUsage(dst, ev, evt, payload, nil)
+}
+
+// frameUsage is frame with the run's usage in the envelope (final's).
+func (e *Encoder) frameUsage(dst []byte, ev event.Event, evt string, payload any, usage *dialect.Usage) []byte {
 	e.seq++
 	if e.seq <= e.after {
 		return dst
 	}
-	b, err := json.Marshal(envelope{Evt: evt, Seq: e.seq, TS: dialect.Millis(ev.Time), TraceID: e.trace, Schema: SchemaVersion, Payload: payload})
+	b, err := json.Marshal(envelope{Evt: evt, Seq: e.seq, TS: dialect.Millis(ev.Time), TraceID: e.trace, Schema: SchemaVersion, Payload: payload, Usage: usage})
 	if err != nil { // only plain data and checked RawMessages reach here
 		evt = Error
 		b, _ = json.Marshal(envelope{Evt: Error, Seq: e.seq, TS: dialect.Millis(ev.Time), TraceID: e.trace, Schema: SchemaVersion,

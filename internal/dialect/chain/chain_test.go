@@ -19,15 +19,20 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-// verify checks every frame's envelope: the five keys plus payload, evt equal
-// to the SSE event, seq equal to the SSE id, an RFC 3339 ts, no null.
+// verify checks every frame's envelope: the five keys plus payload (and
+// final's usage, when the run used any), evt equal to the SSE event, seq
+// equal to the SSE id, an RFC 3339 ts, no null.
 func verify(t *testing.T, stream []byte) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	for i, f := range ssetest.Parse(t, stream) {
 		dialecttest.NoNull(t, f.Data)
 		env := dialecttest.Object(t, f.Data)
-		if len(env) != 6 || env["evt"] != f.Event || env["schema"] != "v1" || env["trace_id"] == "" {
+		keys := 6
+		if _, ok := env["usage"]; ok && f.Event == "final" {
+			keys++
+		}
+		if len(env) != keys || env["evt"] != f.Event || env["schema"] != "v1" || env["trace_id"] == "" {
 			t.Fatalf("frame %d: envelope %s", i, f.Data)
 		}
 		if seq, _ := env["seq"].(json.Number); seq.String() != f.ID {

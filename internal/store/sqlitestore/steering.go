@@ -233,6 +233,18 @@ func scanQueued(row scanner) (store.QueuedInput, error) {
 
 // TakeQueuedInput removes and returns the conversation's oldest queued input.
 func (s *Store) TakeQueuedInput(ctx context.Context, tenant, conversationID string) (store.QueuedInput, error) {
+	// Every run's end asks, and almost every conversation has nothing
+	// queued: a read (concurrent, in WAL mode) answers that without a turn
+	// on the one writer connection. An input queued after this read kicks
+	// the queue itself.
+	var queued bool
+	if err := s.read.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM run_queue WHERE tenant = ? AND conversation_id = ?)`,
+		tenant, conversationID).Scan(&queued); err != nil {
+		return store.QueuedInput{}, fmt.Errorf("take queued input of %s: %w", conversationID, interpret(err))
+	}
+	if !queued {
+		return store.QueuedInput{}, fmt.Errorf("take queued input of %s: %w", conversationID, store.ErrNotFound)
+	}
 	q, err := scanQueued(s.write.QueryRowContext(ctx, `DELETE FROM run_queue WHERE id = (
 		SELECT id FROM run_queue WHERE tenant = ? AND conversation_id = ? ORDER BY created_at, id LIMIT 1)
 		RETURNING `+queuedCols, tenant, conversationID))
