@@ -1162,6 +1162,7 @@ const SHORTCUTS = [
   { keys: [mac ? '⌘' : 'Ctrl', 'Shift', 'O'], what: 'help.newChat' },
   { keys: ['Shift', 'Esc'], what: 'help.focus' },
   { keys: ['/'], what: 'help.focus' },
+  { keys: ['Enter'], what: 'help.queue' },
   { keys: ['Esc'], what: 'help.stop' },
   { keys: [mac ? '⌘' : 'Ctrl', 'K'], what: 'help.search' },
   { keys: [mac ? '⌘' : 'Ctrl', 'Shift', 'C'], what: 'help.copy' },
