@@ -276,3 +276,18 @@ test('another tab finds the run going on (the conversation names it) and follows
   await other.locator('#messages > .run .run-foot .versions-at', { hasText: '2 / 2' }).waitFor();
   await other.locator('#stop').waitFor({ state: 'hidden' });
 });
+
+test('switching the language while a question is queued keeps it queued, and it is answered', async (t) => {
+  const page = await open(t);
+  const held = await answering(page, 'one');
+  await page.fill('#composer-input', 'two');
+  await page.press('#composer-input', 'Enter');
+  await page.locator('.msg-badge.queued').waitFor();
+  await page.selectOption('#lang', 'zh');
+  await page.locator('.msg-badge.queued', { hasText: '排队中' }).waitFor();
+  assert.equal(await page.locator('#queue').textContent(), '排队');
+  held.open();
+  await allDone(page, 2);
+  assert.deepEqual((await thread(page)).filter((_, i) => i % 2 === 0), ['one', 'two']);
+  await page.selectOption('#lang', 'en');
+});
