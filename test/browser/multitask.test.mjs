@@ -147,7 +147,7 @@ test('queue: questions sent while the agent answers wait, marked, and are answer
   assert.ok(await page.locator('#interrupt').isVisible());
   assert.ok(await page.locator('#stop').isVisible());
   assert.ok(await page.locator('#send').isHidden());
-  assert.match(await page.locator('#composer-hint').textContent(), /Enter queues/);
+  assert.match(await page.locator('#composer-hint').textContent(), /Enter queues your message; Ctrl\+Enter or Interrupt/);
   // Enter queues; so does the Queue button.
   await page.fill('#composer-input', 'second question');
   await page.press('#composer-input', 'Enter');
@@ -244,7 +244,7 @@ test('phone width and Chinese: Queue and Interrupt fit, the queued question and 
   await shot(page, 'multitask-queued-phone-zh');
   assert.deepEqual(await axe(page), []);
   await page.fill('#composer-input', '算了，说点别的');
-  await page.locator('#interrupt').click();
+  await page.press('#composer-input', 'Control+Enter'); // Ctrl+Enter interrupts
   await runs(page).first().locator('.run-status.interrupted', { hasText: '已打断' }).waitFor();
   await allDone(page, 3);
   // However the queue and the interrupt raced, the thread shows the

@@ -710,8 +710,9 @@ function setRunning() {
   $('queue').hidden = !busy;
   $('interrupt').hidden = !busy;
   const hint = $('composer-hint');
-  hint.dataset.i18n = busy ? 'composer.hintBusy' : 'composer.hint';
-  hint.textContent = t(hint.dataset.i18n);
+  if (busy) delete hint.dataset.i18n; // it names the platform's key: drawn here, also on a language change
+  else hint.dataset.i18n = 'composer.hint';
+  hint.textContent = busy ? t('composer.hintBusy', { mod: mac ? '⌘' : 'Ctrl' }) : t('composer.hint');
   markLatest();
 }
 
@@ -1163,6 +1164,7 @@ const SHORTCUTS = [
   { keys: ['Shift', 'Esc'], what: 'help.focus' },
   { keys: ['/'], what: 'help.focus' },
   { keys: ['Enter'], what: 'help.queue' },
+  { keys: [mac ? '⌘' : 'Ctrl', 'Enter'], what: 'help.interrupt' },
   { keys: ['Esc'], what: 'help.stop' },
   { keys: [mac ? '⌘' : 'Ctrl', 'K'], what: 'help.search' },
   { keys: [mac ? '⌘' : 'Ctrl', 'Shift', 'C'], what: 'help.copy' },
@@ -1232,6 +1234,7 @@ function onKey(e) {
 
 function onLanguage() {
   $('lang').value = lang();
+  setRunning();
   drawWho();
   drawConversations();
   drawPending();
@@ -1310,7 +1313,9 @@ function wire() {
   $('composer-input').addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
       e.preventDefault();
-      $('composer').requestSubmit();
+      // Ctrl+Enter (⌘ on a Mac) interrupts the answer being written.
+      const interrupt = (mac ? e.metaKey : e.ctrlKey) && !$('interrupt').hidden;
+      $('composer').requestSubmit(interrupt ? $('interrupt') : null);
     }
   });
   $('composer-input').addEventListener('input', autoGrow);
