@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"net/http"
 	"slices"
@@ -148,7 +149,14 @@ func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return conversationErr(err)
 	}
-	writeJSON(w, http.StatusOK, native.ConversationOf(c))
+	out := native.ConversationOf(c)
+	switch active, err := s.runs.Active(r.Context(), scopeOf(r.Context()), c.ID); {
+	case err == nil:
+		out.ActiveRunID = active.ID
+	case !errors.Is(err, store.ErrNotFound):
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -170,7 +178,14 @@ func (s *Server) updateConversation(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return conversationErr(err)
 	}
-	writeJSON(w, http.StatusOK, native.ConversationOf(c))
+	out := native.ConversationOf(c)
+	switch active, err := s.runs.Active(r.Context(), scopeOf(r.Context()), c.ID); {
+	case err == nil:
+		out.ActiveRunID = active.ID
+	case !errors.Is(err, store.ErrNotFound):
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 

@@ -328,8 +328,22 @@ func TestCancel(t *testing.T) {
 
 func TestOneActiveRunPerConversation(t *testing.T) {
 	t.Parallel()
-	model, _ := slowModel(t, 200, 10*time.Millisecond)
-	e := setup(t, options{model: model})
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			o := options{}
+			if backend == "postgres" {
+				o.pgURL = postgresSchema(t)
+			}
+			o.model, _ = slowModel(t, 200, 10*time.Millisecond)
+			oneActiveRun(t, setup(t, o))
+		})
+	}
+}
+
+// oneActiveRun: a second start on a busy conversation is refused naming
+// the active run, which the conversation names too until it ends.
+func oneActiveRun(t *testing.T, e *env) {
 	rd, resp := e.stream(req{method: "POST", path: "/v1/agent/chat", token: alice, body: map[string]any{"input": "first"}})
 	defer resp.Body.Close()
 	start := readNative(t, rd, "agent.start")
@@ -338,7 +352,14 @@ func TestOneActiveRunPerConversation(t *testing.T) {
 	if errObj["activeRunId"] != runID {
 		t.Fatalf("409 names %v, want %s", errObj["activeRunId"], runID)
 	}
+	// The conversation names its run, so a reload elsewhere can attach.
+	if c := e.call(req{method: "GET", path: "/v1/conversations/" + conv, token: alice}, 200); c["activeRunId"] != runID {
+		t.Fatalf("conversation names active run %v, want %s", c["activeRunId"], runID)
+	}
 	e.call(req{method: "POST", path: "/v1/agent/runs/" + runID + "/cancel", token: alice}, 200)
+	if c := e.call(req{method: "GET", path: "/v1/conversations/" + conv, token: alice}, 200); c["activeRunId"] != nil {
+		t.Fatalf("a cancelled run is still active: %v", c["activeRunId"])
+	}
 	frames := e.chat(alice, map[string]any{"conversationId": conv, "input": "second"})
 	if last(frames).Event != "agent.end" {
 		t.Fatalf("run after cancel: %v", names(frames))

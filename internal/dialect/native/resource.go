@@ -23,8 +23,13 @@ type Conversation struct {
 	// ActiveLeafID is the last message of the active branch (absent while
 	// the conversation has no message).
 	ActiveLeafID string `json:"activeLeafId,omitempty"`
-	CreatedAt    string `json:"createdAt"`
-	UpdatedAt    string `json:"updatedAt"`
+	// ActiveRunID is the run going on in the conversation (queued,
+	// running or awaiting input), so a client that opens it (a reload, a
+	// second tab) can attach to that run's stream. Only the single
+	// conversation's resource says it; absent when none goes on.
+	ActiveRunID string `json:"activeRunId,omitempty"`
+	CreatedAt   string `json:"createdAt"`
+	UpdatedAt   string `json:"updatedAt"`
 }
 
 // ConversationOf gives c its API shape.

@@ -36,6 +36,10 @@ const state = {
   search: '',
   currentId: '', // the open conversation ('' for a new chat)
   live: null, // the run this tab follows: {runId, conversationId, view, abort, lastEventId, frames}
+  // Inputs sent while a run answers (queued behind it, or interrupting
+  // it), oldest first: each is a live run whose stream is open but whose
+  // frames wait in its buffer until it becomes state.live (see promote).
+  waiting: [],
   pendingTimer: null,
   pending: [],
   attachedElsewhere: new Set(), // runs attached because a confirmation showed up for them
@@ -438,7 +442,8 @@ function drawChatAgent(conv) {
 
 async function openConversation(id, { force = false, focus = null } = {}) {
   const seq = ++state.openSeq;
-  if (state.live && (state.live.conversationId !== id || force)) detach();
+  const followed = state.live?.conversationId ?? state.waiting[0]?.conversationId;
+  if (followed !== undefined && (followed !== id || force)) detach();
   state.currentId = id;
   drawConversations();
   say('');
@@ -449,8 +454,10 @@ async function openConversation(id, { force = false, focus = null } = {}) {
     box.replaceChildren(welcome());
     return;
   }
-  if (state.live?.conversationId === id) return; // already drawn and following
+  if ((state.live ?? state.waiting[0])?.conversationId === id) return; // already drawn and following
   const [conv, messages] = await Promise.all([api(`/v1/conversations/${id}`), allMessages(id)]);
+  // The run going on (conv.activeRunId), also when another tab or a client
+  // of the API started it, is read and attached to like this tab's own.
   if (seq !== state.openSeq) return;
   $('chat-title').textContent = title(conv);
   const groups = groupByRun(messages);
@@ -466,7 +473,13 @@ async function openConversation(id, { force = false, focus = null } = {}) {
   // A regenerate going on has stored nothing yet on the branch: this tab's
   // mirror of it names it.
   const mirrored = mirroredRuns(id);
-  const ask = [...new Set([...groups.filter((g) => g.runId && (recent.has(g.runId) || g.runId === lastRunId || unclear(g))).map((g) => g.runId), ...mirrored])];
+  // Inputs this tab queued whose runs have not started (a run stores its
+  // question as it starts): they have no run to read yet.
+  // Run ids sort by time: the queue's order.
+  const queued = mirrored.filter((r) => loadLive(r)?.queued && r !== conv.activeRunId && !messages.some((m) => m.runId === r)).sort();
+  const ask = [...new Set([...groups.filter((g) => g.runId && (recent.has(g.runId) || g.runId === lastRunId || unclear(g))).map((g) => g.runId),
+    ...mirrored.filter((r) => !queued.includes(r)),
+    ...(conv.activeRunId ? [conv.activeRunId] : [])])];
   const runs = new Map();
   for (let i = 0; i < ask.length; i += 8) {
     const got = await Promise.all(ask.slice(i, i + 8).map((r) => api(`/v1/agent/runs/${r}`).catch(() => null)));
@@ -475,8 +488,9 @@ async function openConversation(id, { force = false, focus = null } = {}) {
   await ensureAgents([conv.agentId, ...[...runs.values()].map((r) => r.agentId)]).catch(() => {});
   if (seq !== state.openSeq) return;
   drawChatAgent(conv);
-  const active = [lastRunId, ...mirrored].map((r) => runs.get(r)).find((r) => r && ['queued', 'running', 'awaiting_input'].includes(r.status)) ?? null;
-  forgetFinished(id, active?.id);
+  const active = [conv.activeRunId, lastRunId, ...mirrored].map((r) => runs.get(r)).find((r) => r && ['queued', 'running', 'awaiting_input'].includes(r.status)) ?? null;
+  // The inputs still queued are drawn at the end, marked, and followed.
+  forgetFinished(id, new Set([active?.id, ...queued]));
   const nodes = [];
   const turns = turnsOf(groups);
   for (const turn of turns) {
@@ -502,6 +516,23 @@ async function openConversation(id, { force = false, focus = null } = {}) {
   if (focus) focusPager(focus);
   else scrollDown();
   if (active) attach(active.id, id).catch(fail);
+  for (const r of queued) followQueued(r, id, loadLive(r)).catch(fail);
+}
+
+// followQueued draws an input this tab queued before a reload (its mirror
+// says what it asked) and follows it on the conversation's stream, which
+// carries its run's events once it starts (until then the run has no id
+// to follow); its end draws the conversation again from the history.
+async function followQueued(runId, conversationId, saved) {
+  const bubble = userBubble(saved.queued.input);
+  const tools = userTools({});
+  $('messages').append(bubble, tools);
+  markWaiting(bubble, 'enqueue');
+  const live = { runId, conversationId, view: newRunView(), abort: new AbortController(), lastEventId: '', frames: [],
+    bubble, tools, input: saved.queued.input, waiting: true, buffer: [], started: false, only: runId, redraw: true };
+  state.waiting.push(live);
+  setRunning();
+  await follow(live, `/v1/conversations/${conversationId}/events`, {});
 }
 
 // turnsOf joins the active branch's runs into turns: a question (the user
@@ -610,16 +641,18 @@ function scrollDown() {
 // no other version shown either.
 function markLatest() {
   const box = $('messages');
+  const busy = Boolean(state.live) || state.waiting.length > 0;
   const runs = [...box.querySelectorAll(':scope > .run')];
-  runs.forEach((r, i) => r.querySelectorAll('.regenerate').forEach((b) => (b.hidden = Boolean(state.live) || i !== runs.length - 1)));
-  for (const b of box.querySelectorAll('.msg-tools .edit, .versions button')) b.disabled = Boolean(state.live) || b.dataset.edge === 'true';
+  runs.forEach((r, i) => r.querySelectorAll('.regenerate').forEach((b) => (b.hidden = busy || i !== runs.length - 1)));
+  for (const b of box.querySelectorAll('.msg-tools .edit, .versions button')) b.disabled = busy || b.dataset.edge === 'true';
 }
 
 // --- live runs ---------------------------------------------------------------------
 
 function saveLive(live) {
   try {
-    sessionStorage.setItem(LIVE_PREFIX + live.runId, JSON.stringify({ conversationId: live.conversationId, lastEventId: live.lastEventId, frames: live.frames, steering: live.steering }));
+    sessionStorage.setItem(LIVE_PREFIX + live.runId, JSON.stringify({ conversationId: live.conversationId, lastEventId: live.lastEventId, frames: live.frames, steering: live.steering,
+      queued: live.waiting && !live.started ? { input: live.input } : undefined }));
   } catch {
     // storage full: a reload then replays the run from its start instead
   }
@@ -645,9 +678,9 @@ function mirroredRuns(conversationId) {
 
 // forgetFinished drops the mirrors of a conversation's runs that have ended
 // while this tab was elsewhere.
-function forgetFinished(conversationId, activeRunId) {
+function forgetFinished(conversationId, keep) {
   for (const key of Object.keys(sessionStorage)) {
-    if (!key.startsWith(LIVE_PREFIX) || key === LIVE_PREFIX + activeRunId) continue;
+    if (!key.startsWith(LIVE_PREFIX) || keep.has(key.slice(LIVE_PREFIX.length))) continue;
     if (loadLive(key.slice(LIVE_PREFIX.length))?.conversationId === conversationId) sessionStorage.removeItem(key);
   }
 }
@@ -666,72 +699,209 @@ function record(live, f) {
   if (live.runId) saveLive(live);
 }
 
-function setRunning(on) {
-  $('stop').hidden = !on;
-  $('send').hidden = on;
-  $('send').disabled = on;
+// setRunning shows the composer's buttons for what goes on: Send when
+// nothing does; while a run answers (or inputs wait for their turn), Queue
+// (Enter) and Interrupt, and Stop for the run that answers.
+function setRunning() {
+  const busy = Boolean(state.live) || state.waiting.length > 0;
+  $('stop').hidden = !state.live;
+  $('send').hidden = busy;
+  $('send').disabled = busy;
+  $('queue').hidden = !busy;
+  $('interrupt').hidden = !busy;
+  const hint = $('composer-hint');
+  if (busy) delete hint.dataset.i18n; // it names the platform's key: drawn here, also on a language change
+  else hint.dataset.i18n = 'composer.hint';
+  hint.textContent = busy ? t('composer.hintBusy', { mod: mac ? '⌘' : 'Ctrl' }) : t('composer.hint');
   markLatest();
 }
 
 function detach() {
-  if (!state.live) return;
-  state.live.abort.abort();
-  state.live = null;
-  setRunning(false);
+  for (const w of state.waiting) w.abort.abort();
+  state.waiting = [];
+  if (state.live) {
+    state.live.abort.abort();
+    state.live = null;
+  }
+  setRunning();
 }
 
 // follow reads a run's frames into its view until the stream ends.
 async function follow(live, path, init) {
-  let ended = false;
+  live.ended = false;
   const onEvent = (f) => {
+    if (live.only && f.data?.runId !== live.only) return;
+    if (live.waiting) {
+      live.buffer.push(f);
+      if (f.event === 'agent.start') {
+        live.started = true;
+        if (!state.live) promote();
+      }
+      return;
+    }
     if (state.live !== live) return;
-    if (f.event === 'conversation.created' && !live.conversationId) { // a new chat's, not a replayed run's
-      live.conversationId = f.data.conversationId;
-      state.currentId = f.data.conversationId;
-      history.replaceState(null, '', `#/c/${f.data.conversationId}`);
-      $('chat-title').textContent = f.data.title || t('conv.untitled');
-      drawChatAgent({ agentId: live.agentId });
-      loadConversations(true).catch(fail);
-    }
-    if (f.event === 'agent.start' && !live.runId) {
-      live.runId = f.data.runId;
-      if (live.stopAsked) stop().catch(fail);
-    }
-    record(live, f);
-    if (f.event === 'ping') return;
-    live.view.apply(f);
-    if (f.event === 'agent.start' && live.bubble) {
-      live.bubble.dataset.runId = f.data.runId;
-      named(live.bubble, f.data.userMessageId);
-    }
-    if (f.event === 'tool.awaiting_input') say(t('status.waiting', { tool: toolLabel(f.data.name) }));
-    if (f.event === 'tool.state' && f.data.status === 'running') say('');
-    if (f.event === 'agent.delta' && $('status').textContent === t('status.thinking')) say('');
-    if (f.event === 'agent.end') {
-      ended = true;
-      if (f.data.status === 'cancelled') say(t('status.stopped'));
-      else if (f.data.status === 'failed') say(t('status.failed'), true);
-      else say('');
-    }
-    if (state.stick) scrollDown();
+    draw(live, f);
   };
   try {
     await stream(path, { ...init, signal: live.abort.signal, onEvent });
   } catch (e) {
-    if (live.abort.signal.aborted) return;
-    throw e;
+    if (live.abort.signal.aborted && !(live.only && live.ended)) return;
+    if (!live.abort.signal.aborted) throw e;
   }
+  if (live.waiting) {
+    live.streamDone = true; // its end is drawn when its turn comes
+    return;
+  }
+  return settle(live);
+}
+
+// draw applies one frame of the run this tab follows.
+function draw(live, f) {
+  if (f.event === 'conversation.created' && !live.conversationId) { // a new chat's, not a replayed run's
+    live.conversationId = f.data.conversationId;
+    state.currentId = f.data.conversationId;
+    history.replaceState(null, '', `#/c/${f.data.conversationId}`);
+    $('chat-title').textContent = f.data.title || t('conv.untitled');
+    drawChatAgent({ agentId: live.agentId });
+    loadConversations(true).catch(fail);
+  }
+  if (f.event === 'agent.start' && !live.runId) {
+    live.runId = f.data.runId;
+    if (live.stopAsked) stop().catch(fail);
+  }
+  record(live, f);
+  if (f.event === 'ping') return;
+  live.view.apply(f);
+  if (f.event === 'agent.start' && live.bubble) {
+    live.bubble.dataset.runId = f.data.runId;
+    named(live.bubble, f.data.userMessageId);
+    if (live.bubble.classList.contains('waiting')) {
+      unmarkWaiting(live.bubble);
+      say(t('status.thinking'));
+    }
+  }
+  if (f.event === 'tool.awaiting_input') say(t('status.waiting', { tool: toolLabel(f.data.name) }));
+  if (f.event === 'tool.state' && f.data.status === 'running') say('');
+  if (f.event === 'agent.delta' && $('status').textContent === t('status.thinking')) say('');
+  if (f.event === 'agent.end') {
+    live.ended = true;
+    if (f.data.error?.code === 'run_interrupted') say('');
+    else if (f.data.status === 'cancelled') say(t('status.stopped'));
+    else if (f.data.status === 'failed') say(t('status.failed'), true);
+    else say('');
+  }
+  if (state.stick) scrollDown();
+  // A queued input followed on the conversation's stream (after a
+  // reload) ends with its run's end.
+  if (live.only && f.event === 'agent.end') live.abort.abort();
+}
+
+// settle is what follows the end of the stream of the run this tab
+// follows: a resume when the run has not ended (a server restart), else the
+// next waiting input's turn, or the history drawn again after an edit or a
+// regenerate.
+async function settle(live) {
   if (state.live !== live) return;
-  if (!ended) {
+  if (!live.ended) {
     // The server ended the stream without agent.end (a restart): resume.
     return follow(live, `/v1/agent/runs/${live.runId}/events`, { lastEventId: live.lastEventId });
   }
   forgetLive(live.runId);
   state.live = null;
-  setRunning(false);
+  setRunning();
   loadConversations(true).catch(fail);
+  if (promote()) return;
+  if (state.waiting.length) return; // the next input's run has not started yet
+  // After inputs sent while runs answered (which the server may have
+  // started in another order than they were sent, when an interrupt met a
+  // queue), or a run this tab did not start (it may be a regenerate or an
+  // edit, whose versions the history shows), the thread is drawn again as
+  // the server keeps it.
+  if (live.redraw && state.currentId === live.conversationId) {
+    await openConversation(live.conversationId, { force: true });
+    return;
+  }
   // An edit or a regenerate made a new version: the history draws its pager.
   if (live.steering && state.currentId === live.conversationId) await openConversation(live.conversationId, { force: true });
+}
+
+// promote makes the waiting input whose run has started (the server starts
+// them in order, an interrupting one at once) the run this tab follows:
+// its view takes its place under its question, the frames it buffered are
+// drawn, and its end, when it came already, is settled.
+function promote() {
+  if (state.live) return false;
+  const next = state.waiting.find((w) => w.started);
+  if (!next) return false;
+  state.waiting = state.waiting.filter((w) => w !== next);
+  next.waiting = false;
+  state.live = next;
+  (next.tools ?? next.bubble).after(next.view.el);
+  setRunning();
+  for (const f of next.buffer.splice(0)) draw(next, f);
+  if (state.stick) scrollDown();
+  if (next.streamDone) settle(next).catch(fail);
+  return true;
+}
+
+// markWaiting shows on a question that it waits for its turn: queued, or
+// interrupting the answer before it.
+function markWaiting(bubble, strategy) {
+  const interrupting = strategy === 'interrupt';
+  bubble.classList.add('waiting');
+  const tools = bubble.nextElementSibling?.classList.contains('msg-tools') ? bubble.nextElementSibling : null;
+  const badge = h('span', { class: `msg-badge ${interrupting ? 'interrupting' : 'queued'}`, role: 'status',
+    title: interrupting ? null : t('msg.queuedLabel') }, t(interrupting ? 'msg.interrupting' : 'msg.queued'));
+  if (tools) tools.prepend(badge);
+  else bubble.after(badge);
+}
+
+function unmarkWaiting(bubble) {
+  bubble.classList.remove('waiting');
+  const tools = bubble.nextElementSibling;
+  (tools?.classList.contains('msg-tools') ? tools : bubble.parentElement)?.querySelector('.msg-badge')?.remove();
+}
+
+// sendWaiting sends input while a run answers, following strategy:
+// "enqueue" (its run starts when the runs before it end, in order) or
+// "interrupt" (the answering run stops, its answer kept and marked
+// interrupted, and this one starts at once). Its question shows at the end
+// of the thread, marked, until its run starts.
+async function sendWaiting(input, files, strategy) {
+  const box = $('messages');
+  const bubble = attachments.withFiles(userBubble(input), files);
+  const tools = userTools({});
+  box.append(bubble, tools);
+  markWaiting(bubble, strategy);
+  const live = { runId: '', conversationId: state.currentId, view: newRunView(), abort: new AbortController(), lastEventId: '', frames: [],
+    bubble, tools, input, waiting: true, buffer: [], started: false, redraw: true };
+  state.waiting.push(live);
+  setRunning();
+  scrollDown();
+  say(strategy === 'enqueue' ? t('status.queued') : t('status.stopping'));
+  const body = { conversationId: state.currentId, input, multitaskStrategy: strategy };
+  if (files.length) body.attachments = files.map((f) => f.id);
+  try {
+    await follow(live, '/v1/agent/chat', {
+      method: 'POST', body,
+      onOpen: (res) => {
+        live.runId = res.headers.get('X-Run-ID') || live.runId;
+        if (live.runId && !live.started) saveLive(live);
+      },
+    });
+  } catch (e) {
+    if (state.waiting.includes(live)) {
+      state.waiting = state.waiting.filter((w) => w !== live);
+      bubble.remove();
+      tools.remove();
+      forgetLive(live.runId);
+      setRunning();
+    } else if (state.live === live) {
+      state.live = null;
+      setRunning();
+    }
+    throw e;
+  }
 }
 
 // nearBottom: the reader is at the end of the thread, so new text scrolls it
@@ -741,8 +911,9 @@ function nearBottom() {
   return box.scrollHeight - box.scrollTop - box.clientHeight < 80;
 }
 
-async function send(input, files = []) {
-  if (state.live) {
+async function send(input, files = [], strategy = '') {
+  if (state.live || state.waiting.length) {
+    if (strategy && state.currentId && (state.live?.conversationId ?? state.currentId) === state.currentId) return sendWaiting(input, files, strategy);
     say(t('status.busy'), true);
     return;
   }
@@ -755,7 +926,7 @@ async function send(input, files = []) {
   box.append(live.view.el);
   scrollDown();
   state.live = live;
-  setRunning(true);
+  setRunning();
   say(t('status.thinking'));
   const body = { input };
   if (files.length) body.attachments = files.map((f) => f.id);
@@ -773,7 +944,7 @@ async function send(input, files = []) {
   } catch (e) {
     if (state.live === live) {
       state.live = null;
-      setRunning(false);
+      setRunning();
       live.view.el.remove();
     }
     throw e;
@@ -862,7 +1033,7 @@ async function steer(body, el, bubble = null) {
   box.append(live.view.el);
   scrollDown();
   state.live = live;
-  setRunning(true);
+  setRunning();
   say(t('status.thinking'));
   try {
     await follow(live, '/v1/agent/chat', {
@@ -875,7 +1046,7 @@ async function steer(body, el, bubble = null) {
   } catch (e) {
     if (state.live === live) {
       state.live = null;
-      setRunning(false);
+      setRunning();
       await openConversation(live.conversationId, { force: true }).catch(() => {});
     }
     throw e;
@@ -906,7 +1077,7 @@ async function attach(runId, conversationId) {
   if (state.live?.runId === runId) return;
   detach();
   const saved = loadLive(runId);
-  const live = { runId, conversationId, view: newRunView(), abort: new AbortController(), lastEventId: '', frames: [] };
+  const live = { runId, conversationId, view: newRunView(), abort: new AbortController(), lastEventId: '', frames: [], redraw: !saved };
   if (saved) {
     live.steering = saved.steering;
     live.frames = saved.frames;
@@ -916,7 +1087,7 @@ async function attach(runId, conversationId) {
   $('messages').append(live.view.el);
   scrollDown();
   state.live = live;
-  setRunning(true);
+  setRunning();
   await follow(live, `/v1/agent/runs/${runId}/events`, { lastEventId: live.lastEventId });
 }
 
@@ -992,6 +1163,8 @@ const SHORTCUTS = [
   { keys: [mac ? '⌘' : 'Ctrl', 'Shift', 'O'], what: 'help.newChat' },
   { keys: ['Shift', 'Esc'], what: 'help.focus' },
   { keys: ['/'], what: 'help.focus' },
+  { keys: ['Enter'], what: 'help.queue' },
+  { keys: [mac ? '⌘' : 'Ctrl', 'Enter'], what: 'help.interrupt' },
   { keys: ['Esc'], what: 'help.stop' },
   { keys: [mac ? '⌘' : 'Ctrl', 'K'], what: 'help.search' },
   { keys: [mac ? '⌘' : 'Ctrl', 'Shift', 'C'], what: 'help.copy' },
@@ -1061,6 +1234,7 @@ function onKey(e) {
 
 function onLanguage() {
   $('lang').value = lang();
+  setRunning();
   drawWho();
   drawConversations();
   drawPending();
@@ -1126,18 +1300,22 @@ function wire() {
       say(t('attach.wait'), true);
       return;
     }
-    const files = state.live ? [] : tray.ready();
+    const files = tray.ready();
     if (!input && !files.length) return;
     $('composer-input').value = '';
     autoGrow();
     if (files.length) tray.clear();
-    send(input, files).catch(fail);
+    // While a run answers, Enter (or Queue) queues; Interrupt interrupts.
+    const strategy = e.submitter?.id === 'interrupt' ? 'interrupt' : 'enqueue';
+    send(input, files, strategy).catch(fail);
   });
   attachments.wire({ tray, button: $('attach'), picker: $('attach-input'), zone: $('chat'), input: $('composer-input') });
   $('composer-input').addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
       e.preventDefault();
-      $('composer').requestSubmit();
+      // Ctrl+Enter (⌘ on a Mac) interrupts the answer being written.
+      const interrupt = (mac ? e.metaKey : e.ctrlKey) && !$('interrupt').hidden;
+      $('composer').requestSubmit(interrupt ? $('interrupt') : null);
     }
   });
   $('composer-input').addEventListener('input', autoGrow);

@@ -52,6 +52,7 @@ export class RunView {
     this.agentVersion = 0;
     this.versions = null; // {ids, current}: the answer's versions (its siblings in the tree)
     this.rating = null; // {messageId, rating, comment}: the owner's feedback on the answer
+    this.interrupted = false; // a newer input stopped the run (multitaskStrategy interrupt)
   }
 
   /**
@@ -124,6 +125,7 @@ export class RunView {
         s.md.set(s.raw);
         s.md.flush();
         s.el.classList.toggle('partial', Boolean(data.partial));
+        if (data.interrupted) this.interrupted = true;
         s.el.classList.remove('streaming');
         break;
       }
@@ -325,12 +327,19 @@ export class RunView {
       s.md?.flush();
     }
     const f = this.footer();
-    if (status) {
+    if (error?.code === 'run_interrupted') this.interrupted = true;
+    if (this.interrupted) {
+      // Stopped by a newer input: what it had said stays, marked.
+      this.el.classList.add('interrupted');
+      f.status.className = 'run-status cancelled interrupted';
+      f.status.textContent = t('run.interrupted');
+      f.status.title = t('run.interruptedNote');
+    } else if (status) {
       f.status.className = `run-status ${status}`;
       f.status.textContent = status === 'failed' ? t('run.failed') : status === 'cancelled' ? t('run.stopped') : '';
     }
     if (error?.message) this.error = error.message;
-    f.error.textContent = status === 'succeeded' ? '' : this.error;
+    f.error.textContent = status === 'succeeded' || this.interrupted ? '' : this.error;
     const partial = [...this.segments.values()].some((s) => s.md && s.el.classList.contains('partial'));
     f.actions.replaceChildren();
     if (partial && status !== 'cancelled') f.actions.append(h('span', { class: 'muted' }, t('run.partial')));
@@ -461,7 +470,7 @@ export function framesFromMessages(runId, messages) {
       // Text streams before the calls of the same model call; an answer
       // (no calls) is announced even when empty, as it was live.
       if (m.content || !meta.toolCalls?.length) {
-        frames.push({ event: 'agent.message', data: { messageId: m.id, role: 'assistant', content: m.content, partial: meta.partial } });
+        frames.push({ event: 'agent.message', data: { messageId: m.id, role: 'assistant', content: m.content, partial: meta.partial, interrupted: meta.interrupted } });
       }
       for (const call of meta.toolCalls ?? []) {
         frames.push({ event: 'tool.state', data: { toolCallId: call.id, name: call.name, status: 'pending', input: call.arguments } });
