@@ -10,9 +10,9 @@
 //   - a confirmation shows through useInterrupt, and approving it runs the
 //     tool exactly once;
 //   - the agent calls a frontend tool (useFrontendTool), and its result
-//     continues the run.
-// Shared state (AG-UI `state` reaching the agent) waits for the steering
-// issue and is not tested here.
+//     continues the run;
+//   - shared state the page sets (useAgent, agent.setState) reaches the
+//     agent, and the agent's update_state comes back to the page.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -73,7 +73,7 @@ async function send(page, text) {
   await input.press('Enter');
 }
 
-test('CopilotKit: chat, a tool call, a confirmation through useInterrupt, a frontend tool', async () => {
+test('CopilotKit: chat, a tool call, a confirmation through useInterrupt, a frontend tool, shared state', async () => {
   const { page, g } = await openApp();
   try {
     // A chat streams: the offline model quotes the message back, word by
@@ -129,6 +129,18 @@ test('CopilotKit: chat, a tool call, a confirmation through useInterrupt, a fron
     await send(page, 'call pick_colour with "teal"');
     await page.getByText('colour: teal').waitFor({ timeout: WAIT });
     await page.getByText('The pick_colour tool returned: picked teal').first().waitFor({ timeout: WAIT });
+
+    // Shared state: the page's state reaches the agent (the patch's "test"
+    // fails unless the agent holds colour "red"), and the agent's change
+    // comes back to the page.
+    await page.getByTestId('share-state').click();
+    await page.getByTestId('state').getByText('{"colour":"red","items":[]}').waitFor({ timeout: WAIT });
+    await send(page, 'call update_state with “[{"op":"test","path":"/colour","value":"red"},{"op":"replace","path":"/colour","value":"teal"}]”');
+    await page.getByTestId('state').getByText('{"colour":"teal","items":[]}').waitFor({ timeout: WAIT });
+    const upd = page.locator('[data-testid="tool-call"][data-tool="update_state"]');
+    await upd.first().getByTestId('tool-result').waitFor({ timeout: WAIT });
+    assert.doesNotMatch(await upd.first().getByTestId('tool-result').textContent(), /^Error/);
+    await page.getByText(/The update_state tool returned: The shared state is now: .*teal.*\}/).first().waitFor({ timeout: WAIT });
     await shot(page, 'copilotkit-chat');
     assert.deepEqual(g.problems, []);
     assert.deepEqual(complaints, [], 'the CopilotKit runtime logged warnings or errors');

@@ -5,7 +5,7 @@
 // through useInterrupt and offers one frontend tool, pick_colour.
 import { StrictMode, useState } from 'react';
 import { createRoot } from 'react-dom/client';
-import { CopilotKit, CopilotChat, useInterrupt, useFrontendTool, useRenderTool } from '@copilotkit/react-core/v2';
+import { CopilotKit, CopilotChat, useAgent, useInterrupt, useFrontendTool, useRenderTool } from '@copilotkit/react-core/v2';
 import '@copilotkit/react-core/v2/styles.css';
 import './app.css';
 import { z } from 'zod';
@@ -54,6 +54,21 @@ function Colour() {
   );
 }
 
+// Shared state: the page sets the agent's state (it rides in the next run's
+// RunAgentInput.state) and shows the state the agent sends back
+// (STATE_SNAPSHOT, STATE_DELTA).
+function SharedState() {
+  const { agent, isReady } = useAgent();
+  return (
+    <p className="state">
+      <button data-testid="share-state" disabled={!isReady} onClick={() => agent.setState({ colour: 'red', items: [] })}>
+        Share {'{"colour":"red"}'}
+      </button>{' '}
+      state: <code data-testid="state">{JSON.stringify(agent.state ?? {})}</code>
+    </p>
+  );
+}
+
 // Every tool call the agent makes renders as a card in the chat.
 function ToolCalls() {
   useRenderTool(
@@ -74,6 +89,7 @@ function App() {
   return (
     <CopilotKit runtimeUrl="/api/copilotkit" headers={{ Authorization: `Bearer ${token}` }} enableInspector={false}>
       <Colour />
+      <SharedState />
       <Approval />
       <ToolCalls />
       <CopilotChat />
