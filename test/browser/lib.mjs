@@ -308,3 +308,51 @@ export async function chatAPI(srv, body, until = '') {
   }
   return { conversationId: res.headers.get('x-conversation-id'), runId: res.headers.get('x-run-id'), text };
 }
+
+// countingModel answers "Answer <n>: <last user message>" and keeps each
+// request's context (its non-system messages' contents, joined by "|").
+export async function countingModel() {
+  const fake = { contexts: [] };
+  // gate() makes the next answer stop after its first word until the
+  // promise it returns is given the go: {waiting, open}.
+  let gate = null;
+  fake.gate = () => {
+    let open;
+    let arrived;
+    const opened = new Promise((ok) => (open = ok));
+    const waiting = new Promise((ok) => (arrived = ok));
+    gate = { opened, arrived };
+    return { waiting, open };
+  };
+  const srv = http.createServer(async (req, res) => {
+    let raw = '';
+    for await (const chunk of req) raw += chunk;
+    if (req.method !== 'POST' || req.url !== '/v1/chat/completions') return res.writeHead(404).end();
+    const body = JSON.parse(raw);
+    const msgs = (body.messages ?? []).filter((m) => m.role !== 'system');
+    const text = (m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? ''));
+    fake.contexts.push(msgs.map(text).join('|'));
+    const answer = `Answer ${fake.contexts.length}: ${text(msgs.at(-1) ?? {})}`;
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    const send = (delta, finish = null) =>
+      res.write(`data: ${JSON.stringify({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: 1, model: body.model,
+        choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`);
+    send({ role: 'assistant', content: '' });
+    const held = gate;
+    gate = null;
+    const pieces = answer.split(/(?= )/);
+    for (let i = 0; i < pieces.length; i++) {
+      if (held && i === 1) {
+        held.arrived();
+        await held.opened;
+      }
+      if (res.destroyed) return;
+      send({ content: pieces[i] });
+    }
+    send({}, 'stop');
+    res.end('data: [DONE]\n\n');
+  });
+  fake.url = await listen(srv);
+  fake.close = () => close(srv);
+  return fake;
+}

@@ -14,8 +14,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
-import { startAgentchat, launch, guard, shot, json, axe, listen, close, WAIT } from './lib.mjs';
+import { startAgentchat, launch, guard, shot, json, axe, countingModel, WAIT } from './lib.mjs';
 
 const DESKTOP = { width: 1280, height: 800 };
 const PHONE = { width: 390, height: 844 };
@@ -24,54 +23,6 @@ let server;
 let model;
 let chromium;
 const gates = [];
-
-// countingModel answers "Answer <n>: <last user message>" and keeps each
-// request's context (its non-system messages' contents, joined by "|").
-async function countingModel() {
-  const fake = { contexts: [] };
-  // gate() makes the next answer stop after its first word until the
-  // promise it returns is given the go: {waiting, open}.
-  let gate = null;
-  fake.gate = () => {
-    let open;
-    let arrived;
-    const opened = new Promise((ok) => (open = ok));
-    const waiting = new Promise((ok) => (arrived = ok));
-    gate = { opened, arrived };
-    return { waiting, open };
-  };
-  const srv = http.createServer(async (req, res) => {
-    let raw = '';
-    for await (const chunk of req) raw += chunk;
-    if (req.method !== 'POST' || req.url !== '/v1/chat/completions') return res.writeHead(404).end();
-    const body = JSON.parse(raw);
-    const msgs = (body.messages ?? []).filter((m) => m.role !== 'system');
-    const text = (m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? ''));
-    fake.contexts.push(msgs.map(text).join('|'));
-    const answer = `Answer ${fake.contexts.length}: ${text(msgs.at(-1) ?? {})}`;
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-    const send = (delta, finish = null) =>
-      res.write(`data: ${JSON.stringify({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: 1, model: body.model,
-        choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`);
-    send({ role: 'assistant', content: '' });
-    const held = gate;
-    gate = null;
-    const pieces = answer.split(/(?= )/);
-    for (let i = 0; i < pieces.length; i++) {
-      if (held && i === 1) {
-        held.arrived();
-        await held.opened;
-      }
-      if (res.destroyed) return;
-      send({ content: pieces[i] });
-    }
-    send({}, 'stop');
-    res.end('data: [DONE]\n\n');
-  });
-  fake.url = await listen(srv);
-  fake.close = () => close(srv);
-  return fake;
-}
 
 before(async () => {
   model = await countingModel();
@@ -281,8 +232,12 @@ test('switching the language while a question is queued keeps it queued, and it 
   const page = await open(t);
   const held = await answering(page, 'one');
   await page.fill('#composer-input', 'two');
+  // The tab keeps a queued question once the server has accepted it (its
+  // run id comes with the response's headers): switch after that.
+  const accepted = page.waitForResponse((r) => r.url().endsWith('/v1/agent/chat') && r.request().method() === 'POST');
   await page.press('#composer-input', 'Enter');
   await page.locator('.msg-badge.queued').waitFor();
+  await accepted;
   await page.selectOption('#lang', 'zh');
   await page.locator('.msg-badge.queued', { hasText: '排队中' }).waitFor();
   assert.equal(await page.locator('#queue').textContent(), '排队');

@@ -22,9 +22,12 @@ export async function startApp({ agentchat, dist = join(import.meta.dirname, 'di
   const runtime = new CopilotRuntime({
     agents: { default: new HttpAgent({ url: `${agentchat}/api/v1/agent/runs` }) },
     runner: new InMemoryAgentRunner(),
+    // The runtime forwards the request's Authorization header to the
+    // HttpAgent, so agentchat sees the person. Its default policy forwards
+    // Authorization and every x-* header; only the token is agentchat's
+    // business.
+    forwardHeaders: { allow: ['authorization'] },
   });
-  // The runtime forwards the request's Authorization header to the
-  // HttpAgent (its default header policy), so agentchat sees the person.
   const api = createCopilotNodeListener({ runtime, basePath: '/api/copilotkit', activateChannels: false });
   const server = http.createServer(async (req, res) => {
     if (req.url.startsWith('/api/copilotkit')) return api(req, res);

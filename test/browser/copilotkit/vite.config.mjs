@@ -6,5 +6,19 @@ export default defineConfig({
   root: import.meta.dirname,
   logLevel: 'warn',
   esbuild: { jsx: 'automatic' },
-  build: { outDir: 'dist', emptyOutDir: true, sourcemap: false, chunkSizeWarningLimit: 10_000 },
+  build: {
+    outDir: 'dist',
+    emptyOutDir: true,
+    sourcemap: false,
+    chunkSizeWarningLimit: 10_000,
+    rollupOptions: {
+      // CopilotKit and Radix mark their modules "use client" (a React
+      // Server Components directive); a client-only bundle has no use for
+      // it, and Rollup would print one warning per module.
+      onwarn(warning, warn) {
+        if (warning.code === 'MODULE_LEVEL_DIRECTIVE') return;
+        warn(warning);
+      },
+    },
+  },
 });

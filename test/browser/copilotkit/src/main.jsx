@@ -5,8 +5,9 @@
 // through useInterrupt and offers one frontend tool, pick_colour.
 import { StrictMode, useState } from 'react';
 import { createRoot } from 'react-dom/client';
-import { CopilotKit, CopilotChat, useInterrupt, useFrontendTool, useRenderTool } from '@copilotkit/react-core/v2';
+import { CopilotKit, CopilotChat, useAgent, useInterrupt, useFrontendTool, useRenderTool } from '@copilotkit/react-core/v2';
 import '@copilotkit/react-core/v2/styles.css';
+import './app.css';
 import { z } from 'zod';
 
 const token = new URLSearchParams(location.search).get('token') ?? '';
@@ -25,7 +26,7 @@ function Approval() {
           <p>
             <code data-testid="approval-tool">{tool}</code> <code data-testid="approval-args">{JSON.stringify(args)}</code>
           </p>
-          <button data-testid="approve" onClick={() => resolve({ approved: true })}>Approve</button>
+          <button className="primary" data-testid="approve" onClick={() => resolve({ approved: true })}>Approve</button>
           <button data-testid="reject" onClick={() => resolve({ approved: false, reason: 'not now' })}>Reject</button>
         </div>
       );
@@ -45,7 +46,27 @@ function Colour() {
       return `picked ${colour}`;
     },
   });
-  return <p data-testid="colour">{colour ? `colour: ${colour}` : 'no colour yet'}</p>;
+  return (
+    <p className="colour" data-testid="colour">
+      {colour ? <span style={{ background: colour }} /> : null}
+      {colour ? `colour: ${colour}` : 'no colour yet'}
+    </p>
+  );
+}
+
+// Shared state: the page sets the agent's state (it rides in the next run's
+// RunAgentInput.state) and shows the state the agent sends back
+// (STATE_SNAPSHOT, STATE_DELTA).
+function SharedState() {
+  const { agent, isReady } = useAgent();
+  return (
+    <p className="state">
+      <button data-testid="share-state" disabled={!isReady} onClick={() => agent.setState({ colour: 'red', items: [] })}>
+        Share {'{"colour":"red"}'}
+      </button>{' '}
+      state: <code data-testid="state">{JSON.stringify(agent.state ?? {})}</code>
+    </p>
+  );
 }
 
 // Every tool call the agent makes renders as a card in the chat.
@@ -55,7 +76,7 @@ function ToolCalls() {
       name: '*',
       render: ({ name, status, parameters, result }) => (
         <div className="tool-call" data-testid="tool-call" data-tool={name} data-status={status}>
-          <code>{name}</code> <code>{JSON.stringify(parameters)}</code> {status === 'complete' ? <span data-testid="tool-result">{String(result)}</span> : '…'}
+          <code className="name">{name}</code> <code>{JSON.stringify(parameters)}</code> {status === 'complete' ? <span data-testid="tool-result">{String(result)}</span> : '…'}
         </div>
       ),
     },
@@ -68,6 +89,7 @@ function App() {
   return (
     <CopilotKit runtimeUrl="/api/copilotkit" headers={{ Authorization: `Bearer ${token}` }} enableInspector={false}>
       <Colour />
+      <SharedState />
       <Approval />
       <ToolCalls />
       <CopilotChat />
