@@ -143,7 +143,8 @@ func TestQueuedRunAGUI(t *testing.T) {
 
 // Enqueue through the AI SDK transport: the multitaskStrategy body field
 // queues the input behind the chat's active run; its stream opens at once,
-// marked queued, and carries its run's whole answer once the active run ends.
+// marked queued, and carries its run's whole answer once the active run
+// ends; one cancelled while queued finishes its message empty.
 func TestQueuedRunAISDK(t *testing.T) {
 	t.Parallel()
 	e := setup(t, options{model: multitaskModel(t)})
@@ -171,6 +172,17 @@ func TestQueuedRunAISDK(t *testing.T) {
 	if got := e.call(req{method: "GET", path: "/v1/agent/runs/" + id2, token: alice}, 200); got["status"] != "queued" || got["input"] != "second" {
 		t.Fatalf("queued run reads %v", got)
 	}
+	// A queued input cancelled before it starts: its stream opens and
+	// finishes the message, with nothing in it.
+	body3 := transportBody("chat-q", "submit-message", "", userMessage("u1", "a slow question"), userMessage("u3", "third"))
+	body3["multitaskStrategy"] = "enqueue"
+	rd3, resp3 := e.stream(req{method: "POST", path: uiPath, token: alice, body: body3})
+	defer resp3.Body.Close()
+	e.call(req{method: "POST", path: "/v1/agent/runs/" + resp3.Header.Get("X-Run-ID") + "/cancel", token: alice}, 200)
+	if got := readUI(t, rd3, resp3.Header).types(); strings.Join(got, "|") != "start|finish" {
+		t.Fatalf("cancelled queued AI SDK stream: %v", got)
+	}
+
 	e.call(req{method: "POST", path: "/v1/agent/runs/" + activeID + "/cancel", token: alice}, 200)
 	s := readUI(t, rd2, resp2.Header)
 	if s.text() != "Answer to second." {
