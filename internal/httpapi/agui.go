@@ -82,7 +82,13 @@ func (s *Server) aguiRun(w http.ResponseWriter, r *http.Request) error {
 		return s.attach(w, r, k, agui.NewRunExchange(in))
 	}
 	if k.runID != "" {
-		writeJSON(w, http.StatusAccepted, accepted{TaskID: k.runID, ThreadID: cmp.Or(in.ThreadID, k.convID), RunID: cmp.Or(in.RunID, k.runID)})
+		// The same 202 as the first answer: still queued if its run waits.
+		prior, err := s.runs.Get(ctx, sc, k.runID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		writeJSON(w, http.StatusAccepted, accepted{TaskID: k.runID, ThreadID: cmp.Or(in.ThreadID, k.convID), RunID: cmp.Or(in.RunID, k.runID),
+			Queued: err == nil && prior.Status == chat.RunQueued})
 		return nil
 	}
 	if err := s.checkEngine("forwardedProps.engine", turn.Engine); err != nil {

@@ -160,6 +160,23 @@ func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// listQueue answers the inputs queued in a conversation (multitaskStrategy
+// enqueue), as runs with status queued, in the order they will start. A
+// queue is short (each input waits for the one before it), so it is one
+// page.
+func (s *Server) listQueue(w http.ResponseWriter, r *http.Request) error {
+	queued, err := s.runs.Queue(r.Context(), scopeOf(r.Context()), r.PathValue("id"))
+	if err != nil {
+		return conversationErr(err)
+	}
+	items := make([]native.Run, 0, len(queued))
+	for _, q := range queued {
+		items = append(items, native.RunOf(q))
+	}
+	writeJSON(w, http.StatusOK, pageBody[native.Run]{name: "runs", items: items})
+	return nil
+}
+
 func (s *Server) updateConversation(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
 		Title *string `json:"title"`

@@ -164,7 +164,8 @@ func (s *Server) routes() {
 	api("PATCH /v1/conversations/{id}", s.updateConversation)
 	api("DELETE /v1/conversations/{id}", s.deleteConversation)
 	api("GET /v1/conversations/{id}/messages", s.listMessages)
-	api("PUT /v1/conversations/{id}/active", s.setActive)      // tree.go
+	api("PUT /v1/conversations/{id}/active", s.setActive) // tree.go
+	api("GET /v1/conversations/{id}/queue", s.listQueue)
 	api("PUT /v1/messages/{id}/feedback", s.putFeedback)       // feedback.go
 	api("DELETE /v1/messages/{id}/feedback", s.deleteFeedback) // feedback.go
 	api("GET /v1/feedback", s.listFeedback)                    // feedback.go

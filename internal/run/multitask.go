@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -123,27 +124,29 @@ func (s *Service) enqueue(ctx context.Context, sc chat.Scope, req StartRequest, 
 		if err != nil {
 			return Started{}, err
 		}
-		out.Stream = &Stream{s: s, sc: sc, thread: conv.ID, runID: req.RunID, q: q, last: last}
+		out.Stream = &Stream{s: s, sc: sc, thread: conv.ID, runID: req.RunID, q: q, last: last, queued: true}
 	}
-	if _, err := s.st.EnqueueInput(ctx, sc, store.QueuedInput{ConversationID: conv.ID, Request: b}); err != nil {
+	// The queued input's id is its run's: the client reads and cancels it
+	// by the id it was given (Get, Cancel) before the run exists.
+	if _, err := s.st.EnqueueInput(ctx, sc, store.QueuedInput{ID: req.RunID, ConversationID: conv.ID, Request: b}); err != nil {
 		if out.Stream != nil {
 			out.Stream.Close()
 		}
 		return Started{}, err
 	}
-	s.kickQueue(sc.Tenant, conv.ID) // the active run may have ended meanwhile
+	s.kickQueue(sc.Tenant, sc.User, conv.ID) // the active run may have ended meanwhile
 	return out, nil
 }
 
 // kickQueue starts, in the background, the conversation's oldest queued
-// input, if it has one and no active run.
-func (s *Service) kickQueue(tenant, conversationID string) {
+// input, if it has one and no active run. owner is the conversation's.
+func (s *Service) kickQueue(tenant, owner, conversationID string) {
 	if !s.admit() {
 		return // shutting down: another replica's sweep, or the next start's, takes it
 	}
 	go func() {
 		defer s.release()
-		s.startQueued(tenant, conversationID)
+		s.startQueued(tenant, owner, conversationID)
 	}()
 }
 
@@ -151,8 +154,18 @@ func (s *Service) kickQueue(tenant, conversationID string) {
 // An input that finds the conversation busy goes back in its place (the
 // active run's end kicks the queue again); one that cannot start at all is
 // dropped, logged, and the next is tried.
-func (s *Service) startQueued(tenant, conversationID string) {
+func (s *Service) startQueued(tenant, owner, conversationID string) {
 	ctx := s.ctx
+	// Behind an active run an input stays queued, untaken: its end kicks
+	// the queue again. A taken input is in neither the queue nor the runs
+	// until its start is stored, and a client reading it by id meanwhile
+	// would find nothing.
+	if _, err := s.st.ActiveRun(ctx, chat.Scope{Tenant: tenant, User: owner}, conversationID); !errors.Is(err, store.ErrNotFound) {
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("look for the active run before the queue", "conversation_id", conversationID, "err", err)
+		}
+		return
+	}
 	for {
 		q, err := s.st.TakeQueuedInput(ctx, tenant, conversationID)
 		if err != nil {
@@ -197,6 +210,63 @@ func (s *Service) sweepQueues() {
 		if time.Since(q.CreatedAt) < time.Second {
 			continue // just queued: its own kick is on the way
 		}
-		s.kickQueue(q.Tenant, q.ConversationID)
+		s.kickQueue(q.Tenant, q.Owner, q.ConversationID)
 	}
+}
+
+// queuedRun is how a queued input shows as a run before it starts: status
+// queued, with its input, conversation and the time it was queued.
+func queuedRun(q store.QueuedInput) (chat.Run, error) {
+	var qs queuedStart
+	if err := json.Unmarshal(q.Request, &qs); err != nil {
+		return chat.Run{}, fmt.Errorf("read queued input %s: %w", q.ID, err)
+	}
+	r := qs.Request
+	return chat.Run{ID: q.ID, Tenant: q.Tenant, Owner: q.Owner, ConversationID: q.ConversationID, Status: chat.RunQueued,
+		Input: r.Input, Engine: r.Engine, AgentID: r.AgentID, AgentVersion: r.AgentVersion,
+		CreatedAt: q.CreatedAt, StartedAt: q.CreatedAt}, nil
+}
+
+// getQueued is one of sc's queued inputs as a run; store.ErrNotFound when
+// it is not queued (any more).
+func (s *Service) getQueued(ctx context.Context, sc chat.Scope, id string) (chat.Run, error) {
+	q, err := s.st.GetQueuedInput(ctx, sc, id)
+	if err != nil {
+		return chat.Run{}, err
+	}
+	return queuedRun(q)
+}
+
+// Queue lists the inputs queued in one of sc's conversations, as runs
+// (status queued), in the order they will start.
+func (s *Service) Queue(ctx context.Context, sc chat.Scope, conversationID string) ([]chat.Run, error) {
+	qs, err := s.st.QueuedInputs(ctx, sc, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]chat.Run, 0, len(qs))
+	for _, q := range qs {
+		r, err := queuedRun(q)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// cancelQueued removes one of sc's queued inputs so its run never starts,
+// and answers it as a run ended cancelled. store.ErrNotFound when it is not
+// queued: it has started (or ended) meanwhile, or never was.
+func (s *Service) cancelQueued(ctx context.Context, sc chat.Scope, id string) (chat.Run, error) {
+	r, err := s.getQueued(ctx, sc, id)
+	if err != nil {
+		return chat.Run{}, err
+	}
+	if err := s.st.DeleteQueuedInput(ctx, sc, id); err != nil {
+		return chat.Run{}, err // taken to start: the caller cancels the run
+	}
+	now := s.now()
+	r.Status, r.EndedAt = chat.RunCancelled, &now
+	return r, nil
 }

@@ -653,6 +653,15 @@ func (s *Service) LastSeq(ctx context.Context, sc chat.Scope, thread string) (in
 
 // Get returns one of the principal's runs.
 func (s *Service) Get(ctx context.Context, sc chat.Scope, runID string) (chat.Run, error) {
+	r, err := s.st.GetRun(ctx, sc, runID)
+	if !errors.Is(err, store.ErrNotFound) {
+		return r, err
+	}
+	// Not started yet: a queued input (multitask.go) is its run, queued.
+	if r, err := s.getQueued(ctx, sc, runID); !errors.Is(err, store.ErrNotFound) {
+		return r, err
+	}
+	// Taken from the queue between the two reads: started now, or dropped.
 	return s.st.GetRun(ctx, sc, runID)
 }
 
@@ -673,6 +682,15 @@ func (s *Service) Timeline(ctx context.Context, sc chat.Scope, runID string) (ch
 // finished run changes nothing. It waits a little for the run to end so the
 // answer usually shows its final status.
 func (s *Service) Cancel(ctx context.Context, sc chat.Scope, runID string) (chat.Run, error) {
+	r, err := s.cancelFor(ctx, sc, runID, "")
+	if !errors.Is(err, store.ErrNotFound) {
+		return r, err
+	}
+	// A queued input leaves the queue and never starts.
+	if r, err := s.cancelQueued(ctx, sc, runID); !errors.Is(err, store.ErrNotFound) {
+		return r, err
+	}
+	// Taken from the queue meanwhile: its run has started, cancel it.
 	return s.cancelFor(ctx, sc, runID, "")
 }
 

@@ -35,6 +35,15 @@ type Stream struct {
 	// gapped: bus events revealed a gap the log could not fill; they are
 	// dropped until Check has read the log.
 	gapped bool
+	// queued: the followed run is a queued input (multitask.go) that has
+	// not shown an event yet. Check watches for it to leave the queue
+	// without a run (cancelled, or dropped): missing counts the checks in a
+	// row that found neither, and gone, set after two, ends the stream.
+	// One check alone could fall between the queue's take and the run's
+	// start.
+	queued  bool
+	missing int
+	gone    bool
 }
 
 // Check periods. A stream that hears nothing while a run it follows is in
@@ -65,6 +74,11 @@ func (st *Stream) CheckAfter() time.Duration {
 // found any.
 func (st *Stream) Check(ctx context.Context) error {
 	st.gapped = false
+	if st.queued {
+		if err := st.checkQueued(ctx); err != nil || st.gone {
+			return err
+		}
+	}
 	last, err := st.s.st.LastSeq(ctx, st.sc.Tenant, st.thread)
 	if err != nil || last <= st.last {
 		return err
@@ -77,18 +91,38 @@ func (st *Stream) Check(ctx context.Context) error {
 	return nil
 }
 
+// checkQueued looks whether the queued input the stream follows is still
+// queued or has its run; two looks in a row that find neither end the stream.
+func (st *Stream) checkQueued(ctx context.Context) error {
+	_, err := st.s.st.GetQueuedInput(ctx, st.sc, st.runID)
+	if errors.Is(err, store.ErrNotFound) {
+		_, err = st.s.st.GetRun(ctx, st.sc, st.runID)
+		if errors.Is(err, store.ErrNotFound) {
+			st.missing++
+			st.gone = st.missing >= 2
+			return nil
+		}
+		if err == nil {
+			st.queued = false // started: its events are in the log or on the way
+		}
+	}
+	st.missing = 0
+	return err
+}
+
 // Follow opens a stream of a thread (runID empty) or of one run, after seq
 // `after` (the seq a client's Last-Event-ID replays after,
 // dialect.ID.Replay; 0 from the start).
 func (s *Service) Follow(ctx context.Context, sc chat.Scope, thread, runID string, after int64) (*Stream, error) {
 	var err error
 	ended := false
+	queued := false
 	if runID != "" {
-		r, err := s.st.GetRun(ctx, sc, runID)
+		r, err := s.Get(ctx, sc, runID)
 		if err != nil {
 			return nil, err
 		}
-		thread, ended = r.ConversationID, !chat.Active(r.Status)
+		thread, ended, queued = r.ConversationID, !chat.Active(r.Status), r.Status == chat.RunQueued
 	} else if _, err := s.st.GetConversation(ctx, sc, thread); err != nil {
 		return nil, err
 	}
@@ -102,7 +136,7 @@ func (s *Service) Follow(ctx context.Context, sc chat.Scope, thread, runID strin
 	} else if q, err = s.bus.Subscribe(ctx, sc.Tenant, thread, after); err != nil {
 		return nil, err
 	}
-	st := &Stream{s: s, sc: sc, thread: thread, runID: runID, q: q, last: after, ended: ended}
+	st := &Stream{s: s, sc: sc, thread: thread, runID: runID, q: q, last: after, ended: ended, queued: queued}
 	if err := s.evlog.Flush(ctx); err != nil {
 		st.Close()
 		return nil, err
@@ -128,6 +162,18 @@ func (st *Stream) Done() bool { return st.done }
 func (st *Stream) Next(ctx context.Context, buf []event.Event) ([]event.Event, error) {
 	if st.done {
 		return buf, nil
+	}
+	if st.gone {
+		// A queued input that left the queue without a run (cancelled,
+		// or dropped): its stream ends as a run cancelled before it
+		// started. The end is the stream's own, stored nowhere: it
+		// repeats the last seq the client has, so a resume after it
+		// replays nothing.
+		st.done = true
+		end := event.New(event.RunFinishedData{Status: event.StatusCancelled})
+		end.Tenant, end.Thread, end.Run, end.Seq, end.Time = st.sc.Tenant, st.thread, st.runID, st.last, st.s.now()
+		end.Type = end.Payload.EventType()
+		return append(buf, end), nil
 	}
 	in := st.backlog
 	st.backlog = nil
@@ -186,7 +232,7 @@ func (st *Stream) take(buf []event.Event, ev event.Event) []event.Event {
 	if ev.Type == event.SeqSkipped || (st.runID != "" && ev.Run != st.runID) {
 		return buf
 	}
-	st.inRun = !ev.Terminal()
+	st.inRun, st.queued = !ev.Terminal(), false
 	if st.runID != "" && ev.Terminal() {
 		st.done = true
 	}
@@ -194,7 +240,7 @@ func (st *Stream) take(buf []event.Event, ev event.Event) []event.Event {
 }
 
 // Pending reports whether Next would return events (or finish) without waiting.
-func (st *Stream) Pending() bool { return len(st.backlog) > 0 || st.ended }
+func (st *Stream) Pending() bool { return len(st.backlog) > 0 || st.ended || st.gone }
 
 // errGap: events the bus skipped are not in the log (yet).
 var errGap = errors.New("events are missing from the log")

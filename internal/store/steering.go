@@ -65,6 +65,17 @@ type Steering interface {
 	// have queued inputs and no active run: inputs whose wake-up was lost
 	// (the replica that ended the run died first).
 	StalledQueues(ctx context.Context, limit int) ([]QueuedInput, error)
+	// QueuedInputs lists the inputs queued in one of sc's conversations, in
+	// the order they start (created_at, then id); ErrNotFound when the
+	// conversation is not sc's.
+	QueuedInputs(ctx context.Context, sc chat.Scope, conversationID string) ([]QueuedInput, error)
+	// GetQueuedInput is one of sc's queued inputs; ErrNotFound when it is
+	// not sc's or no longer queued (taken, or deleted).
+	GetQueuedInput(ctx context.Context, sc chat.Scope, id string) (QueuedInput, error)
+	// DeleteQueuedInput removes one of sc's queued inputs, so it never
+	// starts; ErrNotFound when it is not sc's or no longer queued. Of a
+	// delete racing a take exactly one wins.
+	DeleteQueuedInput(ctx context.Context, sc chat.Scope, id string) error
 }
 
 // QueuedInput is an input waiting behind its conversation's active run.

@@ -265,3 +265,42 @@ func (s *Store) StalledQueues(ctx context.Context, limit int) ([]store.QueuedInp
 	}
 	return out, nil
 }
+
+// QueuedInputs lists the inputs queued in one of sc's conversations, in order.
+func (s *Store) QueuedInputs(ctx context.Context, sc chat.Scope, conversationID string) ([]store.QueuedInput, error) {
+	if _, err := s.GetConversation(ctx, sc, conversationID); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+queuedCols+` FROM run_queue
+		WHERE tenant = $1 AND owner = $2 AND conversation_id = $3 ORDER BY created_at, id`, sc.Tenant, sc.User, conversationID)
+	if err != nil {
+		return nil, fmt.Errorf("list queued inputs of %s: %w", conversationID, interpretError(err))
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.QueuedInput, error) { return scanQueued(row) })
+	if err != nil {
+		return nil, fmt.Errorf("list queued inputs of %s: %w", conversationID, interpretError(err))
+	}
+	return out, nil
+}
+
+// GetQueuedInput is one of sc's queued inputs.
+func (s *Store) GetQueuedInput(ctx context.Context, sc chat.Scope, id string) (store.QueuedInput, error) {
+	q, err := scanQueued(s.pool.QueryRow(ctx, `SELECT `+queuedCols+` FROM run_queue WHERE id = $1 AND tenant = $2 AND owner = $3`,
+		id, sc.Tenant, sc.User))
+	if err != nil {
+		return store.QueuedInput{}, fmt.Errorf("get queued input %s: %w", id, interpretError(err))
+	}
+	return q, nil
+}
+
+// DeleteQueuedInput removes one of sc's queued inputs.
+func (s *Store) DeleteQueuedInput(ctx context.Context, sc chat.Scope, id string) error {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM run_queue WHERE id = $1 AND tenant = $2 AND owner = $3`, id, sc.Tenant, sc.User)
+	if err != nil {
+		return fmt.Errorf("delete queued input %s: %w", id, interpretError(err))
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("delete queued input %s: %w", id, store.ErrNotFound)
+	}
+	return nil
+}

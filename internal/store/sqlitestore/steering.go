@@ -266,3 +266,38 @@ func (s *Store) StalledQueues(ctx context.Context, limit int) ([]store.QueuedInp
 	}
 	return out, nil
 }
+
+// QueuedInputs lists the inputs queued in one of sc's conversations, in order.
+func (s *Store) QueuedInputs(ctx context.Context, sc chat.Scope, conversationID string) ([]store.QueuedInput, error) {
+	if _, err := s.GetConversation(ctx, sc, conversationID); err != nil {
+		return nil, err
+	}
+	out, err := collect(scanQueued)(s.read.QueryContext(ctx, `SELECT `+queuedCols+` FROM run_queue
+		WHERE tenant = ? AND owner = ? AND conversation_id = ? ORDER BY created_at, id`, sc.Tenant, sc.User, conversationID))
+	if err != nil {
+		return nil, fmt.Errorf("list queued inputs of %s: %w", conversationID, err)
+	}
+	return out, nil
+}
+
+// GetQueuedInput is one of sc's queued inputs.
+func (s *Store) GetQueuedInput(ctx context.Context, sc chat.Scope, id string) (store.QueuedInput, error) {
+	q, err := scanQueued(s.read.QueryRowContext(ctx, `SELECT `+queuedCols+` FROM run_queue WHERE id = ? AND tenant = ? AND owner = ?`,
+		id, sc.Tenant, sc.User))
+	if err != nil {
+		return store.QueuedInput{}, fmt.Errorf("get queued input %s: %w", id, interpret(err))
+	}
+	return q, nil
+}
+
+// DeleteQueuedInput removes one of sc's queued inputs.
+func (s *Store) DeleteQueuedInput(ctx context.Context, sc chat.Scope, id string) error {
+	res, err := s.write.ExecContext(ctx, `DELETE FROM run_queue WHERE id = ? AND tenant = ? AND owner = ?`, id, sc.Tenant, sc.User)
+	if err != nil {
+		return fmt.Errorf("delete queued input %s: %w", id, interpret(err))
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("delete queued input %s: %w", id, store.ErrNotFound)
+	}
+	return nil
+}

@@ -122,3 +122,78 @@ func testRunQueue(t *testing.T, s store.Store) {
 		t.Fatalf("the queue outlived its conversation: %v", err)
 	}
 }
+
+// testQueuedInputByID: a queued input is read and deleted by its id (the id
+// of the run it will start) by its owner only; the queue lists in start
+// order; a deleted input is never taken, and of a delete and a take of the
+// same input only one succeeds.
+func testQueuedInputByID(t *testing.T, s store.Store) {
+	started := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, store.RunStart{
+		NewConversation: &chat.Conversation{Title: "queue by id"},
+		Run:             chat.Run{Input: "q1", Status: chat.RunRunning},
+		Message:         chat.Message{Role: chat.RoleUser, Content: "q1"},
+	}))
+	conv := started.Conversation.ID
+	if got := must[[]store.QueuedInput](t)(s.QueuedInputs(ctx(t), alice, conv)); len(got) != 0 {
+		t.Fatalf("an empty queue lists %+v", got)
+	}
+	if _, err := s.QueuedInputs(ctx(t), bob, conv); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("bob lists alice's queue: %v", err)
+	}
+	var ids []string
+	for i := range 3 {
+		q := must[store.QueuedInput](t)(s.EnqueueInput(ctx(t), alice, store.QueuedInput{ID: chat.NewID(), ConversationID: conv, Request: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}))
+		ids = append(ids, q.ID)
+	}
+	list := must[[]store.QueuedInput](t)(s.QueuedInputs(ctx(t), alice, conv))
+	if len(list) != 3 {
+		t.Fatalf("listed %d inputs, want 3", len(list))
+	}
+	for i, q := range list {
+		if q.ID != ids[i] || string(q.Request) != fmt.Sprintf(`{"n":%d}`, i) || q.ConversationID != conv || q.Owner != "alice" {
+			t.Fatalf("input %d listed as %+v, want id %s", i, q, ids[i])
+		}
+	}
+	got := must[store.QueuedInput](t)(s.GetQueuedInput(ctx(t), alice, ids[1]))
+	if got.ID != ids[1] || string(got.Request) != `{"n":1}` || !got.CreatedAt.Equal(list[1].CreatedAt) {
+		t.Fatalf("got %+v, want %+v", got, list[1])
+	}
+	other := chat.Scope{Tenant: "globex", User: "alice"}
+	for _, sc := range []chat.Scope{bob, other} {
+		if _, err := s.GetQueuedInput(ctx(t), sc, ids[1]); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("%s/%s reads alice's queued input: %v", sc.Tenant, sc.User, err)
+		}
+		if err := s.DeleteQueuedInput(ctx(t), sc, ids[1]); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("%s/%s deletes alice's queued input: %v", sc.Tenant, sc.User, err)
+		}
+	}
+	if err := s.DeleteQueuedInput(ctx(t), alice, ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetQueuedInput(ctx(t), alice, ids[1]); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a deleted input is still there: %v", err)
+	}
+	if err := s.DeleteQueuedInput(ctx(t), alice, ids[1]); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("deleted twice: %v", err)
+	}
+	if list := must[[]store.QueuedInput](t)(s.QueuedInputs(ctx(t), alice, conv)); len(list) != 2 || list[0].ID != ids[0] || list[1].ID != ids[2] {
+		t.Fatalf("after the delete the queue is %+v", list)
+	}
+	first := must[store.QueuedInput](t)(s.TakeQueuedInput(ctx(t), "acme", conv))
+	if first.ID != ids[0] {
+		t.Fatalf("took %s, want %s", first.ID, ids[0])
+	}
+	if _, err := s.GetQueuedInput(ctx(t), alice, ids[0]); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a taken input is still queued: %v", err)
+	}
+	if err := s.DeleteQueuedInput(ctx(t), alice, ids[0]); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("deleted a taken input: %v", err)
+	}
+	last := must[store.QueuedInput](t)(s.TakeQueuedInput(ctx(t), "acme", conv))
+	if last.ID != ids[2] {
+		t.Fatalf("took %s, want %s (the deleted one is skipped)", last.ID, ids[2])
+	}
+	if _, err := s.TakeQueuedInput(ctx(t), "acme", conv); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("take after the last: %v", err)
+	}
+}

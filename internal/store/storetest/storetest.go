@@ -78,6 +78,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Feedback", testFeedback},
 		{"ThreadState", testThreadState},               // state.go
 		{"RunQueue", testRunQueue},                     // state.go
+		{"QueuedInputByID", testQueuedInputByID},       // state.go
 		{"FileCRUDAndScoping", testFileCRUDAndScoping}, // file.go
 		{"FilePaging", testFilePaging},
 		{"FileQuotaUsage", testFileQuotaUsage},
