@@ -72,6 +72,12 @@ type ModelEntry struct {
 	// each call's cost is computed with the price of its time, so a later
 	// change does not rewrite the usage already recorded.
 	Price *llm.Price `json:"price,omitempty"`
+	// Accepts lists the media types beyond images, PDFs and text files
+	// the model takes as attached files (exact, or a family as "audio/*"),
+	// e.g. ["audio/wave"]; an attachment of any other type is refused
+	// before its run starts. (Uploads must allow the type too:
+	// AGENTCHAT_FILE_TYPES.)
+	Accepts []string `json:"accepts,omitempty"`
 }
 
 // ModelInfo is what clients may know of a model: never its URL or key.
@@ -80,6 +86,9 @@ type ModelInfo struct {
 	Provider      string
 	Model         string
 	ContextWindow int
+	// Accepts is the models file's accepts: the media types the model
+	// takes as files beyond images, PDFs and text.
+	Accepts []string
 }
 
 // ModelOptions are what every model built from an entry shares.
@@ -344,7 +353,7 @@ func (m *Models) build(name string, e ModelEntry) (*model, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &model{info: ModelInfo{Name: name, Provider: e.Provider, Model: cmp.Or(e.Model, e.Provider), ContextWindow: e.ContextWindow},
+	return &model{info: ModelInfo{Name: name, Provider: e.Provider, Model: cmp.Or(e.Model, e.Provider), ContextWindow: e.ContextWindow, Accepts: e.Accepts},
 		tenants: e.Tenants, llm: l}, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -82,9 +83,10 @@ func TestModelsFileReload(t *testing.T) {
 	}
 
 	writeFile(t, path, `{"models": {"offline": {"provider": "scripted"},
-		"fast": {"provider": "openai", "model": "gpt-fast", "baseURL": "`+up.URL+`/v1", "apiKeyEnv": "UP_KEY", "contextWindow": 128000}}}`)
+		"fast": {"provider": "openai", "model": "gpt-fast", "baseURL": "`+up.URL+`/v1", "apiKeyEnv": "UP_KEY", "contextWindow": 128000,
+			"accepts": ["audio/*"]}}}`)
 	fast, info, ok := m.Get("acme", "fast")
-	if !ok || info != (ModelInfo{Name: "fast", Provider: ProviderOpenAI, Model: "gpt-fast", ContextWindow: 128000}) {
+	if !ok || !reflect.DeepEqual(info, ModelInfo{Name: "fast", Provider: ProviderOpenAI, Model: "gpt-fast", ContextWindow: 128000, Accepts: []string{"audio/*"}}) {
 		t.Fatalf("after the edit: %v %+v", ok, info)
 	}
 	s, err := fast.Stream(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}})

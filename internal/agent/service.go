@@ -683,11 +683,11 @@ func (s *Service) Exact(ctx context.Context, sc chat.Scope, id string, version i
 }
 
 func (s *Service) builtIn(tenant string) (*engine.Agent, error) {
-	m, _, ok := s.cfg.Models.Get(tenant, DefaultModel)
+	m, info, ok := s.cfg.Models.Get(tenant, DefaultModel)
 	if !ok {
 		return nil, fmt.Errorf("the built-in agent's model %q is not available", DefaultModel)
 	}
-	return &engine.Agent{ID: BuiltInID, Model: m, ModelName: DefaultModel}, nil
+	return &engine.Agent{ID: BuiltInID, Model: m, ModelName: DefaultModel, Accepts: info.Accepts}, nil
 }
 
 // ErrModelUnavailable: the agent's model is no longer in the models file
@@ -695,11 +695,11 @@ func (s *Service) builtIn(tenant string) (*engine.Agent, error) {
 var ErrModelUnavailable = errors.New("the agent's model is not available")
 
 func (s *Service) resolved(tenant, id string, version int, sp Spec) (*engine.Agent, error) {
-	m, _, ok := s.cfg.Models.Get(tenant, sp.Model)
+	m, info, ok := s.cfg.Models.Get(tenant, sp.Model)
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrModelUnavailable, sp.Model)
 	}
-	out := &engine.Agent{ID: id, Version: version, Model: m, ModelName: sp.Model, Instructions: sp.Instructions, Confirm: sp.Confirm,
+	out := &engine.Agent{ID: id, Version: version, Model: m, ModelName: sp.Model, Accepts: info.Accepts, Instructions: sp.Instructions, Confirm: sp.Confirm,
 		MaxIterations: sp.MaxIterations, Temperature: sp.Temperature, Multitask: chat.MultitaskStrategy(sp.MultitaskStrategy)}
 	if sp.Tools != nil {
 		out.Tools = &engine.AllowedTools{Names: slices.Clone(*sp.Tools)}

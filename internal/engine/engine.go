@@ -107,6 +107,9 @@ type Agent struct {
 	// the models file.
 	Model     llm.Model
 	ModelName string
+	// Accepts are the media types the model takes as files beyond
+	// images, PDFs and text (the models file's accepts).
+	Accepts []string
 	// Instructions are the agent's own part of the system prompt: the
 	// engine's prompt components wrap them in their fixed order.
 	Instructions string

@@ -1,12 +1,18 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/agentchat/agentchat/internal/file"
 	"github.com/agentchat/agentchat/internal/file/filetest"
 	"github.com/agentchat/agentchat/internal/llm"
 	"github.com/agentchat/agentchat/internal/llm/anthropic"
@@ -110,4 +116,64 @@ func TestAttachmentsReachTheProvider(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A file beyond images, PDFs and text reaches a model whose models-file
+// entry accepts its type (audio as OpenAI's input_audio), and is refused
+// before its run starts, naming the type and the model, for one that does
+// not (the built-in agent's model here).
+func TestAttachmentTypesAModelAccepts(t *testing.T) {
+	t.Parallel()
+	up := llmtest.NewOpenAIServer(t, llmtest.Options{Replies: []llmtest.Reply{llmtest.TextReply("A greeting.")}})
+	path := filepath.Join(t.TempDir(), "models.json")
+	models := `{"models": {"offline": {"provider": "scripted"},
+		"listener": {"provider": "openai", "model": "gpt-audio", "baseURL": "` + up.URL + `/v1", "apiKeyEnv": "TEST_UPSTREAM_KEY", "accepts": ["audio/*"]}}}`
+	if err := os.WriteFile(path, []byte(models), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := setup(t, options{agents: true, modelsFile: path, files: true, fileTypes: append(slices.Clone(file.DefaultTypes), "audio/wave"),
+		getenv: func(k string) string { return map[string]string{"TEST_UPSTREAM_KEY": upstreamKey}[k] }})
+	wav := append([]byte("RIFF\x24\x00\x00\x00WAVEfmt "), bytes.Repeat([]byte{1}, 64)...)
+	id := e.uploadFile(alice, "hello.wav", wav, 201)["id"].(string)
+
+	refused := e.call(req{method: "POST", path: "/v1/agent/chat", token: alice,
+		body: map[string]any{"input": "what do you hear?", "attachments": []string{id}}}, 422)["error"].(map[string]any)
+	if refused["code"] != "unsupported_file_type" || refused["mediaType"] != "audio/wave" || refused["model"] == "" ||
+		!strings.Contains(fmt.Sprint(refused["message"]), "audio/wave") {
+		t.Fatalf("refusal %v: want the type and the model named", refused)
+	}
+	if n := len(up.Requests()); n != 0 {
+		t.Fatalf("a refused start reached the model (%d requests)", n)
+	}
+
+	listener := e.call(req{method: "POST", path: "/v1/agents", token: root, body: map[string]any{"name": "Listener", "model": "listener"}}, 201)["id"].(string)
+	e.chat(alice, map[string]any{"input": "what do you hear?", "attachments": []string{id}, "agentId": listener})
+	reqs := up.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("the upstream got %d requests, want 1", len(reqs))
+	}
+	var body struct {
+		Messages []struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(reqs[0].Raw, &body); err != nil || len(body.Messages) == 0 {
+		t.Fatalf("request %s: %v", reqs[0].Raw, err)
+	}
+	var parts []audioPart
+	_ = json.Unmarshal(body.Messages[len(body.Messages)-1].Content, &parts)
+	if !slices.Contains(parts, audioPart{Type: "input_audio", InputAudio: audioData{Data: base64.StdEncoding.EncodeToString(wav), Format: "wav"}}) {
+		t.Fatalf("the model did not receive the audio as input_audio: %s", reqs[0].Raw)
+	}
+}
+
+// audioPart is an OpenAI content part as far as input_audio goes.
+type audioPart struct {
+	Type       string    `json:"type"`
+	InputAudio audioData `json:"input_audio"`
+}
+
+type audioData struct {
+	Data   string `json:"data"`
+	Format string `json:"format"`
 }

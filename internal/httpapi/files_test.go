@@ -35,7 +35,7 @@ func testFiles(t *testing.T, o options, st store.Store) *file.Service {
 			t.Fatal(err)
 		}
 	}
-	return file.NewService(file.Config{Store: st, Storage: storage, MaxBytes: o.fileMax, Fetch: o.fetch, TempDir: t.TempDir()})
+	return file.NewService(file.Config{Store: st, Storage: storage, MaxBytes: o.fileMax, Types: o.fileTypes, Fetch: o.fetch, TempDir: t.TempDir()})
 }
 
 // pngBytes is a PNG as sniffing sees one: its signature, then anything.

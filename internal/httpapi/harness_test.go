@@ -105,7 +105,9 @@ type options struct {
 	// fileMax and fetch are its size limit and URL client.
 	files   bool
 	fileMax int64
-	fetch   *http.Client
+	// fileTypes are the media types an upload may have (file.DefaultTypes when nil).
+	fileTypes []string
+	fetch     *http.Client
 	// limits are the tenants' default limits (package usage); now, when
 	// set, is the run service's clock.
 	limits usage.Policy

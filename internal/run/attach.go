@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/agentchat/agentchat/internal/chat"
+	"github.com/agentchat/agentchat/internal/engine"
 	"github.com/agentchat/agentchat/internal/file"
 	"github.com/agentchat/agentchat/internal/store"
 )
@@ -30,7 +32,10 @@ func (e *UnsupportedFileError) Error() string {
 // URL fetched once through the SSRF guard. What is stored, and what any
 // model later receives, never holds the bytes or a URL back to agentchat.
 // It returns the parts as they are stored and the files they reference.
-func (s *Service) attach(ctx context.Context, sc chat.Scope, parts []chat.Part, model string) ([]chat.Part, []string, error) {
+//
+// A file that is not an image, a PDF or text is refused unless the run's
+// model accepts its type (the models file's accepts).
+func (s *Service) attach(ctx context.Context, sc chat.Scope, parts []chat.Part, ag *engine.Agent) ([]chat.Part, []string, error) {
 	var ids []string
 	for i, p := range parts {
 		if p.Type == chat.PartImage {
@@ -59,13 +64,32 @@ func (s *Service) attach(ctx context.Context, sc chat.Scope, parts []chat.Part, 
 		if err != nil {
 			return nil, nil, err
 		}
-		if file.KindOf(f.MediaType) == file.KindOther {
+		if file.KindOf(f.MediaType) == file.KindOther && !accepts(ag, f.MediaType) {
+			model := ""
+			if ag != nil {
+				model = ag.ModelName
+			}
 			return nil, nil, &UnsupportedFileError{MediaType: f.MediaType, Model: cmpModel(model)}
 		}
 		parts[i] = chat.Part{Type: chat.PartFile, FileID: f.ID, Name: f.Name, MediaType: f.MediaType, Size: f.Size}
 		ids = append(ids, f.ID)
 	}
 	return parts, ids, nil
+}
+
+// accepts reports whether the agent's model takes files of media type mt
+// beyond images, PDFs and text: an exact entry, or its family ("audio/*").
+func accepts(ag *engine.Agent, mt string) bool {
+	if ag == nil {
+		return false
+	}
+	family, _, _ := strings.Cut(mt, "/")
+	for _, a := range ag.Accepts {
+		if a == mt || a == family+"/*" {
+			return true
+		}
+	}
+	return false
 }
 
 func cmpModel(name string) string {

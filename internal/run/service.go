@@ -383,11 +383,7 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 
 	var fileIDs []string
 	if len(req.Parts) > 0 {
-		model := ""
-		if ag != nil {
-			model = ag.ModelName
-		}
-		parts, ids, err := s.attach(sctx, sc, chat.ParseParts(req.Parts), model)
+		parts, ids, err := s.attach(sctx, sc, chat.ParseParts(req.Parts), ag)
 		if err != nil {
 			return Started{}, err
 		}

@@ -261,6 +261,11 @@ func userBlocks(msg llm.Message) ([]sdk.ContentBlockParamUnion, error) {
 		case llm.PartImage:
 			blocks = append(blocks, sdk.NewImageBlockBase64(part.MediaType, base64.StdEncoding.EncodeToString(part.Data)))
 		case llm.PartDocument:
+			if part.MediaType != "" && part.MediaType != "application/pdf" {
+				// A type a models file says the model accepts: Anthropic's
+				// API takes images, PDFs and text, nothing else.
+				return nil, fmt.Errorf("the Anthropic API takes no %s files (%s)", part.MediaType, part.Name)
+			}
 			doc := sdk.NewDocumentBlock(sdk.Base64PDFSourceParam{Data: base64.StdEncoding.EncodeToString(part.Data)})
 			if part.Name != "" {
 				doc.OfDocument.Title = param.NewOpt(part.Name)

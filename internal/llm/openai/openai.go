@@ -224,6 +224,13 @@ func message(msg llm.Message) (sdk.ChatCompletionMessageParamUnion, error) {
 			case llm.PartImage:
 				parts = append(parts, sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: dataURL(part)}))
 			case llm.PartDocument:
+				if format := audioFormat(part.MediaType); format != "" {
+					// Audio a models file says the model accepts: the
+					// API's input_audio part (wav and mp3 are its formats).
+					parts = append(parts, sdk.InputAudioContentPart(sdk.ChatCompletionContentPartInputAudioInputAudioParam{
+						Data: base64.StdEncoding.EncodeToString(part.Data), Format: format}))
+					continue
+				}
 				f := sdk.ChatCompletionContentPartFileFileParam{FileData: sdk.String(dataURL(part))}
 				f.Filename = sdk.String(cmp.Or(part.Name, "document.pdf"))
 				parts = append(parts, sdk.FileContentPart(f))
@@ -254,6 +261,18 @@ func message(msg llm.Message) (sdk.ChatCompletionMessageParamUnion, error) {
 		return sdk.ToolMessage(msg.Content, msg.ToolCallID), nil
 	}
 	return sdk.ChatCompletionMessageParamUnion{}, fmt.Errorf("unknown role %q", msg.Role)
+}
+
+// audioFormat is input_audio's format for a media type: "wav", "mp3", or
+// "" for a type the API does not take as audio.
+func audioFormat(mediaType string) string {
+	switch mediaType {
+	case "audio/wave", "audio/wav", "audio/x-wav":
+		return "wav"
+	case "audio/mpeg", "audio/mp3":
+		return "mp3"
+	}
+	return ""
 }
 
 // dataURL is an attached file's bytes as the data: URL OpenAI's image_url
