@@ -79,3 +79,21 @@ func CopyExactly(w io.Writer, r io.Reader, size int64) error {
 	}
 	return nil
 }
+
+// SeekTo is the position an Object of size at pos moves to by
+// Seek(offset, whence); key names it in errors. Backends call it from Seek.
+func SeekTo(key string, pos, size, offset int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekStart:
+	case io.SeekCurrent:
+		offset += pos
+	case io.SeekEnd:
+		offset += size
+	default:
+		return 0, fmt.Errorf("seek %s: invalid whence %d", key, whence)
+	}
+	if offset < 0 {
+		return 0, fmt.Errorf("seek %s: negative position %d", key, offset)
+	}
+	return offset, nil
+}

@@ -260,19 +260,9 @@ func (o *object) Read(p []byte) (int, error) {
 }
 
 func (o *object) Seek(offset int64, whence int) (int64, error) {
-	var pos int64
-	switch whence {
-	case io.SeekStart:
-		pos = offset
-	case io.SeekCurrent:
-		pos = o.pos + offset
-	case io.SeekEnd:
-		pos = o.size + offset
-	default:
-		return 0, fmt.Errorf("seek %s: invalid whence %d", o.key, whence)
-	}
-	if pos < 0 {
-		return 0, fmt.Errorf("seek %s: negative position %d", o.key, pos)
+	pos, err := file.SeekTo(o.key, o.pos, o.size, offset, whence)
+	if err != nil {
+		return 0, err
 	}
 	if pos != o.pos {
 		o.drop()

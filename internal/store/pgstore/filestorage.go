@@ -146,19 +146,9 @@ func (o *fileObject) Read(p []byte) (int, error) {
 }
 
 func (o *fileObject) Seek(offset int64, whence int) (int64, error) {
-	var pos int64
-	switch whence {
-	case io.SeekStart:
-		pos = offset
-	case io.SeekCurrent:
-		pos = o.pos + offset
-	case io.SeekEnd:
-		pos = o.size + offset
-	default:
-		return 0, fmt.Errorf("seek %s: invalid whence %d", o.key, whence)
-	}
-	if pos < 0 {
-		return 0, fmt.Errorf("seek %s: negative position %d", o.key, pos)
+	pos, err := file.SeekTo(o.key, o.pos, o.size, offset, whence)
+	if err != nil {
+		return 0, err
 	}
 	o.pos = pos
 	return pos, nil
