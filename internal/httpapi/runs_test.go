@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,16 @@ import (
 )
 
 // openaiModel is the real OpenAI adapter pointed at a fake upstream.
+// numberedModel is an OpenAI-compatible fake upstream answering
+// "Answer <n>." to its n-th request, so a test tells answers apart.
+func numberedModel(t *testing.T) (llm.Model, *llmtest.Server) {
+	t.Helper()
+	var n atomic.Int64
+	return openaiModel(t, llmtest.Options{Reply: func(llmtest.Request) llmtest.Reply {
+		return llmtest.TextReply(fmt.Sprintf("Answer %d.", n.Add(1)))
+	}}, openai.Config{})
+}
+
 func openaiModel(t *testing.T, opts llmtest.Options, cfg openai.Config) (llm.Model, *llmtest.Server) {
 	t.Helper()
 	up := llmtest.NewOpenAIServer(t, opts)

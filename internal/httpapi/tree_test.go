@@ -4,11 +4,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/agentchat/agentchat/internal/llm/llmtest"
-	"github.com/agentchat/agentchat/internal/llm/openai"
 )
 
 // treeMessages lists a conversation's messages (the active branch, or with
@@ -63,14 +61,7 @@ func upstreamContexts(up *llmtest.Server) []string {
 // sees only the active branch.
 func TestMessageTree(t *testing.T) {
 	t.Parallel()
-	n := 0
-	var mu sync.Mutex
-	model, up := openaiModel(t, llmtest.Options{Reply: func(llmtest.Request) llmtest.Reply {
-		mu.Lock()
-		defer mu.Unlock()
-		n++
-		return llmtest.TextReply(fmt.Sprintf("Answer %d.", n))
-	}}, openai.Config{})
+	model, up := numberedModel(t)
 	e := setup(t, options{model: model})
 	rd, resp := e.stream(req{method: "POST", path: "/v1/agent/chat", token: alice, body: map[string]any{"input": "q1"}})
 	readNative(t, rd, "")
@@ -155,14 +146,7 @@ func TestMessageTree(t *testing.T) {
 // only.
 func TestAGUIEditBranches(t *testing.T) {
 	t.Parallel()
-	n := 0
-	var mu sync.Mutex
-	model, up := openaiModel(t, llmtest.Options{Reply: func(llmtest.Request) llmtest.Reply {
-		mu.Lock()
-		defer mu.Unlock()
-		n++
-		return llmtest.TextReply(fmt.Sprintf("Answer %d.", n))
-	}}, openai.Config{})
+	model, up := numberedModel(t)
 	e := setup(t, options{model: model})
 	const thread = "edit-thread"
 	assistant := func(id, text string) map[string]any {

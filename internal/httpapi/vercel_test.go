@@ -412,14 +412,7 @@ func TestVercelResumeAwaiting(t *testing.T) {
 
 func TestVercelRegenerate(t *testing.T) {
 	t.Parallel()
-	n := 0
-	var mu sync.Mutex
-	model, up := openaiModel(t, llmtest.Options{Reply: func(llmtest.Request) llmtest.Reply {
-		mu.Lock()
-		defer mu.Unlock()
-		n++
-		return llmtest.TextReply(fmt.Sprintf("Answer %d.", n))
-	}}, openai.Config{})
+	model, up := numberedModel(t)
 	e := setup(t, options{model: model})
 	user := userMessage("u1", "pick a number")
 	first := e.uiChat(alice, transportBody("regen-chat", "submit-message", "", user))
@@ -617,14 +610,7 @@ func TestVercelSDK5(t *testing.T) {
 // the exchange from that message on; the replaced answers stay stored.
 func TestVercelEdit(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	n := 0
-	model, up := openaiModel(t, llmtest.Options{Reply: func(llmtest.Request) llmtest.Reply {
-		mu.Lock()
-		defer mu.Unlock()
-		n++
-		return llmtest.TextReply(fmt.Sprintf("Answer %d.", n))
-	}}, openai.Config{})
+	model, up := numberedModel(t)
 	e := setup(t, options{model: model})
 	u1, u2 := userMessage("u1", "first"), userMessage("u2", "second")
 	a1 := e.uiChat(alice, transportBody("edit-chat", "submit-message", "", u1))
