@@ -933,22 +933,7 @@ async function send(input, files = [], strategy = '') {
   if (state.currentId) body.conversationId = state.currentId;
   else if (state.agentId && (state.agentId !== BUILT_IN || defaultAgentId() !== BUILT_IN)) body.agentId = state.agentId;
   if (!state.currentId) live.agentId = body.agentId || defaultAgentId();
-  try {
-    await follow(live, '/v1/agent/chat', {
-      method: 'POST', body,
-      onOpen: (res) => {
-        live.runId = res.headers.get('X-Run-ID') || live.runId;
-        if (live.stopAsked && live.runId) stop().catch(fail);
-      },
-    });
-  } catch (e) {
-    if (state.live === live) {
-      state.live = null;
-      setRunning();
-      live.view.el.remove();
-    }
-    throw e;
-  }
+  await startLive(live, body, async () => live.view.el.remove());
 }
 
 // regenerate answers the question of run runId again (Retry on a failed
@@ -1035,6 +1020,14 @@ async function steer(body, el, bubble = null) {
   state.live = live;
   setRunning();
   say(t('status.thinking'));
+  await startLive(live, body, () => openConversation(live.conversationId, { force: true }).catch(() => {}));
+}
+
+// startLive starts the run body asks for and follows it as the tab's live
+// run (a Stop pressed before the run had an id is sent once it has one).
+// A start that fails leaves no live run; undo then takes back what was
+// drawn for it.
+async function startLive(live, body, undo) {
   try {
     await follow(live, '/v1/agent/chat', {
       method: 'POST', body,
@@ -1047,7 +1040,7 @@ async function steer(body, el, bubble = null) {
     if (state.live === live) {
       state.live = null;
       setRunning();
-      await openConversation(live.conversationId, { force: true }).catch(() => {});
+      await undo();
     }
     throw e;
   }
