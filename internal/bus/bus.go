@@ -78,6 +78,18 @@ type Bus interface {
 	Close() error
 }
 
+// Lossless reports whether b says that it hands every event published on
+// it to the queue of every subscription open at the time, before Publish
+// returns, without blocking, and fails only once closed (the in-process
+// bus). Where that bus's process is also the only one writing events, a
+// subscriber misses no event it needs to look for in the log, and a
+// publish needs no deadline. A bus says so with a method Lossless() bool; a
+// wrapper that may drop or delay events answers false.
+func Lossless(b Bus) bool {
+	l, ok := b.(interface{ Lossless() bool })
+	return ok && l.Lossless()
+}
+
 // DefaultQueueLimit bounds a subscription's backlog: generous for bursts of
 // token deltas, small enough that a stalled client costs little.
 const DefaultQueueLimit = 4096

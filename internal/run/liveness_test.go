@@ -177,6 +177,9 @@ type lossyBus struct {
 	lost atomic.Int32
 }
 
+// Lossless is false: this bus loses publishes (see bus.Lossless).
+func (b *lossyBus) Lossless() bool { return false }
+
 func (b *lossyBus) Publish(ctx context.Context, ev event.Event) error {
 	if ev.Terminal() {
 		b.lost.Add(1)
@@ -404,5 +407,70 @@ func TestStartWaitsForTheNextTerm(t *testing.T) {
 	close(st.release)
 	if err := <-done; err != nil {
 		t.Fatalf("start once the store is back: %v", err)
+	}
+}
+
+// On the embedded default (the only process, the in-process bus) no publish
+// can be lost, so a stream never polls the log while its run goes on: a
+// thousand streams polling every second each held a read connection
+// (issue 25). Where a publish can be lost (a bus that may drop one, or
+// other replicas writing the thread) a stream still looks.
+func TestStreamLooksAtTheLogOnlyWhereAPublishCanBeLost(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		sole  bool
+		lossy bool
+		looks bool
+	}{
+		{name: "sole, in-process bus", sole: true},
+		{name: "sole, a bus that may lose a publish", sole: true, lossy: true, looks: true},
+		{name: "replicas, in-process bus", looks: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			mem := membus.New(0)
+			t.Cleanup(func() { mem.Close() })
+			var b bus.Bus = mem
+			if tc.lossy {
+				b = &lossyBus{Bus: mem}
+			}
+			release := make(chan struct{})
+			eng := engineFunc(func(ctx context.Context, task engine.Task, h engine.Host) engine.Outcome {
+				h.Emit(ctx, event.New(event.TextDeltaData{MessageID: "m", Delta: "hi"}))
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				return engine.Outcome{Status: engine.StatusSucceeded}
+			})
+			var s *run.Service
+			if tc.sole {
+				s = run.New(run.Config{Store: openStore(t), Bus: b, Engine: eng, Sole: true})
+				t.Cleanup(func() { s.Shutdown(context.Background()) })
+			} else {
+				s = replica(t, "a", openStore(t), b, eng)
+			}
+			started, err := s.Start(t.Context(), alice, run.StartRequest{Input: "go"}, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			thread, err := s.Follow(t.Context(), alice, started.Run.ConversationID, "", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer thread.Close()
+			// The run's first event is out: both streams are in the run.
+			readUntil(t, started.Stream, nil, func(evs []event.Event) bool { return len(evs) > 0 && evs[len(evs)-1].Type == event.TextDelta }, time.Minute)
+			readUntil(t, thread, nil, func(evs []event.Event) bool { return len(evs) > 0 && evs[len(evs)-1].Type == event.TextDelta }, time.Minute)
+			for name, st := range map[string]*run.Stream{"run": started.Stream, "thread": thread} {
+				if looks := st.CheckAfter() > 0; looks != tc.looks {
+					t.Errorf("%s stream: looks at the log after %s, want looking %v", name, st.CheckAfter(), tc.looks)
+				}
+			}
+			close(release)
+			follow(t, started.Stream, time.Minute)
+		})
 	}
 }

@@ -16,8 +16,11 @@ import (
 // next event reaches them. A run's final event, which has no next event to
 // reveal it, is retried until the bus takes it.
 type publisher struct {
-	bus       bus.Bus
-	s         *Service
+	bus bus.Bus
+	s   *Service
+	// bounded: each publish gets publishTimeout. A lossless bus
+	// (bus.Lossless) never waits, and every token would pay for a timer.
+	bounded   bool
 	downUntil atomic.Int64 // unix nanos; publishing is skipped before it
 	down      atomic.Bool  // an outage was logged
 }
@@ -37,9 +40,14 @@ func (p *publisher) publish(ctx context.Context, ev event.Event) {
 const publishTimeout = time.Second
 
 func (p *publisher) try(ctx context.Context, ev event.Event) bool {
-	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
-	err := p.bus.Publish(ctx, ev)
-	cancel()
+	var err error
+	if p.bounded {
+		ctx, cancel := context.WithTimeout(ctx, publishTimeout)
+		err = p.bus.Publish(ctx, ev)
+		cancel()
+	} else {
+		err = p.bus.Publish(ctx, ev)
+	}
 	switch {
 	case err == nil:
 		if p.down.CompareAndSwap(true, false) {

@@ -131,6 +131,11 @@ type Service struct {
 	log   *slog.Logger
 	evlog *eventLog
 	pub   *publisher
+	// lossless: this process is the only one emitting events (Sole) and
+	// its bus delivers every publish (bus.Lossless), so every event of a
+	// thread reaches each of its subscriptions in seq order, and a stream
+	// has no lost publish to look for in the log (Stream.CheckAfter).
+	lossless bool
 
 	ctx    context.Context // the service's life; runs derive from it
 	cancel context.CancelCauseFunc
@@ -187,7 +192,8 @@ func New(cfg Config) *Service {
 		executing: map[string]*execution{}, live: liveness{ready: make(chan struct{}), next: make(chan struct{}), recovered: make(chan struct{})},
 		exec: capacity{max: int64(max(cfg.MaxExecutions, 0))},
 	}
-	s.pub = &publisher{bus: cfg.Bus, s: s}
+	s.lossless = cfg.Sole && bus.Lossless(cfg.Bus)
+	s.pub = &publisher{bus: cfg.Bus, s: s, bounded: !bus.Lossless(cfg.Bus)}
 	context.AfterFunc(halt, s.evlog.GiveUp) // an execution waiting for room in the log stops waiting
 	s.wg.Add(3)
 	go s.livenessLoop()

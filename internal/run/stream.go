@@ -51,6 +51,12 @@ type Stream struct {
 // outage, a replica that died between writing and publishing) would otherwise
 // leave it waiting for an end that was already written. An idle thread
 // stream looks less often, for a run whose every publish was lost.
+//
+// Where no publish can be lost (Service.lossless: the embedded default, one
+// process and the in-process bus) a stream looks only for what the bus
+// cannot tell it: a gap it saw, and a queued input that left the queue
+// without a run. A thousand streams polling the log every second cost a
+// query each per second and held the read pool from the runs' own reads.
 const (
 	checkInRun = time.Second
 	checkIdle  = 15 * time.Second
@@ -62,7 +68,11 @@ func (st *Stream) CheckAfter() time.Duration {
 	switch {
 	case st.done || st.ended:
 		return 0
-	case st.runID != "" || st.inRun || st.gapped:
+	case st.gapped || st.queued:
+		return checkInRun
+	case st.s.lossless:
+		return 0
+	case st.runID != "" || st.inRun:
 		return checkInRun
 	default:
 		return checkIdle

@@ -57,5 +57,10 @@ func (b *observedBus) Publish(ctx context.Context, ev event.Event) error {
 	return err
 }
 
+// Lossless passes through what the wrapped bus says (bus.Lossless): counting
+// failures loses nothing, and hiding it would make every stream on the
+// in-process bus poll the log.
+func (b *observedBus) Lossless() bool { return bus.Lossless(b.Bus) }
+
 // Ping passes a health check through to the wrapped bus.
 func (b *observedBus) Ping(ctx context.Context) error { return PingBus(ctx, b.Bus) }

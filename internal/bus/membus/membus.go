@@ -78,6 +78,10 @@ func (b *Bus) Publish(_ context.Context, ev event.Event) error {
 	return nil
 }
 
+// Lossless is true: Publish pushes to every queue of the topic before it
+// returns, and a queue never refuses an event but by ending (see bus.Lossless).
+func (b *Bus) Lossless() bool { return true }
+
 // Subscribe follows a thread from now on; after is ignored since nothing is retained.
 func (b *Bus) Subscribe(ctx context.Context, tenant, thread string, _ int64) (*bus.Queue, error) {
 	key := topicKey{tenant, thread}
