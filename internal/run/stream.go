@@ -25,6 +25,10 @@ type Stream struct {
 	q       *bus.Queue
 	last    int64 // highest seq handled
 	backlog []event.Event
+	// drained is Next's scratch for what it takes from the queue, kept
+	// between calls: every token wakes the stream, and a fresh slice per
+	// wake was an allocation per token.
+	drained []event.Event
 	done    bool
 	// ended: the followed run had finished before the stream opened, so the
 	// log holds all of it and the stream is done once the backlog is out.
@@ -195,8 +199,17 @@ func (st *Stream) Next(ctx context.Context, buf []event.Event) ([]event.Event, e
 		st.done = true
 		return buf, nil
 	}
+	if in == nil {
+		in = st.drained[:0]
+	}
 	var qerr error
 	in, qerr = st.q.Drain(in)
+	defer func() {
+		clear(in) // drop the events' references until the next wake
+		if cap(in) <= 256 {
+			st.drained = in[:0]
+		}
+	}()
 	for _, ev := range in {
 		if st.done {
 			break

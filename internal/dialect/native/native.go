@@ -206,12 +206,45 @@ var _ dialect.Exchange = (*Encoder)(nil)
 // awaiting input is tool.state "S.1", then tool.awaiting_input "S"), which
 // the envelope repeats.
 func (e *Encoder) Encode(dst []byte, ev event.Event) []byte {
+	switch p := ev.Payload.(type) {
+	case event.TextDeltaData:
+		return e.delta(dst, ev.Seq, AgentDelta, deltaData{RunID: ev.Run, MessageID: p.MessageID, Delta: p.Delta})
+	case event.ReasoningDeltaData:
+		return e.delta(dst, ev.Seq, AgentReasoning, deltaData{RunID: ev.Run, MessageID: p.MessageID, Delta: p.Delta})
+	}
 	names := Map(ev)
 	e.frames.Begin(ev.Seq)
 	for i, n := range names {
 		if id, write := e.frames.Next(i == len(names)-1); write {
 			dst = appendNamed(dst, id.String(), n)
 		}
+	}
+	return e.frames.End(dst, false)
+}
+
+// delta appends the one frame of a text or reasoning delta: the frame
+// appendNamed writes for Map's one event, byte for byte, without
+// reflection or allocation, since every token of every stream is one.
+func (e *Encoder) delta(dst []byte, seq int64, name string, d deltaData) []byte {
+	e.frames.Begin(seq)
+	if id, write := e.frames.Next(true); write {
+		dst = append(dst, "event: "...)
+		dst = append(dst, name...)
+		dst = append(dst, "\nid: "...)
+		mark := len(dst)
+		dst = id.Append(dst)
+		idText := dst[mark:] // digits and a dot: no escaping
+		dst = append(dst, "\ndata: {\"event\":\""...)
+		dst = append(dst, name...)
+		dst = append(dst, `","id":"`...)
+		dst = append(dst, idText...)
+		dst = append(dst, `","data":{"runId":`...)
+		dst = dialect.AppendJSONString(dst, d.RunID)
+		dst = append(dst, `,"messageId":`...)
+		dst = dialect.AppendJSONString(dst, d.MessageID)
+		dst = append(dst, `,"delta":`...)
+		dst = dialect.AppendJSONString(dst, d.Delta)
+		dst = append(dst, "}}\n\n"...)
 	}
 	return e.frames.End(dst, false)
 }

@@ -34,9 +34,15 @@ type Reader struct {
 	done bool
 }
 
+// bufferSize is a Reader's buffer: a few events of a token each. The body
+// it reads is buffered already (the HTTP transport's reader holds what the
+// connection delivered), and a stream's buffer lives as long as its run, so
+// 4 KiB were 4 MiB at a thousand streams; a longer line is gathered in long.
+const bufferSize = 1 << 10
+
 // NewReader returns a Reader of body.
 func NewReader(body io.Reader) *Reader {
-	return &Reader{r: bufio.NewReaderSize(body, 4096)}
+	return &Reader{r: bufio.NewReaderSize(body, bufferSize)}
 }
 
 // Done reports whether a data: [DONE] line was read.
