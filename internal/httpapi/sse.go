@@ -17,6 +17,11 @@ import (
 // frame in that time is cut off and resumes by Last-Event-ID.
 const writeTimeout = 15 * time.Second
 
+// deadlineSlack is how much of writeTimeout a write may find already spent
+// on its connection's deadline: a write gets between writeTimeout minus
+// the slack and writeTimeout.
+const deadlineSlack = time.Second
+
 // serveStream writes a stream's events through the exchange of its wire
 // format until the stream is done, the exchange ends, the client leaves, or
 // the server shuts down. It knows no format: headers, preamble and when the
@@ -42,11 +47,18 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *run.Str
 	out := make([]byte, 0, 1024)
 	out = dialect.AppendRetry(out, 2*time.Second)
 	out = enc.Preamble(out)
+	var deadline time.Time
 	write := func() bool {
 		if len(out) == 0 {
 			return true
 		}
-		_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		// The deadline moves once per deadlineSlack, not per write: a
+		// write is still cut off within writeTimeout, and a stream does
+		// not reset its connection's timer for every token.
+		if now := time.Now(); deadline.Sub(now) < writeTimeout-deadlineSlack {
+			deadline = now.Add(writeTimeout)
+			_ = rc.SetWriteDeadline(deadline)
+		}
 		_, err := w.Write(out)
 		if err == nil {
 			err = rc.Flush()
