@@ -9,3 +9,14 @@ func SetBlock(b *Bus, d time.Duration) {
 	defer b.mu.Unlock()
 	b.block = d
 }
+
+// ReadBack is how many stream entries b's readers have read from Redis.
+func ReadBack(b *Bus) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var n int64
+	for _, r := range b.readers {
+		n += r.read.Load()
+	}
+	return n
+}

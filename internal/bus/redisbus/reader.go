@@ -22,6 +22,13 @@ const (
 	// blockFor is how long an XREAD waits for new entries before it is
 	// re-issued; a wake-up (CLIENT UNBLOCK) usually ends it sooner.
 	blockFor = 5 * time.Second
+	// localQuiet is how long after this process's last publish to a thread
+	// its reader leaves the thread's stream out of its XREAD (see
+	// deliverLocal). It bounds how late a subscription here sees events
+	// another replica publishes to a thread this one published to less than
+	// localQuiet ago, which happens only when a run is taken over from a
+	// replica that is still alive.
+	localQuiet = 500 * time.Millisecond
 )
 
 // reader follows a set of topics with one blocking XREAD on its own connection.
@@ -29,13 +36,25 @@ type reader struct {
 	b      *Bus
 	client *redis.Client // PoolSize 1: the connection its XREAD blocks
 	id     atomic.Int64  // that connection's CLIENT ID, for CLIENT UNBLOCK
+	read   atomic.Int64  // entries its XREADs returned, for tests
 	idle   chan struct{} // wakes the reader when it had nothing to follow
 	kick   chan struct{} // asks the unblocker to end the XREAD in flight
 
 	// Guarded by b.mu.
 	topics  map[string]*topic
 	blocked bool // an XREAD is in flight
-	dirty   bool // topics were added since the XREAD in flight was built
+	dirty   bool // topics were added (or published here no longer) since the XREAD in flight was built
+}
+
+// wake makes the reader rebuild its XREAD: its topics changed. Called with
+// b.mu held.
+func (r *reader) wake() {
+	r.dirty = true
+	if r.blocked {
+		signal(r.kick)
+	} else {
+		signal(r.idle)
+	}
 }
 
 // newReader starts a reader on a client of its own. Called with b.mu held.
@@ -69,19 +88,31 @@ func (r *reader) run() {
 	defer r.b.wg.Done()
 	var delay time.Duration
 	for {
-		streams, snap, ok := r.prepare()
+		streams, snap, block, ok := r.prepare()
 		if !ok {
 			return
 		}
 		if len(snap) == 0 {
+			// Nothing to read: wait for a topic, or for one published here
+			// to fall quiet.
+			var quiet <-chan time.Time
+			var tm *time.Timer
+			if block < r.b.block {
+				tm = time.NewTimer(block)
+				quiet = tm.C
+			}
 			select {
 			case <-r.idle:
-				continue
+			case <-quiet:
 			case <-r.b.ctx.Done():
 				return
 			}
+			if tm != nil {
+				tm.Stop()
+			}
+			continue
 		}
-		res, err := r.client.XRead(r.b.ctx, &redis.XReadArgs{Streams: streams, Count: readCount, Block: r.b.block}).Result()
+		res, err := r.client.XRead(r.b.ctx, &redis.XReadArgs{Streams: streams, Count: readCount, Block: block}).Result()
 		r.b.mu.Lock()
 		r.blocked = false
 		r.b.mu.Unlock()
@@ -105,21 +136,41 @@ func (r *reader) run() {
 	}
 }
 
-// prepare snapshots the reader's topics and their cursors for one XREAD.
-func (r *reader) prepare() (streams []string, snap map[string]*topic, ok bool) {
+// prepare snapshots the reader's topics and their cursors for one XREAD,
+// and how long it may block: at most until a topic left out of it because it
+// was published here falls quiet.
+//
+// A topic's cursor first moves past what every subscription of it already
+// has (published here and delivered directly): the reader would read those
+// entries only to drop them.
+func (r *reader) prepare() (streams []string, snap map[string]*topic, block time.Duration, ok bool) {
 	r.b.mu.Lock()
 	defer r.b.mu.Unlock()
 	if r.b.closed {
-		return nil, nil, false
+		return nil, nil, 0, false
 	}
+	now := time.Now().UnixNano()
+	block = r.b.block
 	snap = make(map[string]*topic, len(r.topics))
 	keys, ids := make([]string, 0, len(r.topics)), make([]string, 0, len(r.topics))
 	for key, t := range r.topics {
+		if t.local != 0 {
+			if rest := time.Duration(t.local + int64(localQuiet) - now); rest > 0 {
+				block = min(block, rest)
+				continue
+			}
+			t.local = 0
+		}
+		if floor := t.floor(); floor > t.pos {
+			t.cursor, t.pos = entryID(floor), floor
+		}
 		snap[key] = t
 		keys, ids = append(keys, key), append(ids, t.cursor)
 	}
+	// XREAD BLOCK 0 would wait forever.
+	block = max(block, time.Millisecond)
 	r.dirty, r.blocked = false, len(snap) > 0
-	return append(keys, ids...), snap, true
+	return append(keys, ids...), snap, block, true
 }
 
 // deliver pushes what one XREAD returned to the subscriptions, in order.
@@ -139,15 +190,12 @@ func (r *reader) deliver(snap map[string]*topic, res []redis.XStream) {
 		if t == nil || t != snap[st.Stream] || len(t.subs) == 0 {
 			continue
 		}
-		floor := int64(math.MaxInt64)
-		for s := range t.subs {
-			floor = min(floor, s.last)
-		}
-		floors[st.Stream] = max(floor, t.pos)
+		floors[st.Stream] = max(t.floor(), t.pos)
 	}
 	r.b.mu.Unlock()
 	batches := make([]batch, 0, len(res))
 	for _, st := range res { // decoded outside the lock
+		r.read.Add(int64(len(st.Messages)))
 		bt := batch{key: st.Stream}
 		for _, m := range st.Messages {
 			// The cursor passes every entry, even one skipped below, so that
@@ -190,6 +238,18 @@ func (r *reader) deliver(snap map[string]*topic, res []redis.XStream) {
 		}
 		t.cursor, t.pos = bt.cursor, max(t.pos, bt.pos)
 	}
+}
+
+// floor is the highest seq every subscription of t has. Called with b.mu held.
+func (t *topic) floor() int64 {
+	floor := int64(math.MaxInt64)
+	for s := range t.subs {
+		floor = min(floor, s.last)
+	}
+	if floor == math.MaxInt64 {
+		return 0
+	}
+	return floor
 }
 
 // unblocker ends the reader's XREAD in flight when streams were added to it,

@@ -406,3 +406,28 @@ func TestLocalPublishesOnce(t *testing.T) {
 		t.Fatalf("delivered again: %d events (%v)", len(evs), err)
 	}
 }
+
+// A thread this replica publishes to is not read back from Redis while its
+// publisher is busy: its subscriptions here have every event already. An
+// event another replica publishes (a takeover) still arrives, in order.
+func TestLocalPublishesAreNotReadBack(t *testing.T) {
+	t.Parallel()
+	url := testenv.Redis(t)
+	prefix := newPrefix(t, url)
+	b := open(t, url, redisbus.Options{Prefix: prefix})
+	other := open(t, url, redisbus.Options{Prefix: prefix})
+	q, err := b.Subscribe(t.Context(), "acme", "th", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, b, "th", 1, 100)
+	collectExactly(t, q, 1, 100)
+	// Only the reader can bring this one, so it has followed the thread by
+	// now. Had it followed it all along, each XADD would have woken it with
+	// the new entry: most of the 100 would have been read.
+	publish(t, other, "th", 101, 101)
+	collectExactly(t, q, 101, 1)
+	if n := redisbus.ReadBack(b); n > 10 {
+		t.Fatalf("the reader read back %d of the 100 entries published here", n)
+	}
+}

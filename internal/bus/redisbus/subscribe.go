@@ -18,6 +18,7 @@ type topic struct {
 	pos    int64  // the seq of cursor
 	subs   map[*sub]struct{}
 	reader *reader
+	local  int64 // when an event was last published here (unix ns); 0 when none since the run's end
 }
 
 // sub is one subscription.
@@ -148,12 +149,7 @@ func (b *Bus) assign(t *topic) {
 	}
 	r.topics[t.key] = t
 	t.reader = r
-	r.dirty = true
-	if r.blocked {
-		signal(r.kick)
-	} else {
-		signal(r.idle)
-	}
+	r.wake()
 }
 
 // unsubscribe detaches s (its queue's onStop); the last subscription of a
