@@ -34,20 +34,21 @@ const (
 // reader follows a set of topics with one blocking XREAD on its own connection.
 type reader struct {
 	b      *Bus
+	sh     *shard        // whose topics it follows
 	client *redis.Client // PoolSize 1: the connection its XREAD blocks
 	id     atomic.Int64  // that connection's CLIENT ID, for CLIENT UNBLOCK
 	read   atomic.Int64  // entries its XREADs returned, for tests
 	idle   chan struct{} // wakes the reader when it had nothing to follow
 	kick   chan struct{} // asks the unblocker to end the XREAD in flight
 
-	// Guarded by b.mu.
+	// Guarded by sh.mu.
 	topics  map[string]*topic
 	blocked bool // an XREAD is in flight
 	dirty   bool // topics were added (or published here no longer) since the XREAD in flight was built
 }
 
 // wake makes the reader rebuild its XREAD: its topics changed. Called with
-// b.mu held.
+// sh.mu held.
 func (r *reader) wake() {
 	r.dirty = true
 	if r.blocked {
@@ -57,9 +58,9 @@ func (r *reader) wake() {
 	}
 }
 
-// newReader starts a reader on a client of its own. Called with b.mu held.
-func (b *Bus) newReader() *reader {
-	r := &reader{b: b, idle: make(chan struct{}, 1), kick: make(chan struct{}, 1), topics: map[string]*topic{}}
+// newReader starts a reader of sh on a client of its own. Called with sh.mu held.
+func (b *Bus) newReader(sh *shard) *reader {
+	r := &reader{b: b, sh: sh, idle: make(chan struct{}, 1), kick: make(chan struct{}, 1), topics: map[string]*topic{}}
 	opts, _ := redis.ParseURL(b.url) // parsed once already by Open
 	opts.PoolSize, opts.MinIdleConns, opts.PipelinePoolSize = 1, 0, -1
 	if opts.ClientName == "" {
@@ -97,7 +98,7 @@ func (r *reader) run() {
 			// to fall quiet.
 			var quiet <-chan time.Time
 			var tm *time.Timer
-			if block < r.b.block {
+			if block < time.Duration(r.b.block.Load()) {
 				tm = time.NewTimer(block)
 				quiet = tm.C
 			}
@@ -113,9 +114,9 @@ func (r *reader) run() {
 			continue
 		}
 		res, err := r.client.XRead(r.b.ctx, &redis.XReadArgs{Streams: streams, Count: readCount, Block: block}).Result()
-		r.b.mu.Lock()
+		r.sh.mu.Lock()
 		r.blocked = false
-		r.b.mu.Unlock()
+		r.sh.mu.Unlock()
 		switch {
 		case r.b.ctx.Err() != nil:
 			return
@@ -144,13 +145,13 @@ func (r *reader) run() {
 // has (published here and delivered directly): the reader would read those
 // entries only to drop them.
 func (r *reader) prepare() (streams []string, snap map[string]*topic, block time.Duration, ok bool) {
-	r.b.mu.Lock()
-	defer r.b.mu.Unlock()
-	if r.b.closed {
+	r.sh.mu.Lock()
+	defer r.sh.mu.Unlock()
+	if r.b.closed.Load() {
 		return nil, nil, 0, false
 	}
 	now := time.Now().UnixNano()
-	block = r.b.block
+	block = time.Duration(r.b.block.Load())
 	snap = make(map[string]*topic, len(r.topics))
 	keys, ids := make([]string, 0, len(r.topics)), make([]string, 0, len(r.topics))
 	for key, t := range r.topics {
@@ -184,7 +185,7 @@ func (r *reader) deliver(snap map[string]*topic, res []redis.XStream) {
 	// What every subscription of a topic already has (its events published
 	// here were delivered directly) is not even decoded.
 	floors := make(map[string]int64, len(res))
-	r.b.mu.Lock()
+	r.sh.mu.Lock()
 	for _, st := range res {
 		t := r.topics[st.Stream]
 		if t == nil || t != snap[st.Stream] || len(t.subs) == 0 {
@@ -192,7 +193,7 @@ func (r *reader) deliver(snap map[string]*topic, res []redis.XStream) {
 		}
 		floors[st.Stream] = max(t.floor(), t.pos)
 	}
-	r.b.mu.Unlock()
+	r.sh.mu.Unlock()
 	batches := make([]batch, 0, len(res))
 	for _, st := range res { // decoded outside the lock
 		r.read.Add(int64(len(st.Messages)))
@@ -214,8 +215,8 @@ func (r *reader) deliver(snap map[string]*topic, res []redis.XStream) {
 		}
 		batches = append(batches, bt)
 	}
-	r.b.mu.Lock()
-	defer r.b.mu.Unlock()
+	r.sh.mu.Lock()
+	defer r.sh.mu.Unlock()
 	for _, bt := range batches {
 		t := r.topics[bt.key]
 		if t == nil || t != snap[bt.key] || bt.cursor == "" {
@@ -230,7 +231,7 @@ func (r *reader) deliver(snap map[string]*topic, res []redis.XStream) {
 					continue
 				}
 				if !s.q.Push(ev) {
-					r.b.detach(bt.key, s) // overflowed or ended: Push does not run onStop
+					r.sh.detach(bt.key, s) // overflowed or ended: Push does not run onStop
 					continue
 				}
 				s.last = ev.Seq
@@ -240,7 +241,8 @@ func (r *reader) deliver(snap map[string]*topic, res []redis.XStream) {
 	}
 }
 
-// floor is the highest seq every subscription of t has. Called with b.mu held.
+// floor is the highest seq every subscription of t has. Called with its
+// shard's lock held.
 func (t *topic) floor() int64 {
 	floor := int64(math.MaxInt64)
 	for s := range t.subs {
@@ -280,7 +282,7 @@ func (r *reader) unblocker() {
 }
 
 func (r *reader) needsUnblock() bool {
-	r.b.mu.Lock()
-	defer r.b.mu.Unlock()
-	return r.dirty && r.blocked && !r.b.closed
+	r.sh.mu.Lock()
+	defer r.sh.mu.Unlock()
+	return r.dirty && r.blocked && !r.b.closed.Load()
 }

@@ -264,8 +264,9 @@ func TestManyThreadsShareConnections(t *testing.T) {
 	for _, q := range qs {
 		collectExactly(t, q, 1, 2)
 	}
-	if n := len(clientIDs(t, admin(t, url), prefix+":reader")); n != 3 {
-		t.Fatalf("%d reader connections follow %d threads, want 3", n, threads)
+	// A reader per 128 threads of a shard: a handful, not one per thread.
+	if n, most := len(clientIDs(t, admin(t, url), prefix+":reader")), redisbus.Shards+threads/128; n > most {
+		t.Fatalf("%d reader connections follow %d threads, want at most %d", n, threads, most)
 	}
 }
 
