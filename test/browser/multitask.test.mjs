@@ -294,8 +294,9 @@ test('cancel: a queued question is cancelled with its Cancel (keyboard), or from
 test('replace (rollback), at phone width in Chinese: the answer stops, the stopped turn leaves the thread, the new question takes its place as its second version', async (t) => {
   const page = await open(t, { viewport: PHONE, locale: 'zh-CN' });
   await answering(page, '讲个长故事');
-  const replace = page.getByRole('button', { name: '替换：停止当前回答，用这条消息替换你的上一个问题' });
+  const replace = page.getByRole('button', { name: '用这条消息替换你的上一个问题' });
   await replace.waitFor();
+  assert.equal(await replace.getAttribute('title'), '替换：停止当前回答，用这条消息替换你的上一个问题');
   await page.fill('#composer-input', '换成一首短诗');
   await shot(page, 'multitask-replace-phone-zh');
   // The new answer is held too, so the thread is seen while it streams.
