@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -431,4 +432,54 @@ func TestLocalPublishesAreNotReadBack(t *testing.T) {
 	if n := redisbus.ReadBack(b); n > 10 {
 		t.Fatalf("the reader read back %d of the 100 entries published here", n)
 	}
+}
+
+// BenchmarkPublishParallel publishes from many goroutines at once, each to a
+// thread of its own that a subscription here follows, as a replica's
+// executions do under load:
+//
+//	go test ./internal/bus/redisbus -run XXX -bench PublishParallel -benchmem
+func BenchmarkPublishParallel(b *testing.B) {
+	url := testenv.Redis(b)
+	prefix := "agentchat_bench_" + fmt.Sprint(time.Now().UnixNano())
+	bs, err := redisbus.Open(b.Context(), url, redisbus.Options{Prefix: prefix})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bs.Close()
+	defer func() {
+		rdb := redis.NewClient(must(redis.ParseURL(url)))
+		defer rdb.Close()
+		if keys, err := rdb.Keys(context.Background(), prefix+":*").Result(); err == nil && len(keys) > 0 {
+			rdb.Del(context.Background(), keys...)
+		}
+	}()
+	var next atomic.Int64
+	b.SetParallelism(256) // × GOMAXPROCS publishers
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		thread := fmt.Sprint("th", next.Add(1))
+		q, err := bs.Subscribe(b.Context(), "acme", thread, 0)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		defer q.Stop(nil)
+		var seq int64
+		for pb.Next() {
+			seq++
+			if err := bs.Publish(b.Context(), ev(thread, seq)); err != nil {
+				b.Error(err)
+				return
+			}
+			q.Drain(nil)
+		}
+	})
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
