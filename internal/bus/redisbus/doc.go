@@ -45,8 +45,10 @@
 // A thread this process publishes to is left out of its reader's XREAD until
 // its publishes pause for localQuiet or the run's end is published: every
 // subscription here has those events already, and reading them back cost
-// Redis an XREAD and the reader a wake-up per event. A replica that takes a
-// run over from one still alive is seen here at most localQuiet late.
+// Redis an XREAD and the reader a wake-up per event. Events another replica
+// publishes to such a thread (a run taken over from a replica still alive,
+// or a paused run continued elsewhere at once) reach subscriptions here at
+// most localQuiet late.
 //
 // Subscribe(after) first delivers the events the stream retains with seq >
 // after, at most half a queue of them (older ones come from the store), then

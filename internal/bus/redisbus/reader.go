@@ -26,8 +26,8 @@ const (
 	// its reader leaves the thread's stream out of its XREAD (see
 	// deliverLocal). It bounds how late a subscription here sees events
 	// another replica publishes to a thread this one published to less than
-	// localQuiet ago, which happens only when a run is taken over from a
-	// replica that is still alive.
+	// localQuiet ago with no run's end between: a run taken over from a
+	// replica still alive, or a paused run continued elsewhere at once.
 	localQuiet = 500 * time.Millisecond
 )
 
