@@ -43,12 +43,12 @@
 // reader is woken with CLIENT UNBLOCK when a stream is added to it.
 //
 // A thread this process publishes to is left out of its reader's XREAD until
-// its publishes pause for localQuiet or the run's end is published: every
+// its publishes pause for localQuiet or the run's end (or a pause for a
+// decision) is published: every
 // subscription here has those events already, and reading them back cost
 // Redis an XREAD and the reader a wake-up per event. Events another replica
-// publishes to such a thread (a run taken over from a replica still alive,
-// or a paused run continued elsewhere at once) reach subscriptions here at
-// most localQuiet late.
+// publishes to such a thread (a run taken over from a replica still alive)
+// reach subscriptions here at most localQuiet late.
 //
 // Subscribe(after) first delivers the events the stream retains with seq >
 // after, at most half a queue of them (older ones come from the store), then

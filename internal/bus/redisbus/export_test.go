@@ -11,6 +11,11 @@ func SetBlock(b *Bus, d time.Duration) {
 	b.block.Store(int64(d))
 }
 
+// SetLocalQuiet changes how long b leaves a thread it published to out of
+// its XREADs, so that a test can tell a run's end bringing the thread back
+// from the quiet time running out.
+func SetLocalQuiet(b *Bus, d time.Duration) { b.quiet.Store(int64(d)) }
+
 // ReadBack is how many stream entries b's readers have read from Redis.
 func ReadBack(b *Bus) int64 {
 	var n int64

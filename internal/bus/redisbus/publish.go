@@ -61,7 +61,7 @@ func (b *Bus) Publish(ctx context.Context, ev event.Event) error {
 //
 // It also marks the topic as published here, which keeps it out of its
 // reader's XREAD until localQuiet passes without a local publish, or the
-// run's end is published: reading back what every subscription already has
+// run's end or a pause for a decision is published: reading back what every subscription already has
 // cost Redis one XREAD per event (most of its CPU at a thousand streams) and
 // the reader a wake-up per event, for entries that were all dropped.
 func (b *Bus) deliverLocal(sh *shard, key string, ev event.Event) {
@@ -71,9 +71,10 @@ func (b *Bus) deliverLocal(sh *shard, key string, ev event.Event) {
 	if t == nil {
 		return
 	}
-	if ev.Terminal() {
-		// The thread's next run may execute on another replica: follow the
-		// stream again at once rather than after localQuiet.
+	if ev.Terminal() || ev.Type == event.ToolAwaiting {
+		// The thread's next run, or the paused one's continuation, may
+		// execute on another replica: follow the stream again at once rather
+		// than after localQuiet.
 		t.local = 0
 		t.reader.wake()
 	} else {

@@ -26,8 +26,8 @@ const (
 	// its reader leaves the thread's stream out of its XREAD (see
 	// deliverLocal). It bounds how late a subscription here sees events
 	// another replica publishes to a thread this one published to less than
-	// localQuiet ago with no run's end between: a run taken over from a
-	// replica still alive, or a paused run continued elsewhere at once.
+	// localQuiet ago with no run's end or pause between: a run taken over
+	// from a replica still alive.
 	localQuiet = 500 * time.Millisecond
 )
 
@@ -150,13 +150,13 @@ func (r *reader) prepare() (streams []string, snap map[string]*topic, block time
 	if r.b.closed.Load() {
 		return nil, nil, 0, false
 	}
-	now := time.Now().UnixNano()
+	now, quiet := time.Now().UnixNano(), r.b.quiet.Load()
 	block = time.Duration(r.b.block.Load())
 	snap = make(map[string]*topic, len(r.topics))
 	keys, ids := make([]string, 0, len(r.topics)), make([]string, 0, len(r.topics))
 	for key, t := range r.topics {
 		if t.local != 0 {
-			if rest := time.Duration(t.local + int64(localQuiet) - now); rest > 0 {
+			if rest := time.Duration(t.local + quiet - now); rest > 0 {
 				block = min(block, rest)
 				continue
 			}

@@ -49,6 +49,7 @@ type Bus struct {
 	rdb     *redis.Client // everything but the readers' blocking XREADs
 	backlog int64         // retained events a new subscription may receive
 	block   atomic.Int64  // XREAD BLOCK, a time.Duration; tests lengthen it
+	quiet   atomic.Int64  // localQuiet, a time.Duration; tests lengthen it
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
@@ -119,6 +120,7 @@ func Open(ctx context.Context, url string, opts Options) (*Bus, error) {
 		backlog: int64(max(1, opts.QueueLimit/2)),
 	}
 	b.block.Store(int64(blockFor))
+	b.quiet.Store(int64(localQuiet))
 	for i := range b.shards {
 		b.shards[i].topics = map[string]*topic{}
 	}

@@ -434,6 +434,46 @@ func TestLocalPublishesAreNotReadBack(t *testing.T) {
 	}
 }
 
+// A run's end, or its pause for a decision, published here makes the reader
+// follow the thread again at once: the next run, or the continuation, may
+// execute on another replica.
+func TestRunEndFollowsTheThreadAgain(t *testing.T) {
+	t.Parallel()
+	for _, last := range []event.Type{event.RunFinished, event.ToolAwaiting} {
+		t.Run(string(last), func(t *testing.T) {
+			t.Parallel()
+			url := testenv.Redis(t)
+			prefix := newPrefix(t, url)
+			b := open(t, url, redisbus.Options{Prefix: prefix})
+			other := open(t, url, redisbus.Options{Prefix: prefix})
+			// Far longer than collectExactly waits: only the end can bring
+			// the other replica's event in time.
+			redisbus.SetLocalQuiet(b, time.Hour)
+			q, err := b.Subscribe(t.Context(), "acme", "th", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			publish(t, b, "th", 1, 4)
+			end := ev("th", 5)
+			end.Type = last
+			switch last {
+			case event.RunFinished:
+				end.Payload = event.RunFinishedData{Status: "succeeded"}
+			case event.ToolAwaiting:
+				end.Payload = event.ToolAwaitingData{ToolCallID: "c", Name: "n"}
+			}
+			if err := b.Publish(t.Context(), end); err != nil {
+				t.Fatal(err)
+			}
+			if evs := bustest.Collect(t, q, 0, 5); evs[4].Seq != 5 || evs[4].Type != last {
+				t.Fatalf("got %+v last, want the end", evs[4])
+			}
+			publish(t, other, "th", 6, 6)
+			collectExactly(t, q, 6, 1)
+		})
+	}
+}
+
 // BenchmarkPublishParallel publishes from many goroutines at once, each to a
 // thread of its own that a subscription here follows, as a replica's
 // executions do under load:
