@@ -94,6 +94,11 @@ func Lossless(b Bus) bool {
 // token deltas, small enough that a stalled client costs little.
 const DefaultQueueLimit = 4096
 
+// keepQueued is the most events whose array an emptied Queue keeps (~150
+// bytes each): a live stream takes its tokens one or two at a time, and a
+// thousand subscriptions each keeping a burst's 256 were 40 MB.
+const keepQueued = 32
+
 // Queue is a subscription's bounded, growable backlog. Producers Push and never
 // block; the consumer waits on Ready and takes everything with Drain, so a
 // burst becomes one write and one flush. An idle queue holds no buffer.
@@ -154,7 +159,7 @@ func (q *Queue) Drain(buf []event.Event) ([]event.Event, error) {
 	buf = append(buf, q.items...)
 	clear(q.items)
 	q.items = q.items[:0]
-	if cap(q.items) > 256 {
+	if cap(q.items) > keepQueued {
 		q.items = nil // let a burst's buffer go
 	}
 	if len(buf) > 0 {

@@ -22,6 +22,14 @@ const writeTimeout = 15 * time.Second
 // the slack and writeTimeout.
 const deadlineSlack = time.Second
 
+// What a stream keeps between writes: a burst (a client that fell behind,
+// a replay) grows its buffers, and a thousand streams keeping them would
+// hold megabytes for nothing while they stream a token at a time.
+const (
+	keepOut    = 8 << 10 // bytes of encoded frames
+	keepEvents = 32      // events taken from the stream (~150 bytes each)
+)
+
 // serveStream writes a stream's events through the exchange of its wire
 // format until the stream is done, the exchange ends, the client leaves, or
 // the server shuts down. It knows no format: headers, preamble and when the
@@ -64,6 +72,9 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *run.Str
 			err = rc.Flush()
 		}
 		out = out[:0]
+		if cap(out) > keepOut {
+			out = make([]byte, 0, 1024) // a burst's buffer goes
+		}
 		return err == nil
 	}
 	if !write() {
@@ -130,6 +141,10 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *run.Str
 		}
 		if len(evs) > 0 {
 			arm()
+		}
+		clear(evs) // their payloads are sent: do not hold them until the next wake
+		if cap(evs) > keepEvents {
+			evs = nil // a burst's array goes: the stream may live for hours
 		}
 		if err == nil && !st.Pending() {
 			select {

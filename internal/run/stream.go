@@ -162,6 +162,10 @@ func (s *Service) Follow(ctx context.Context, sc chat.Scope, thread, runID strin
 	return st, nil
 }
 
+// keepDrained is the most events whose array Next keeps between wakes
+// (~150 bytes each): a live token stream drains one or two at a time.
+const keepDrained = 32
+
 // Thread is the conversation the stream follows.
 func (st *Stream) Thread() string { return st.thread }
 
@@ -206,8 +210,10 @@ func (st *Stream) Next(ctx context.Context, buf []event.Event) ([]event.Event, e
 	in, qerr = st.q.Drain(in)
 	defer func() {
 		clear(in) // drop the events' references until the next wake
-		if cap(in) <= 256 {
+		if cap(in) <= keepDrained {
 			st.drained = in[:0]
+		} else {
+			st.drained = nil // a burst's array goes: a stream holds it for hours
 		}
 	}()
 	for _, ev := range in {
