@@ -14,6 +14,7 @@ import (
 	"github.com/agentchat/agentchat/internal/errcode"
 	"github.com/agentchat/agentchat/internal/llm"
 	"github.com/agentchat/agentchat/internal/llm/scripted"
+	"github.com/agentchat/agentchat/internal/retrieval"
 	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/usage"
 )
@@ -226,4 +227,31 @@ func TestFirstTextQuotaRefusalCallsNoModel(t *testing.T) {
 	if n, _ := m.state(); n != 1 {
 		t.Fatalf("%d model calls, want 1: the refused start called the model", n)
 	}
+}
+
+// TestFirstTextRemembersTheFirstMessage: with memory on, the first message
+// of a new conversation is remembered although its run began, and called
+// the model, before the message was stored (the start is held until then):
+// the memory entry is written once the conversation is.
+func TestFirstTextRemembersTheFirstMessage(t *testing.T) {
+	t.Parallel()
+	m := newWatchedModel()
+	e := setup(t, options{memory: true, model: m, wrapStore: func(st store.Store) store.Store {
+		return startHook{Store: st, before: func(store.RunStart) error { return m.answered() }}
+	}})
+	const input = "zebrafinch quasar lighthouse"
+	frames := e.chat(alice, map[string]any{"input": input})
+	if last(frames).Data["status"] != "succeeded" {
+		t.Fatalf("chat %v", names(frames))
+	}
+	found, err := e.store.SearchMemory(t.Context(), chat.Scope{Tenant: "acme", User: "alice"}, retrieval.QueryTerms("zebrafinch"), "", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range found {
+		if p.Content == input {
+			return
+		}
+	}
+	t.Fatalf("the first message is not remembered: %+v", found)
 }

@@ -18,15 +18,20 @@ import (
 // visible before its start is stored: the announcements it makes before
 // the model answers are held and published, in order, once the start is
 // stored; anything else it does that others could see (model output, a
-// tool, a message or state written) waits for the start. A start that
+// tool, a message or state written) waits for the start, and the writes it
+// defers (engine.AfterStart: remembering the user's message) are made once
+// the start is stored. A start that
 // fails discards the run: its model call is cancelled, nothing it did was
 // written or published, and the client gets the start's error as before.
 
 // opening is an early run's wait for its start.
 type opening struct {
 	decided chan struct{} // closed once the start is stored or has failed
-	stored  bool          // set before decided closes
-	held    []heldEvent   // guarded by the execution's mu
+	// The rest is guarded by the execution's mu; stored may be read
+	// without it once decided is closed.
+	done, stored bool
+	held         []heldEvent
+	writes       []func() // engine.AfterStart's, run once the start is stored
 }
 
 // heldEvent is an event emitted before the run's start was stored.
@@ -62,8 +67,11 @@ func heldUntilStored(t event.Type) bool {
 // with x.mu held; it may release it while it waits.
 func (x *execution) hold(ctx context.Context, ev event.Event) bool {
 	o := x.opening
-	if o == nil {
+	switch {
+	case o == nil:
 		return true
+	case o.done:
+		return o.stored
 	}
 	t := ev.Type
 	if t == "" {
@@ -81,9 +89,7 @@ func (x *execution) hold(ctx context.Context, ev event.Event) bool {
 
 // started waits for the run's start and reports whether it was stored.
 func (x *execution) started() bool {
-	x.mu.Lock()
-	o := x.opening
-	x.mu.Unlock()
+	o := x.opening // set before the execution began, never changed
 	if o == nil {
 		return true
 	}
@@ -91,29 +97,49 @@ func (x *execution) started() bool {
 	return o.stored
 }
 
+// deferWrite runs write once the run's start is stored (engine.AfterStart).
+func (x *execution) deferWrite(write func()) {
+	x.mu.Lock()
+	o := x.opening
+	if !o.done {
+		o.writes = append(o.writes, write)
+		x.mu.Unlock()
+		return
+	}
+	x.mu.Unlock()
+	if o.stored {
+		write()
+	}
+}
+
 // open publishes an early run once its start is stored: the thread's last
-// seq and the run's reserved seqs are the store's, and the events held so
-// far are emitted in their order.
+// seq and the run's reserved seqs are the store's, the events held so far
+// are emitted in their order, then the writes deferred are made.
 func (x *execution) open(last, reserved int64) {
 	x.mu.Lock()
 	o := x.opening
 	x.seq, x.reserved = last, reserved
-	x.opening = nil
+	o.done, o.stored = true, true
 	for _, h := range o.held {
 		x.emit(h.ctx, h.ev)
 	}
-	o.held, o.stored = nil, true
+	writes := o.writes
+	o.held, o.writes = nil, nil
 	x.mu.Unlock()
 	close(o.decided)
+	for _, write := range writes {
+		write()
+	}
 }
 
 // discard ends an early run whose start failed, and waits until it has:
-// its model call is cancelled and nothing it emitted is published.
+// its model call is cancelled, nothing it emitted is published and nothing
+// it deferred is written.
 func (x *execution) discard() {
 	x.mu.Lock()
 	o := x.opening
-	x.opening = nil
-	o.held = nil
+	o.done = true
+	o.held, o.writes = nil, nil
 	x.mu.Unlock()
 	close(o.decided)
 	x.cancel(errStartFailed)

@@ -43,7 +43,7 @@ type execution struct {
 
 	term *term // whether this process may still act for the run
 	// early: the run began executing before its start was stored; opening
-	// is set until the start is stored or has failed (early.go).
+	// is its wait for the start (early.go).
 	early   bool
 	opening *opening
 

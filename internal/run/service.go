@@ -539,6 +539,9 @@ func (s *Service) launchEarly(t *term, sc chat.Scope, in *store.RunStart, req St
 func (s *Service) newRunBody(x *execution, sc chat.Scope, req StartRequest, ag *engine.Agent, r chat.Run, conv chat.Conversation,
 	userMsg chat.Message, state json.RawMessage, leaf string, created, extra bool) func(ctx context.Context) engine.Outcome {
 	return func(ctx context.Context) engine.Outcome {
+		if x.early {
+			ctx = engine.WithAfterStart(ctx, x.deferWrite) // early.go
+		}
 		if created {
 			x.Emit(ctx, event.New(event.ConversationCreatedData{ConversationID: conv.ID, Title: conv.Title}))
 		}
