@@ -295,6 +295,7 @@ func (c *Cluster) Start(name string, env ...string) *Replica {
 	}
 	c.t.Cleanup(func() {
 		if c.t.Failed() {
+			c.t.Logf("---- replica %s log: warnings and errors ----\n%s", name, r.problems(40))
 			c.t.Logf("---- replica %s log (tail) ----\n%s", name, r.tail(60))
 		}
 	})
@@ -331,6 +332,22 @@ func (r *Replica) Alive() bool {
 func (r *Replica) Log() string {
 	b, _ := os.ReadFile(r.log)
 	return string(b)
+}
+
+// problems is the log's first n warnings and errors (the tail of a loaded
+// replica's log is all request lines, and the line that explains a failure
+// came earlier), and what the process wrote outside its logger.
+func (r *Replica) problems(n int) string {
+	var out []string
+	for _, line := range strings.Split(r.Log(), "\n") {
+		if len(out) == n {
+			break
+		}
+		if line != "" && !strings.Contains(line, "level=INFO") && !strings.Contains(line, "level=DEBUG") {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 func (r *Replica) tail(n int) string {
@@ -421,31 +438,47 @@ type Stream struct {
 // Chat starts a run on r with POST /v1/agent/chat and returns its stream.
 func (c *Cluster) Chat(r *Replica, body map[string]any) *Stream {
 	c.t.Helper()
-	return c.open(r, http.MethodPost, "/v1/agent/chat", body, "")
+	return c.open(r, http.MethodPost, "/v1/agent/chat", body, nil)
 }
 
 // TryChat is Chat for a replica that may refuse (safe off the test's goroutine).
 func (c *Cluster) TryChat(r *Replica, body map[string]any) (*Stream, int, string) {
-	return c.tryOpen(r, http.MethodPost, "/v1/agent/chat", body, "")
+	return c.tryOpen(r, http.MethodPost, "/v1/agent/chat", body, nil)
+}
+
+// TryChatWithKey is TryChat with an Idempotency-Key: a client that lost
+// its connection before any answer sends the same request again with the
+// same key, and attaches to the run if the first one started it.
+func (c *Cluster) TryChatWithKey(r *Replica, body map[string]any, key string) (*Stream, int, string) {
+	return c.tryOpen(r, http.MethodPost, "/v1/agent/chat", body, http.Header{"Idempotency-Key": {key}})
 }
 
 // Attach opens a run's stream on r after event seq after (-1: from the start,
 // without a Last-Event-ID).
 func (c *Cluster) Attach(r *Replica, runID string, after int64) *Stream {
 	c.t.Helper()
-	return c.open(r, http.MethodGet, "/v1/agent/runs/"+runID+"/events", nil, seqID(after))
+	return c.open(r, http.MethodGet, "/v1/agent/runs/"+runID+"/events", nil, lastEventID(seqID(after)))
 }
 
 // TryAttach is Attach for a replica that may refuse: it returns a nil stream
 // with the status and body of the refusal (status 0: no answer at all).
 func (c *Cluster) TryAttach(r *Replica, runID string, after int64) (*Stream, int, string) {
-	return c.tryOpen(r, http.MethodGet, "/v1/agent/runs/"+runID+"/events", nil, seqID(after))
+	return c.tryOpen(r, http.MethodGet, "/v1/agent/runs/"+runID+"/events", nil, lastEventID(seqID(after)))
 }
 
 // TryResume is TryAttach for a client resuming after the frame with this
 // SSE id (Frame.ID; "" from the start), as a browser's EventSource does.
 func (c *Cluster) TryResume(r *Replica, runID, lastID string) (*Stream, int, string) {
-	return c.tryOpen(r, http.MethodGet, "/v1/agent/runs/"+runID+"/events", nil, lastID)
+	return c.tryOpen(r, http.MethodGet, "/v1/agent/runs/"+runID+"/events", nil, lastEventID(lastID))
+}
+
+// lastEventID is the header of a client resuming after the frame with this
+// SSE id (none for "").
+func lastEventID(id string) http.Header {
+	if id == "" {
+		return nil
+	}
+	return http.Header{"Last-Event-ID": {id}}
 }
 
 func seqID(seq int64) string {
@@ -455,9 +488,9 @@ func seqID(seq int64) string {
 	return strconv.FormatInt(seq, 10)
 }
 
-func (c *Cluster) open(r *Replica, method, path string, body any, after string) *Stream {
+func (c *Cluster) open(r *Replica, method, path string, body any, hdr http.Header) *Stream {
 	c.t.Helper()
-	s, status, msg := c.tryOpen(r, method, path, body, after)
+	s, status, msg := c.tryOpen(r, method, path, body, hdr)
 	if s == nil {
 		c.t.Fatalf("%s %s on %s: %d %s", method, path, r.Name, status, msg)
 	}
@@ -465,7 +498,7 @@ func (c *Cluster) open(r *Replica, method, path string, body any, after string) 
 }
 
 // tryOpen opens a stream, or reports the status and body of a refusal (status 0: no answer).
-func (c *Cluster) tryOpen(r *Replica, method, path string, body any, after string) (*Stream, int, string) {
+func (c *Cluster) tryOpen(r *Replica, method, path string, body any, hdr http.Header) (*Stream, int, string) {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -479,8 +512,8 @@ func (c *Cluster) tryOpen(r *Replica, method, path string, body any, after strin
 	}
 	req.Header.Set("Authorization", "Bearer "+Token)
 	req.Header.Set("Accept", "text/event-stream")
-	if after != "" {
-		req.Header.Set("Last-Event-ID", after)
+	for k, v := range hdr {
+		req.Header[http.CanonicalHeaderKey(k)] = v
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

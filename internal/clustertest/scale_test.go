@@ -2,6 +2,7 @@ package clustertest_test
 
 import (
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
@@ -47,7 +48,16 @@ func TestKillOneOfTwoReplicasUnderLoad(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			on := []*clustertest.Replica{a, b}[i%2]
-			s, status, msg := c.TryChat(on, map[string]any{"input": fmt.Sprintf("tell me story %d", i)})
+			// Sent as a careful client sends a start: with an Idempotency-Key,
+			// again when the connection broke before any answer (a loaded
+			// machine, 500 connections opening at once), or when the first
+			// send is still starting its run.
+			body, key := map[string]any{"input": fmt.Sprintf("tell me story %d", i)}, fmt.Sprintf("story-%d", i)
+			s, status, msg := c.TryChatWithKey(on, body, key)
+			for try := 1; s == nil && (status == 0 || status == http.StatusConflict) && try < 3; try++ {
+				t.Logf("chat %d on %s: %d %s; sending it again", i, on.Name, status, msg)
+				s, status, msg = c.TryChatWithKey(on, body, key)
+			}
 			if s == nil {
 				t.Errorf("chat %d on %s: %d %s", i, on.Name, status, msg)
 				return

@@ -1,10 +1,13 @@
 // Sending while the agent answers (issue 22, double-texting) in the
 // console, in Debian's chromium against the real binary: during a run the
-// composer offers Queue (Enter) and Interrupt. Queued questions show marked
-// at the end of the thread and are answered one after the other, in order,
-// also across a reload; Interrupt stops the answer, which stays, marked
+// composer offers Queue (Enter), Interrupt and Replace. Queued questions
+// show marked at the end of the thread and are answered one after the
+// other, in order, also across a reload, unless cancelled (their Cancel, or
+// a cancel from elsewhere); Interrupt stops the answer, which stays, marked
 // interrupted (after a reload too), and the new question is answered at
-// once. Checked where it lives too (the server's messages and runs).
+// once; Replace (rollback) stops it too and takes the stopped turn out of
+// the thread, the new question in its place. Checked where it lives too
+// (the server's messages, tree and runs).
 // Screenshots at desktop and phone width, in English and Chinese.
 //
 // The model is a fake OpenAI-compatible upstream that numbers its answers
@@ -188,7 +191,8 @@ test('phone width and Chinese: Queue and Interrupt fit, the queued question and 
   await page.press('#composer-input', 'Enter');
   await page.locator('.msg-badge.queued', { hasText: '排队中' }).waitFor();
   // The composer's buttons stay inside the screen.
-  for (const id of ['#queue', '#interrupt', '#stop']) {
+  assert.equal(await page.locator('#rollback').textContent(), '替换');
+  for (const id of ['#queue', '#interrupt', '#rollback', '#stop']) {
     const box = await page.locator(id).boundingBox();
     assert.ok(box.x >= 0 && box.x + box.width <= PHONE.width, `${id} fits the screen: ${JSON.stringify(box)}`);
   }
@@ -245,4 +249,92 @@ test('switching the language while a question is queued keeps it queued, and it 
   await allDone(page, 2);
   assert.deepEqual((await thread(page)).filter((_, i) => i % 2 === 0), ['one', 'two']);
   await page.selectOption('#lang', 'en');
+});
+
+test('cancel: a queued question is cancelled with its Cancel (keyboard), or from elsewhere, and leaves the thread unanswered', async (t) => {
+  const page = await open(t);
+  const asked = model.contexts.length;
+  const held = await answering(page, 'first question');
+  for (const q of ['second question', 'third question']) {
+    await page.fill('#composer-input', q);
+    await page.press('#composer-input', 'Enter');
+  }
+  // Each queued question gets its Cancel once the server has accepted it.
+  const cancels = page.getByRole('button', { name: 'Cancel this queued message' });
+  await cancels.nth(1).waitFor();
+  await shot(page, 'multitask-cancel-desktop-en');
+  assert.deepEqual(await axe(page), []);
+  const conv = convOf(page);
+  const [second, third] = (await api(`/v1/conversations/${conv}/queue`)).runs;
+  assert.deepEqual([second.input, third.input], ['second question', 'third question']);
+
+  await cancels.first().focus();
+  await page.keyboard.press('Enter');
+  await page.locator('.msg.user', { hasText: 'second question' }).waitFor({ state: 'detached' });
+  assert.equal(await page.locator('#status').textContent(), 'The queued message was cancelled.');
+  assert.ok(await page.locator('#composer-input').evaluate((el) => el === document.activeElement), 'focus goes back to the composer');
+  assert.deepEqual((await api(`/v1/conversations/${conv}/queue`)).runs.map((r) => r.id), [third.id]);
+
+  // Cancelled elsewhere (another tab, the API): its stream ends, and it
+  // does not linger marked as queued.
+  await api(`/v1/agent/runs/${third.id}/cancel`, { method: 'POST' });
+  await page.locator('.msg.user', { hasText: 'third question' }).waitFor({ state: 'detached' });
+  assert.equal(await page.locator('.msg-badge, .cancel-queued').count(), 0);
+  assert.ok(await page.locator('#queue').isVisible(), 'the first answer still goes on');
+
+  held.open();
+  await allDone(page, 1);
+  assert.deepEqual((await thread(page)).map((x) => x.replace(/^Answer \d+/, 'Answer')), ['first question', 'Answer: first question']);
+  const msgs = (await api(`/v1/conversations/${conv}/messages?branch=all&limit=100`)).messages;
+  assert.deepEqual(msgs.map((m) => m.content.replace(/^Answer \d+/, 'Answer')), ['first question', 'Answer: first question'], 'nothing of them was stored');
+  assert.equal(model.contexts.length, asked + 1, 'the model was asked the first question only');
+  assert.equal((await api(`/v1/conversations/${conv}/queue`)).runs.length, 0);
+});
+
+test('replace (rollback), at phone width in Chinese: the answer stops, the stopped turn leaves the thread, the new question takes its place as its second version', async (t) => {
+  const page = await open(t, { viewport: PHONE, locale: 'zh-CN' });
+  await answering(page, '讲个长故事');
+  const replace = page.getByRole('button', { name: '用这条消息替换你的上一个问题' });
+  await replace.waitFor();
+  assert.equal(await replace.getAttribute('title'), '替换：停止当前回答，用这条消息替换你的上一个问题');
+  await page.fill('#composer-input', '换成一首短诗');
+  await shot(page, 'multitask-replace-phone-zh');
+  // The new answer is held too, so the thread is seen while it streams.
+  const next = hold();
+  await replace.focus();
+  await page.keyboard.press('Enter');
+  await next.waiting;
+  // The stopped turn leaves the view as the new answer starts.
+  await page.locator('#messages > .msg.user', { hasText: '讲个长故事' }).waitFor({ state: 'detached' });
+  await runs(page).last().locator('.answer', { hasText: 'Answer' }).waitFor();
+  const streaming = await thread(page);
+  assert.equal(streaming.length, 2, `only the new question and its answer show: ${streaming}`);
+  assert.equal(streaming[0], '换成一首短诗');
+  assert.match(streaming[1], /^Answer/);
+  next.open();
+  await allDone(page, 1);
+  // Drawn again from the history: the question has the replaced one as its first version.
+  await page.locator('#messages > .msg-tools .versions-at', { hasText: '2 / 2' }).waitFor();
+  const shown = await thread(page);
+  assert.equal(shown.length, 2);
+  assert.equal(shown[0], '换成一首短诗');
+  assert.match(shown[1], /^Answer \d+: 换成一首短诗$/);
+  assert.equal(await page.locator('.run-status.interrupted').count(), 0);
+  await shot(page, 'multitask-replaced-phone-zh');
+  assert.deepEqual(await axe(page), []);
+
+  // The server: the active branch is the new turn alone; the stopped turn
+  // stays in the tree, its answer marked interrupted; the model was asked
+  // without it.
+  const conv = convOf(page);
+  const msgs = (await api(`/v1/conversations/${conv}/messages?limit=100`)).messages;
+  assert.deepEqual(msgs.map((m) => m.content), shown);
+  assert.equal(msgs[0].parentId, null);
+  assert.equal(msgs[0].siblingIds.length, 2);
+  const all = (await api(`/v1/conversations/${conv}/messages?branch=all&limit=100`)).messages;
+  const old = all.find((m) => m.content === '讲个长故事');
+  assert.equal(old.id, msgs[0].siblingIds[0]);
+  const partial = all.find((m) => m.parentId === old.id);
+  assert.equal(partial.metadata?.interrupted, true);
+  assert.equal(model.contexts.at(-1), '换成一首短诗');
 });

@@ -39,7 +39,7 @@ func (b *Bus) Controls(ctx context.Context) (<-chan bus.Control, error) {
 		return nil, fmt.Errorf("redisbus: subscribe to controls: %w", unavailable(err))
 	}
 	b.mu.Lock()
-	if b.closed {
+	if b.closed.Load() {
 		b.mu.Unlock()
 		ps.Close()
 		return nil, bus.ErrClosed

@@ -25,9 +25,10 @@
 // trip: XADD with MAXLEN ~ Options.MaxLen, and EXPIRE Options.TTL.
 //
 // Publishing is group-committed: every Publish waits for its own XADD, but
-// one writer sends whatever publishes accumulated while its previous
-// pipeline was in flight as one pipeline, so a thousand streams publishing
-// at once cost a few round trips and syscalls, not a thousand. A stream's
+// a writer per shard of the threads sends whatever publishes accumulated
+// while its previous pipeline was in flight as one pipeline, so a thousand
+// streams publishing at once cost a few round trips and syscalls, not a
+// thousand, and no one writer's turn in the scheduler holds them all. A stream's
 // EXPIRE is refreshed at most once a minute rather than with every event.
 //
 // # Subscriptions
@@ -40,6 +41,14 @@
 // follow up to 128 streams with a single blocking XREAD. A thousand
 // subscriptions cost a thousand queues but only a handful of connections. A
 // reader is woken with CLIENT UNBLOCK when a stream is added to it.
+//
+// A thread this process publishes to is left out of its reader's XREAD until
+// its publishes pause for localQuiet or the run's end (or a pause for a
+// decision) is published: every
+// subscription here has those events already, and reading them back cost
+// Redis an XREAD and the reader a wake-up per event. Events another replica
+// publishes to such a thread (a run taken over from a replica still alive)
+// reach subscriptions here at most localQuiet late.
 //
 // Subscribe(after) first delivers the events the stream retains with seq >
 // after, at most half a queue of them (older ones come from the store), then
@@ -60,14 +69,19 @@
 //     each at most once (whether it came from a local publish, the catch-up
 //     read or the reader); it may see gaps, never a repeat or a step back.
 //     The stream holds a thread's events in seq order because its publishes
-//     do not overlap (the caller's duty) and the one publisher goroutine
-//     sends them in arrival order.
-//   - Concurrency: a Bus is safe for concurrent use. b.mu guards the topics,
-//     their subscriptions and the readers' topic sets; pubMu guards the
-//     publish queue; the publisher goroutine alone touches expireSeen. No
-//     Redis call is made with b.mu held. b.mu is taken before a Queue's own
-//     lock, never after: a Push happens under b.mu and never blocks, and a
-//     Queue's Stop (whose onStop takes b.mu) is never called under it.
+//     do not overlap (the caller's duty) and its shard's one publisher
+//     goroutine sends them in arrival order.
+//   - Concurrency: a Bus is safe for concurrent use. Topics live in shards
+//     by stream key (shardCount of them), each with its own readers; a
+//     shard's mu guards its topics, their subscriptions and its readers'
+//     topic sets and flags; no code holds two shards' locks at once. A
+//     publishQueue's mu guards its requests; its publisher goroutine alone
+//     touches its expireSeen; b.mu only orders Close (which sets the atomic closed flag
+//     under it, then visits the shards) against a control stream starting.
+//     No Redis call is made with a shard's lock held. A shard's lock is
+//     taken before a Queue's own lock, never after: a Push happens under it
+//     and never blocks, and a Queue's Stop (whose onStop takes the shard's
+//     lock) is never called under it.
 //   - Ownership: the bus owns its connections: one shared client, one client
 //     per reader (whose blocking XREAD holds its only connection), and one
 //     Pub/Sub connection per Controls call. The consumer owns a Queue and

@@ -2,9 +2,9 @@ package redisbus
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -23,16 +23,20 @@ func (b *Bus) Publish(ctx context.Context, ev event.Event) error {
 	if ev.Seq <= 0 {
 		return fmt.Errorf("redisbus: publish %s: seq %d is not positive", ev.Type, ev.Seq)
 	}
-	data, err := json.Marshal(ev)
+	// MarshalJSON directly: json.Marshal would reflect on ev and then
+	// re-compact the encoder's output, a seventh of a replica's CPU under load.
+	data, err := ev.MarshalJSON()
 	if err != nil {
 		return fmt.Errorf("redisbus: publish %s: %w", ev.Type, err)
 	}
 	req := &publishReq{key: StreamKey(b.opts.Prefix, ev.Tenant, ev.Thread), seq: ev.Seq, data: data, done: make(chan error, 1)}
-	b.deliverLocal(req.key, ev)
-	b.pubMu.Lock()
-	b.pubQueue = append(b.pubQueue, req)
-	b.pubMu.Unlock()
-	signal(b.pubWake)
+	sh := b.shard(req.key)
+	b.deliverLocal(sh, req.key, ev)
+	q := &sh.pub
+	q.mu.Lock()
+	q.reqs = append(q.reqs, req)
+	q.mu.Unlock()
+	signal(q.wake)
 	select {
 	case err := <-req.done:
 		if err != nil {
@@ -54,23 +58,51 @@ func (b *Bus) Publish(ctx context.Context, ev event.Event) error {
 // once, in order; one that joined between two local publishes may see a
 // later event first, and the caller fills the gap from the store, as for any
 // gap.
-func (b *Bus) deliverLocal(key string, ev event.Event) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	t := b.topics[key]
+//
+// It also marks the topic as published here, which keeps it out of its
+// reader's XREAD until localQuiet passes without a local publish, or the
+// run's end or a pause for a decision is published: reading back what every subscription already has
+// cost Redis one XREAD per event (most of its CPU at a thousand streams) and
+// the reader a wake-up per event, for entries that were all dropped.
+func (b *Bus) deliverLocal(sh *shard, key string, ev event.Event) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	t := sh.topics[key]
 	if t == nil {
 		return
+	}
+	if ev.Terminal() || ev.Type == event.ToolAwaiting {
+		// The thread's next run, or the paused one's continuation, may
+		// execute on another replica: follow the stream again at once rather
+		// than after localQuiet.
+		t.local = 0
+		t.reader.wake()
+	} else {
+		t.local = time.Now().UnixNano()
 	}
 	for s := range t.subs {
 		if ev.Seq <= s.last {
 			continue
 		}
 		if !s.q.Push(ev) {
-			b.detach(key, s) // overflowed or ended: Push does not run onStop
+			sh.detach(key, s) // overflowed or ended: Push does not run onStop
 			continue
 		}
 		s.last = ev.Seq
 	}
+}
+
+// publishQueue is one shard's publishes waiting for its publisher. A
+// thread's publishes all go to one queue, so they reach Redis in the order
+// they were made; the shards' publishers each have a pipeline in flight at
+// once, so that one goroutine's wait for the scheduler between round trips
+// does not hold every publish of the process (at a thousand streams, every
+// execution was parked waiting for the one publisher).
+type publishQueue struct {
+	mu         sync.Mutex
+	reqs       []*publishReq
+	wake       chan struct{}
+	expireSeen map[string]time.Time // by the publisher only: when each key's EXPIRE was last refreshed
 }
 
 // publishReq is one Publish waiting for the publisher.
@@ -87,37 +119,37 @@ const maxPipeline = 1000
 // expireEvery is how often a published stream's EXPIRE is refreshed.
 const expireEvery = time.Minute
 
-// publisher sends queued publishes, as one pipeline per round trip.
-func (b *Bus) publisher() {
+// publisher sends q's publishes, as one pipeline per round trip.
+func (b *Bus) publisher(q *publishQueue) {
 	defer b.wg.Done()
 	for {
 		select {
-		case <-b.pubWake:
+		case <-q.wake:
 		case <-b.ctx.Done():
-			b.failQueued(bus.ErrClosed)
+			q.fail(bus.ErrClosed)
 			return
 		}
 		for {
-			b.pubMu.Lock()
-			batch := b.pubQueue
+			q.mu.Lock()
+			batch := q.reqs
 			if len(batch) > maxPipeline {
 				batch = batch[:maxPipeline]
 			}
-			b.pubQueue = b.pubQueue[len(batch):]
-			if len(b.pubQueue) == 0 {
-				b.pubQueue = nil
+			q.reqs = q.reqs[len(batch):]
+			if len(q.reqs) == 0 {
+				q.reqs = nil
 			}
-			b.pubMu.Unlock()
+			q.mu.Unlock()
 			if len(batch) == 0 {
 				break
 			}
-			b.send(batch)
+			b.send(q, batch)
 		}
 	}
 }
 
 // send writes one batch of publishes as a pipeline and tells each its outcome.
-func (b *Bus) send(batch []*publishReq) {
+func (b *Bus) send(q *publishQueue, batch []*publishReq) {
 	now := time.Now()
 	adds := make([]*redis.StringCmd, len(batch))
 	var expires []*redis.BoolCmd
@@ -125,8 +157,8 @@ func (b *Bus) send(batch []*publishReq) {
 		for i, r := range batch {
 			adds[i] = p.XAdd(b.ctx, &redis.XAddArgs{Stream: r.key, ID: entryID(r.seq), MaxLen: b.opts.MaxLen, Approx: true,
 				Values: []any{"seq", r.seq, "ev", r.data}})
-			if now.Sub(b.expireSeen[r.key]) > expireEvery {
-				b.expireSeen[r.key] = now
+			if now.Sub(q.expireSeen[r.key]) > expireEvery {
+				q.expireSeen[r.key] = now
 				expires = append(expires, p.Expire(b.ctx, r.key, b.opts.TTL))
 			}
 		}
@@ -139,11 +171,11 @@ func (b *Bus) send(batch []*publishReq) {
 		}
 	}
 	if expireErr != nil {
-		clear(b.expireSeen) // refresh them all next time
-	} else if len(b.expireSeen) > 4096 {
-		for k, at := range b.expireSeen {
+		clear(q.expireSeen) // refresh them all next time
+	} else if len(q.expireSeen) > 4096/shardCount {
+		for k, at := range q.expireSeen {
 			if now.Sub(at) > expireEvery {
-				delete(b.expireSeen, k)
+				delete(q.expireSeen, k)
 			}
 		}
 	}
@@ -165,13 +197,13 @@ func (b *Bus) send(batch []*publishReq) {
 	}
 }
 
-// failQueued answers every queued publish with err.
-func (b *Bus) failQueued(err error) {
-	b.pubMu.Lock()
-	q := b.pubQueue
-	b.pubQueue = nil
-	b.pubMu.Unlock()
-	for _, r := range q {
+// fail answers every queued publish with err.
+func (q *publishQueue) fail(err error) {
+	q.mu.Lock()
+	reqs := q.reqs
+	q.reqs = nil
+	q.mu.Unlock()
+	for _, r := range reqs {
 		r.done <- err
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -47,21 +48,45 @@ type Bus struct {
 	log     *slog.Logger
 	rdb     *redis.Client // everything but the readers' blocking XREADs
 	backlog int64         // retained events a new subscription may receive
-	block   time.Duration // XREAD BLOCK; tests lengthen it
+	block   atomic.Int64  // XREAD BLOCK, a time.Duration; tests lengthen it
+	quiet   atomic.Int64  // localQuiet, a time.Duration; tests lengthen it
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // readers, unblockers, control streams and the publisher
+	wg     sync.WaitGroup // readers, unblockers, control streams and the publishers
 
-	pubMu      sync.Mutex
-	pubQueue   []*publishReq
-	pubWake    chan struct{}
-	expireSeen map[string]time.Time // by the publisher only: when each key's EXPIRE was last refreshed
+	mu     sync.Mutex  // orders Close against the start of a control stream
+	closed atomic.Bool // set under mu, read anywhere
 
+	// Subscriptions, readers and their state live in shards by stream key,
+	// each with its own lock: every publish takes its topic's lock to
+	// deliver locally, and with one lock for all, a thousand streams'
+	// publishers queued on it (most of their time, in a mutex profile).
+	shards [shardCount]shard
+}
+
+// shardCount is how many shards a bus's subscriptions are spread over; each
+// has its own readers, so it is also the fewest reader connections a bus
+// following that many threads holds.
+const shardCount = 8
+
+// shard is a part of a bus's streams: the topics whose key hashes to it and
+// the readers following them, which mu guards, and its publisher's queue.
+type shard struct {
 	mu      sync.Mutex
-	closed  bool
 	topics  map[string]*topic // by stream key
 	readers []*reader
+
+	pub publishQueue
+}
+
+// shard is the shard of the stream key.
+func (b *Bus) shard(key string) *shard {
+	h := uint32(2166136261) // FNV-1a
+	for i := 0; i < len(key); i++ {
+		h = (h ^ uint32(key[i])) * 16777619
+	}
+	return &b.shards[h%shardCount]
 }
 
 var _ bus.Bus = (*Bus)(nil)
@@ -92,13 +117,20 @@ func Open(ctx context.Context, url string, opts Options) (*Bus, error) {
 	}
 	b := &Bus{
 		url: url, opts: opts, log: log, rdb: rdb,
-		backlog: int64(max(1, opts.QueueLimit/2)), block: blockFor,
-		topics: map[string]*topic{},
+		backlog: int64(max(1, opts.QueueLimit/2)),
+	}
+	b.block.Store(int64(blockFor))
+	b.quiet.Store(int64(localQuiet))
+	for i := range b.shards {
+		b.shards[i].topics = map[string]*topic{}
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
-	b.pubWake, b.expireSeen = make(chan struct{}, 1), map[string]time.Time{}
-	b.wg.Add(1)
-	go b.publisher()
+	for i := range b.shards {
+		q := &b.shards[i].pub
+		q.wake, q.expireSeen = make(chan struct{}, 1), map[string]time.Time{}
+		b.wg.Add(1)
+		go b.publisher(q)
+	}
 	return b, nil
 }
 
@@ -145,11 +177,7 @@ func signal(ch chan struct{}) {
 	}
 }
 
-func (b *Bus) isClosed() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.closed
-}
+func (b *Bus) isClosed() bool { return b.closed.Load() }
 
 // MaxConns is how many connections the bus may hold besides its readers'
 // (its client's pool and the control subscription), which the process's
@@ -160,20 +188,28 @@ func (b *Bus) MaxConns() int { return b.rdb.Options().PoolSize + 1 }
 // waits for the bus's goroutines and releases its connections.
 func (b *Bus) Close() error {
 	b.mu.Lock()
-	if b.closed {
+	if b.closed.Load() {
 		b.mu.Unlock()
 		return nil
 	}
-	b.closed = true
-	var queues []*bus.Queue
-	for _, t := range b.topics {
-		for s := range t.subs {
-			s.stop()
-			queues = append(queues, s.q)
-		}
-	}
-	readers := b.readers
+	b.closed.Store(true)
 	b.mu.Unlock()
+	// A Subscribe that saw the bus open under a shard's lock has added its
+	// topic (and maybe a reader) before that lock is taken here.
+	var queues []*bus.Queue
+	var readers []*reader
+	for i := range b.shards {
+		sh := &b.shards[i]
+		sh.mu.Lock()
+		for _, t := range sh.topics {
+			for s := range t.subs {
+				s.stop()
+				queues = append(queues, s.q)
+			}
+		}
+		readers = append(readers, sh.readers...)
+		sh.mu.Unlock()
+	}
 
 	b.cancel()
 	var errs []error

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -264,8 +265,9 @@ func TestManyThreadsShareConnections(t *testing.T) {
 	for _, q := range qs {
 		collectExactly(t, q, 1, 2)
 	}
-	if n := len(clientIDs(t, admin(t, url), prefix+":reader")); n != 3 {
-		t.Fatalf("%d reader connections follow %d threads, want 3", n, threads)
+	// A reader per 128 threads of a shard: a handful, not one per thread.
+	if n, most := len(clientIDs(t, admin(t, url), prefix+":reader")), redisbus.Shards+threads/128; n > most {
+		t.Fatalf("%d reader connections follow %d threads, want at most %d", n, threads, most)
 	}
 }
 
@@ -405,4 +407,119 @@ func TestLocalPublishesOnce(t *testing.T) {
 	if evs, err := local.Drain(nil); len(evs) != 0 || err != nil {
 		t.Fatalf("delivered again: %d events (%v)", len(evs), err)
 	}
+}
+
+// A thread this replica publishes to is not read back from Redis while its
+// publisher is busy: its subscriptions here have every event already. An
+// event another replica publishes (a takeover) still arrives, in order.
+func TestLocalPublishesAreNotReadBack(t *testing.T) {
+	t.Parallel()
+	url := testenv.Redis(t)
+	prefix := newPrefix(t, url)
+	b := open(t, url, redisbus.Options{Prefix: prefix})
+	other := open(t, url, redisbus.Options{Prefix: prefix})
+	q, err := b.Subscribe(t.Context(), "acme", "th", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, b, "th", 1, 100)
+	collectExactly(t, q, 1, 100)
+	// Only the reader can bring this one, so it has followed the thread by
+	// now. Had it followed it all along, each XADD would have woken it with
+	// the new entry: most of the 100 would have been read.
+	publish(t, other, "th", 101, 101)
+	collectExactly(t, q, 101, 1)
+	if n := redisbus.ReadBack(b); n > 10 {
+		t.Fatalf("the reader read back %d of the 100 entries published here", n)
+	}
+}
+
+// A run's end, or its pause for a decision, published here makes the reader
+// follow the thread again at once: the next run, or the continuation, may
+// execute on another replica.
+func TestRunEndFollowsTheThreadAgain(t *testing.T) {
+	t.Parallel()
+	for _, last := range []event.Type{event.RunFinished, event.ToolAwaiting} {
+		t.Run(string(last), func(t *testing.T) {
+			t.Parallel()
+			url := testenv.Redis(t)
+			prefix := newPrefix(t, url)
+			b := open(t, url, redisbus.Options{Prefix: prefix})
+			other := open(t, url, redisbus.Options{Prefix: prefix})
+			// Far longer than collectExactly waits: only the end can bring
+			// the other replica's event in time.
+			redisbus.SetLocalQuiet(b, time.Hour)
+			q, err := b.Subscribe(t.Context(), "acme", "th", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			publish(t, b, "th", 1, 4)
+			end := ev("th", 5)
+			end.Type = last
+			switch last {
+			case event.RunFinished:
+				end.Payload = event.RunFinishedData{Status: "succeeded"}
+			case event.ToolAwaiting:
+				end.Payload = event.ToolAwaitingData{ToolCallID: "c", Name: "n"}
+			}
+			if err := b.Publish(t.Context(), end); err != nil {
+				t.Fatal(err)
+			}
+			if evs := bustest.Collect(t, q, 0, 5); evs[4].Seq != 5 || evs[4].Type != last {
+				t.Fatalf("got %+v last, want the end", evs[4])
+			}
+			publish(t, other, "th", 6, 6)
+			collectExactly(t, q, 6, 1)
+		})
+	}
+}
+
+// BenchmarkPublishParallel publishes from many goroutines at once, each to a
+// thread of its own that a subscription here follows, as a replica's
+// executions do under load:
+//
+//	go test ./internal/bus/redisbus -run XXX -bench PublishParallel -benchmem
+func BenchmarkPublishParallel(b *testing.B) {
+	url := testenv.Redis(b)
+	prefix := "agentchat_bench_" + fmt.Sprint(time.Now().UnixNano())
+	bs, err := redisbus.Open(b.Context(), url, redisbus.Options{Prefix: prefix})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bs.Close()
+	defer func() {
+		rdb := redis.NewClient(must(redis.ParseURL(url)))
+		defer rdb.Close()
+		if keys, err := rdb.Keys(context.Background(), prefix+":*").Result(); err == nil && len(keys) > 0 {
+			rdb.Del(context.Background(), keys...)
+		}
+	}()
+	var next atomic.Int64
+	b.SetParallelism(256) // × GOMAXPROCS publishers
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		thread := fmt.Sprint("th", next.Add(1))
+		q, err := bs.Subscribe(b.Context(), "acme", thread, 0)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		defer q.Stop(nil)
+		var seq int64
+		for pb.Next() {
+			seq++
+			if err := bs.Publish(b.Context(), ev(thread, seq)); err != nil {
+				b.Error(err)
+				return
+			}
+			q.Drain(nil)
+		}
+	})
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

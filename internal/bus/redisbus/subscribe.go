@@ -18,6 +18,7 @@ type topic struct {
 	pos    int64  // the seq of cursor
 	subs   map[*sub]struct{}
 	reader *reader
+	local  int64 // when an event was last published here (unix ns); 0 when none since the run's end
 }
 
 // sub is one subscription.
@@ -36,17 +37,18 @@ func (b *Bus) Subscribe(ctx context.Context, tenant, thread string, after int64)
 	s.q = q
 
 	start, capped := max(after, 0), false
+	sh := b.shard(key)
 	for {
-		b.mu.Lock()
-		if b.closed {
-			b.mu.Unlock()
+		sh.mu.Lock()
+		if b.closed.Load() {
+			sh.mu.Unlock()
 			return nil, bus.ErrClosed
 		}
-		t := b.topics[key]
+		t := sh.topics[key]
 		if !capped {
 			if t == nil {
 				// Nobody here follows the thread: ask Redis where its stream ends.
-				b.mu.Unlock()
+				sh.mu.Unlock()
 				top, err := b.top(ctx, key)
 				if err != nil {
 					return nil, fmt.Errorf("redisbus: subscribe to %s: %w", key, unavailable(err))
@@ -57,28 +59,28 @@ func (b *Bus) Subscribe(ctx context.Context, tenant, thread string, after int64)
 			start, capped = max(start, t.pos-b.backlog), true
 		}
 		if q.Err() != nil { // overflowed while catching up: the consumer learns it from q
-			b.mu.Unlock()
+			sh.mu.Unlock()
 			return q, nil
 		}
 		if t == nil {
 			t = &topic{key: key, cursor: entryID(start), pos: start, subs: map[*sub]struct{}{}}
-			b.topics[key] = t
-			b.assign(t)
+			sh.topics[key] = t
+			b.assign(sh, t)
 		}
 		if t.pos <= start {
 			// The shared position is not past ours: join, skipping what we have.
 			s.last = start
 			t.subs[s] = struct{}{}
 			// Watched from here on: before, Subscribe's own calls heed ctx. Set
-			// under b.mu, where deliver and unsubscribe read it.
+			// under the shard's lock, where deliver and unsubscribe read it.
 			s.stop = context.AfterFunc(ctx, func() { q.Stop(ctx.Err()) })
-			b.mu.Unlock()
+			sh.mu.Unlock()
 			return q, nil
 		}
 		// The topic has read past our start: fetch the gap ourselves, then
 		// look again (it may have moved on meanwhile).
 		cursor, pos := t.cursor, t.pos
-		b.mu.Unlock()
+		sh.mu.Unlock()
 		evs, err := b.fetch(ctx, key, start, cursor)
 		if err != nil {
 			return nil, fmt.Errorf("redisbus: subscribe to %s: %w", key, unavailable(err))
@@ -132,50 +134,46 @@ func (b *Bus) decode(key string, m redis.XMessage) (event.Event, bool) {
 	return ev, true
 }
 
-// assign gives a new topic to a reader with room, starting one if needed.
-// Called with b.mu held.
-func (b *Bus) assign(t *topic) {
+// assign gives a new topic to a reader of its shard with room, starting one
+// if needed. Called with sh.mu held.
+func (b *Bus) assign(sh *shard, t *topic) {
 	var r *reader
-	for _, c := range b.readers {
+	for _, c := range sh.readers {
 		if len(c.topics) < streamsPerReader {
 			r = c
 			break
 		}
 	}
 	if r == nil {
-		r = b.newReader()
-		b.readers = append(b.readers, r)
+		r = b.newReader(sh)
+		sh.readers = append(sh.readers, r)
 	}
 	r.topics[t.key] = t
 	t.reader = r
-	r.dirty = true
-	if r.blocked {
-		signal(r.kick)
-	} else {
-		signal(r.idle)
-	}
+	r.wake()
 }
 
 // unsubscribe detaches s (its queue's onStop); the last subscription of a
 // topic takes the topic with it (the reader drops the stream from its next XREAD).
 func (b *Bus) unsubscribe(key string, s *sub) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.detach(key, s)
+	sh := b.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.detach(key, s)
 }
 
-// detach is unsubscribe with b.mu held.
-func (b *Bus) detach(key string, s *sub) {
+// detach is unsubscribe with sh.mu held.
+func (sh *shard) detach(key string, s *sub) {
 	if s.stop != nil {
 		s.stop()
 	}
-	t := b.topics[key]
+	t := sh.topics[key]
 	if t == nil {
 		return
 	}
 	delete(t.subs, s)
 	if len(t.subs) == 0 {
-		delete(b.topics, key)
+		delete(sh.topics, key)
 		delete(t.reader.topics, key)
 	}
 }

@@ -377,7 +377,12 @@ func RunAdapter(t *testing.T, a Adapter) {
 		if errors.Is(err, context.Canceled) || !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("err %v: a timeout must read as DeadlineExceeded, never as the caller's cancellation", err)
 		}
-		waitGone(t, srv)
+		// On a loaded machine 50ms can pass before the request is even
+		// written: then nothing reached the fake and nothing is left to
+		// cancel; a request that did arrive must be cancelled.
+		if len(srv.Requests()) > 0 {
+			waitGone(t, srv)
+		}
 	})
 
 	t.Run("deadline mid-stream", func(t *testing.T) {

@@ -520,19 +520,26 @@ async function openConversation(id, { force = false, focus = null } = {}) {
 }
 
 // followQueued draws an input this tab queued before a reload (its mirror
-// says what it asked) and follows it on the conversation's stream, which
-// carries its run's events once it starts (until then the run has no id
-// to follow); its end draws the conversation again from the history.
+// says what it asked) and follows its run's stream, which says nothing
+// until the run starts and ends at once when the input leaves the queue
+// without a run (cancelled, dropped); its end draws the conversation again
+// from the history. An input that has left the queue already (404) is
+// dropped from the view.
 async function followQueued(runId, conversationId, saved) {
   const bubble = userBubble(saved.queued.input);
   const tools = userTools({});
   $('messages').append(bubble, tools);
-  markWaiting(bubble, 'enqueue');
   const live = { runId, conversationId, view: newRunView(), abort: new AbortController(), lastEventId: '', frames: [],
-    bubble, tools, input: saved.queued.input, waiting: true, buffer: [], started: false, only: runId, redraw: true };
+    bubble, tools, input: saved.queued.input, strategy: saved.queued.strategy, waiting: true, buffer: [], started: false, only: runId, redraw: true };
+  markWaiting(live, saved.queued.strategy || 'enqueue');
   state.waiting.push(live);
   setRunning();
-  await follow(live, `/v1/conversations/${conversationId}/events`, {});
+  try {
+    await follow(live, `/v1/agent/runs/${runId}/events`, {});
+  } catch (e) {
+    if (!(e instanceof ApiError && e.status === 404)) throw e;
+    dropWaiting(live);
+  }
 }
 
 // turnsOf joins the active branch's runs into turns: a question (the user
@@ -652,7 +659,7 @@ function markLatest() {
 function saveLive(live) {
   try {
     sessionStorage.setItem(LIVE_PREFIX + live.runId, JSON.stringify({ conversationId: live.conversationId, lastEventId: live.lastEventId, frames: live.frames, steering: live.steering,
-      queued: live.waiting && !live.started ? { input: live.input } : undefined }));
+      queued: live.waiting && !live.started ? { input: live.input, strategy: live.strategy } : undefined }));
   } catch {
     // storage full: a reload then replays the run from its start instead
   }
@@ -709,6 +716,9 @@ function setRunning() {
   $('send').disabled = busy;
   $('queue').hidden = !busy;
   $('interrupt').hidden = !busy;
+  $('rollback').hidden = !busy;
+  $('composer').classList.toggle('busy', busy);
+  autoGrow(); // the message box's width changes with the buttons beside it
   const hint = $('composer-hint');
   if (busy) delete hint.dataset.i18n; // it names the platform's key: drawn here, also on a language change
   else hint.dataset.i18n = 'composer.hint';
@@ -749,6 +759,14 @@ async function follow(live, path, init) {
     if (!live.abort.signal.aborted) throw e;
   }
   if (live.waiting) {
+    // An input that ends before its run starts left the queue without a
+    // run (cancelled elsewhere, or dropped by the server): nothing of it
+    // is stored, so it leaves the view.
+    if (!live.started && live.buffer.some((f) => f.event === 'agent.end')) {
+      dropWaiting(live);
+      say(t('status.queueDropped'));
+      return;
+    }
     live.streamDone = true; // its end is drawn when its turn comes
     return;
   }
@@ -836,6 +854,7 @@ function promote() {
   state.waiting = state.waiting.filter((w) => w !== next);
   next.waiting = false;
   state.live = next;
+  if (next.replaces && interrupted(next.replaces)) for (const n of turnNodes(next.replaces)) n.remove();
   (next.tools ?? next.bubble).after(next.view.el);
   setRunning();
   for (const f of next.buffer.splice(0)) draw(next, f);
@@ -844,37 +863,100 @@ function promote() {
   return true;
 }
 
-// markWaiting shows on a question that it waits for its turn: queued, or
-// interrupting the answer before it.
-function markWaiting(bubble, strategy) {
-  const interrupting = strategy === 'interrupt';
+// turnNodes are what the thread shows of the turn of a live run: its
+// answer and, when the run stored it, its question with the row under it.
+function turnNodes(live) {
+  const nodes = [live.view.el];
+  const tools = live.view.el.previousElementSibling;
+  const question = tools?.classList.contains('msg-tools') ? tools.previousElementSibling : null;
+  if (live.runId && question?.classList.contains('user') && question.dataset.runId === live.runId) nodes.push(tools, question);
+  return nodes;
+}
+
+// interrupted: a live run ended because a newer input interrupted it.
+function interrupted(live) {
+  return live.frames.some((f) => f.event === 'agent.end' && f.data.error?.code === 'run_interrupted');
+}
+
+// markWaiting shows on the question of a waiting input that it waits for
+// its turn: queued (with Cancel, once the server has given it its id), or
+// interrupting (replacing) the answer before it.
+function markWaiting(live, strategy) {
+  const { bubble, tools } = live;
   bubble.classList.add('waiting');
-  const tools = bubble.nextElementSibling?.classList.contains('msg-tools') ? bubble.nextElementSibling : null;
-  const badge = h('span', { class: `msg-badge ${interrupting ? 'interrupting' : 'queued'}`, role: 'status',
-    title: interrupting ? null : t('msg.queuedLabel') }, t(interrupting ? 'msg.interrupting' : 'msg.queued'));
-  if (tools) tools.prepend(badge);
-  else bubble.after(badge);
+  const label = { interrupt: 'msg.interrupting', rollback: 'msg.replacing' }[strategy] ?? 'msg.queued';
+  const queued = label === 'msg.queued';
+  const badge = h('span', { class: `msg-badge ${queued ? 'queued' : 'interrupting'}`, role: 'status',
+    title: queued ? t('msg.queuedLabel') : null }, t(label));
+  const cancel = queued ? h('button', { type: 'button', class: 'ghost small cancel-queued', 'aria-label': t('msg.cancelQueuedLabel'),
+    title: t('msg.cancelQueuedLabel'), onclick: () => cancelQueued(live).catch(fail) }, t('msg.cancelQueued')) : null;
+  if (cancel) cancel.hidden = !live.runId;
+  tools.prepend(...[badge, cancel].filter(Boolean));
 }
 
 function unmarkWaiting(bubble) {
   bubble.classList.remove('waiting');
   const tools = bubble.nextElementSibling;
-  (tools?.classList.contains('msg-tools') ? tools : bubble.parentElement)?.querySelector('.msg-badge')?.remove();
+  if (tools?.classList.contains('msg-tools')) for (const n of tools.querySelectorAll('.msg-badge, .cancel-queued')) n.remove();
+}
+
+// cancelQueued takes a queued input out of the conversation's queue (its
+// run never starts, nothing of it is stored) and out of the view. An input
+// whose run started meanwhile is not taken: the cancel stopped its run,
+// which ends as a cancelled run does.
+async function cancelQueued(live) {
+  if (!live.runId || live.started || !state.waiting.includes(live)) return;
+  const button = live.tools.querySelector('.cancel-queued');
+  button.disabled = true;
+  try {
+    await api(`/v1/agent/runs/${live.runId}/cancel`, { method: 'POST' });
+  } catch (e) {
+    // 404: it has left the queue already (another tab's cancel, a drop).
+    if (!(e instanceof ApiError && e.status === 404)) {
+      button.disabled = false;
+      throw e;
+    }
+  }
+  if (live.started) return;
+  dropWaiting(live);
+  say(t('status.queueCancelled'));
+  $('composer-input').focus();
+}
+
+// dropWaiting takes a waiting input that will never run out of the view
+// and stops following it. When nothing else goes on, the thread is drawn
+// again as the server keeps it (a run that ended while this one waited
+// left that to the last input).
+function dropWaiting(live) {
+  if (!state.waiting.includes(live)) return;
+  state.waiting = state.waiting.filter((w) => w !== live);
+  live.abort.abort();
+  live.bubble.remove();
+  live.tools.remove();
+  forgetLive(live.runId);
+  setRunning();
+  if (!state.live && !state.waiting.length && state.currentId === live.conversationId) {
+    openConversation(live.conversationId, { force: true }).catch(fail);
+  }
 }
 
 // sendWaiting sends input while a run answers, following strategy:
-// "enqueue" (its run starts when the runs before it end, in order) or
+// "enqueue" (its run starts when the runs before it end, in order),
 // "interrupt" (the answering run stops, its answer kept and marked
-// interrupted, and this one starts at once). Its question shows at the end
-// of the thread, marked, until its run starts.
+// interrupted, and this one starts at once) or "rollback" (as interrupt,
+// but the stopped turn leaves the conversation's branch: the new question
+// takes the old one's place, which stays as its older version). Its
+// question shows at the end of the thread, marked, until its run starts;
+// a replaced turn leaves the view then.
 async function sendWaiting(input, files, strategy) {
   const box = $('messages');
   const bubble = attachments.withFiles(userBubble(input), files);
   const tools = userTools({});
   box.append(bubble, tools);
-  markWaiting(bubble, strategy);
   const live = { runId: '', conversationId: state.currentId, view: newRunView(), abort: new AbortController(), lastEventId: '', frames: [],
-    bubble, tools, input, waiting: true, buffer: [], started: false, redraw: true };
+    bubble, tools, input, strategy, waiting: true, buffer: [], started: false, redraw: true,
+    replaces: strategy === 'rollback' ? state.live : null };
+  markWaiting(live, strategy);
   state.waiting.push(live);
   setRunning();
   scrollDown();
@@ -887,6 +969,8 @@ async function sendWaiting(input, files, strategy) {
       onOpen: (res) => {
         live.runId = res.headers.get('X-Run-ID') || live.runId;
         if (live.runId && !live.started) saveLive(live);
+        const cancel = tools.querySelector('.cancel-queued');
+        if (cancel && live.runId) cancel.hidden = false;
       },
     });
   } catch (e) {
@@ -1298,8 +1382,9 @@ function wire() {
     $('composer-input').value = '';
     autoGrow();
     if (files.length) tray.clear();
-    // While a run answers, Enter (or Queue) queues; Interrupt interrupts.
-    const strategy = e.submitter?.id === 'interrupt' ? 'interrupt' : 'enqueue';
+    // While a run answers, Enter (or Queue) queues; Interrupt interrupts;
+    // Replace rolls the answering turn back.
+    const strategy = { interrupt: 'interrupt', rollback: 'rollback' }[e.submitter?.id] ?? 'enqueue';
     send(input, files, strategy).catch(fail);
   });
   attachments.wire({ tray, button: $('attach'), picker: $('attach-input'), zone: $('chat'), input: $('composer-input') });
