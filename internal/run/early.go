@@ -20,9 +20,9 @@ import (
 // stored; anything else it does that others could see (model output, a
 // tool, a message or state written) waits for the start, and the writes it
 // defers (engine.AfterStart: remembering the user's message) are made once
-// the start is stored. A start that
-// fails discards the run: its model call is cancelled, nothing it did was
-// written or published, and the client gets the start's error as before.
+// the start is stored. A start that fails discards the run: its model call
+// is cancelled, nothing it did was written or published, and the client
+// gets the start's error as before.
 
 // opening is an early run's wait for its start.
 type opening struct {

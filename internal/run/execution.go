@@ -152,7 +152,8 @@ func (s *Service) launch(x *execution, body func(ctx context.Context) engine.Out
 // Emit gives ev the next seq of the thread, enqueues it to the log and
 // publishes it. Holding the lock across both keeps bus order equal to seq order.
 // Once the execution is fenced (its lease could not be kept) it emits nothing:
-// the seqs after its last are another replica's to give.
+// the seqs after its last are another replica's to give. An early run's
+// events wait for its start to be stored, or are held until then (early.go).
 func (x *execution) Emit(ctx context.Context, ev event.Event) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
