@@ -106,10 +106,15 @@ func (m *watchedModel) answered() error {
 // seq order from 1 with the announcements first, as the timeline has them.
 func TestFirstTextModelIsCalledWhileTheStartIsWritten(t *testing.T) {
 	t.Parallel()
+	backends(t, testModelCalledWhileTheStartIsWritten)
+}
+
+func testModelCalledWhileTheStartIsWritten(t *testing.T, o options) {
 	m := newWatchedModel()
-	e := setup(t, options{model: m, wrapStore: func(st store.Store) store.Store {
+	o.model, o.wrapStore = m, func(st store.Store) store.Store {
 		return startHook{Store: st, before: func(store.RunStart) error { return m.answered() }}
-	}})
+	}
+	e := setup(t, o)
 	frames := e.chat(alice, map[string]any{"input": "hello"})
 	if got := names(frames); len(got) < 4 || got[0] != "conversation.created" || got[1] != "agent.start" || got[len(got)-1] != "agent.end" {
 		t.Fatalf("frames %v", got)
@@ -170,43 +175,46 @@ func TestFirstTextFailedStartCancelsTheModelCall(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			m := newWatchedModel()
-			var mu sync.Mutex
-			var failed []store.RunStart // the starts failed, as asked
-			e := setup(t, options{model: m, wrapStore: func(st store.Store) store.Store {
-				return startHook{Store: st, before: func(in store.RunStart) error {
-					mu.Lock()
-					defer mu.Unlock()
-					if len(failed) > 0 {
-						return nil
-					}
-					if err := m.answered(); err != nil {
-						return err
-					}
-					failed = append(failed, in)
-					return tc.err
-				}}
-			}})
-			body := e.call(req{method: "POST", path: "/v1/agent/chat", token: alice, body: map[string]any{"input": "hello"}}, tc.status)
-			if ae, _ := body["error"].(map[string]any); ae["code"] != tc.code || ae["message"] == "" {
-				t.Fatalf("error %v, want code %s", body, tc.code)
-			}
-			if len(failed) != 1 || failed[0].NewConversation == nil {
-				t.Fatalf("failed starts %+v", failed)
-			}
-			n, ctx := m.state()
-			if n != 1 || ctx.Err() == nil {
-				t.Fatalf("%d model calls, the first one's context %v: want one, cancelled", n, ctx.Err())
-			}
-			in := failed[0]
-			e.call(req{method: "GET", path: "/v1/conversations/" + in.NewConversation.ID, token: alice}, http.StatusNotFound)
-			e.call(req{method: "GET", path: "/v1/agent/runs/" + in.Run.ID, token: alice}, http.StatusNotFound)
-			if list, _ := e.call(req{method: "GET", path: "/v1/conversations", token: alice}, http.StatusOK)["conversations"].([]any); len(list) != 0 {
-				t.Fatalf("conversations after a failed start: %v", list)
-			}
-			if frames := e.chat(alice, map[string]any{"input": "again"}); last(frames).Data["status"] != "succeeded" {
-				t.Fatalf("the next chat %v", names(frames))
-			}
+			backends(t, func(t *testing.T, o options) {
+				m := newWatchedModel()
+				var mu sync.Mutex
+				var failed []store.RunStart // the starts failed, as asked
+				o.model, o.wrapStore = m, func(st store.Store) store.Store {
+					return startHook{Store: st, before: func(in store.RunStart) error {
+						mu.Lock()
+						defer mu.Unlock()
+						if len(failed) > 0 {
+							return nil
+						}
+						if err := m.answered(); err != nil {
+							return err
+						}
+						failed = append(failed, in)
+						return tc.err
+					}}
+				}
+				e := setup(t, o)
+				body := e.call(req{method: "POST", path: "/v1/agent/chat", token: alice, body: map[string]any{"input": "hello"}}, tc.status)
+				if ae, _ := body["error"].(map[string]any); ae["code"] != tc.code || ae["message"] == "" {
+					t.Fatalf("error %v, want code %s", body, tc.code)
+				}
+				if len(failed) != 1 || failed[0].NewConversation == nil {
+					t.Fatalf("failed starts %+v", failed)
+				}
+				n, ctx := m.state()
+				if n != 1 || ctx.Err() == nil {
+					t.Fatalf("%d model calls, the first one's context %v: want one, cancelled", n, ctx.Err())
+				}
+				in := failed[0]
+				e.call(req{method: "GET", path: "/v1/conversations/" + in.NewConversation.ID, token: alice}, http.StatusNotFound)
+				e.call(req{method: "GET", path: "/v1/agent/runs/" + in.Run.ID, token: alice}, http.StatusNotFound)
+				if list, _ := e.call(req{method: "GET", path: "/v1/conversations", token: alice}, http.StatusOK)["conversations"].([]any); len(list) != 0 {
+					t.Fatalf("conversations after a failed start: %v", list)
+				}
+				if frames := e.chat(alice, map[string]any{"input": "again"}); last(frames).Data["status"] != "succeeded" {
+					t.Fatalf("the next chat %v", names(frames))
+				}
+			})
 		})
 	}
 }
@@ -235,10 +243,15 @@ func TestFirstTextQuotaRefusalCallsNoModel(t *testing.T) {
 // the memory entry is written once the conversation is.
 func TestFirstTextRemembersTheFirstMessage(t *testing.T) {
 	t.Parallel()
+	backends(t, testRemembersTheFirstMessage)
+}
+
+func testRemembersTheFirstMessage(t *testing.T, o options) {
 	m := newWatchedModel()
-	e := setup(t, options{memory: true, model: m, wrapStore: func(st store.Store) store.Store {
+	o.memory, o.model, o.wrapStore = true, m, func(st store.Store) store.Store {
 		return startHook{Store: st, before: func(store.RunStart) error { return m.answered() }}
-	}})
+	}
+	e := setup(t, o)
 	const input = "zebrafinch quasar lighthouse"
 	frames := e.chat(alice, map[string]any{"input": input})
 	if last(frames).Data["status"] != "succeeded" {
