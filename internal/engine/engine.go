@@ -283,3 +283,24 @@ func CallUsage(u llm.Usage, fallback string) event.ModelUsage {
 		CachedInputTokens: u.CachedInputTokens, Estimated: u.Estimated, Cost: u.Cost, Currency: u.Currency,
 	}
 }
+
+type afterStartKey struct{}
+
+// WithAfterStart is ctx for an execution that begins before its run's start
+// is stored (the run service's early runs): AfterStart hands its writes to
+// defer, which runs each once the start is stored, or drops it should the
+// start fail.
+func WithAfterStart(ctx context.Context, deferWrite func(write func())) context.Context {
+	return context.WithValue(ctx, afterStartKey{}, deferWrite)
+}
+
+// AfterStart runs write, a write that names the run's stored rows (its
+// conversation, its user message), once the run's start is stored: at once,
+// unless ctx is an execution's that began before (WithAfterStart).
+func AfterStart(ctx context.Context, write func()) {
+	if deferWrite, ok := ctx.Value(afterStartKey{}).(func(func())); ok {
+		deferWrite(write)
+		return
+	}
+	write()
+}

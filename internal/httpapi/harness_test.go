@@ -112,6 +112,9 @@ type options struct {
 	// set, is the run service's clock.
 	limits usage.Policy
 	now    func() time.Time
+	// wrapStore, when set, wraps the store the run service uses (a test's
+	// fault or pause around one call, firsttext_test.go).
+	wrapStore func(store.Store) store.Store
 }
 
 type env struct {
@@ -202,8 +205,12 @@ func setup(t *testing.T, o options) *env {
 		t.Cleanup(agents.Close)
 		<-agents.Listening()
 	}
+	runStore := st
+	if o.wrapStore != nil {
+		runStore = o.wrapStore(st)
+	}
 	rc := run.Config{
-		Store: tel.Store(st), Bus: tel.Bus(b), ConfirmTTL: o.confirmTTL, SweepInterval: 20 * time.Millisecond, Engine: router, Compactor: parts.compactor,
+		Store: tel.Store(runStore), Bus: tel.Bus(b), ConfirmTTL: o.confirmTTL, SweepInterval: 20 * time.Millisecond, Engine: router, Compactor: parts.compactor,
 		Telemetry: tel, Sole: o.pgURL == "", // one process over its store, as serve runs SQLite; else a replica
 		MaxRunsPerTenant: o.maxRunsPerTenant,
 		MaxExecutions:    o.maxExecutions,

@@ -42,6 +42,10 @@ type execution struct {
 	stateMu sync.Mutex
 
 	term *term // whether this process may still act for the run
+	// early: the run began executing before its start was stored; opening
+	// is its wait for the start (early.go).
+	early   bool
+	opening *opening
 
 	tel *telemetry.Run // metrics and the span of this execution
 	log *slog.Logger   // lines about the run: they carry its run_id and trace_id
@@ -121,6 +125,9 @@ func (s *Service) launch(x *execution, body func(ctx context.Context) engine.Out
 		// A fenced term stops the engine too: its events would be dropped.
 		defer context.AfterFunc(x.term.ctx, func() { cancel(errLeaseLost) })()
 		o := body(ctx)
+		if !x.started() {
+			return // an early run whose start failed: nothing of it is recorded (early.go)
+		}
 		if stopped := engine.Stopped(ctx); stopped != nil && o.Status != engine.StatusAwaiting {
 			stopped.Usage = o.Usage
 			o = *stopped
@@ -145,10 +152,18 @@ func (s *Service) launch(x *execution, body func(ctx context.Context) engine.Out
 // Emit gives ev the next seq of the thread, enqueues it to the log and
 // publishes it. Holding the lock across both keeps bus order equal to seq order.
 // Once the execution is fenced (its lease could not be kept) it emits nothing:
-// the seqs after its last are another replica's to give.
+// the seqs after its last are another replica's to give. An early run's
+// events wait for its start to be stored, or are held until then (early.go).
 func (x *execution) Emit(ctx context.Context, ev event.Event) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if x.hold(ctx, ev) {
+		x.emit(ctx, ev)
+	}
+}
+
+// emit is Emit with x.mu held, once the run's start is stored.
+func (x *execution) emit(ctx context.Context, ev event.Event) {
 	if x.fenced() || !x.reserve() {
 		return
 	}
@@ -215,6 +230,9 @@ func (x *execution) stamp(ev *event.Event) {
 
 // AppendMessage stores a message of the run's conversation.
 func (x *execution) AppendMessage(ctx context.Context, m chat.Message) (chat.Message, error) {
+	if !x.started() {
+		return chat.Message{}, errStartFailed
+	}
 	m.ConversationID = x.run.ConversationID
 	if m.RunID == "" {
 		m.RunID = x.run.ID

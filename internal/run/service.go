@@ -430,26 +430,40 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 		}
 		in.NewConversation = &chat.Conversation{ID: req.CreateWithID, Title: title, Engine: req.Engine, AgentID: in.Run.AgentID}
 	}
+	var x *execution // the run's execution, when it begins before its start is stored
+	if early(in, again, extra) {
+		x = s.launchEarly(t, sc, &in, req, ag, tel)
+		admitted, placed = false, false // the execution releases both
+	}
+	// fail ends a start that did not launch its run, or discards the run
+	// that began early: its model call is cancelled, nothing was published.
+	fail := func(err error) (Started, error) {
+		if x != nil {
+			x.discard()
+		}
+		tel.Abort(err)
+		return Started{}, err
+	}
 	// One call writes the conversation, the run and the user message, and
 	// reads the thread's last seq: no other run can emit on the thread now.
 	started, err := s.st.StartRun(sctx, sc, in)
 	if errors.Is(err, store.ErrTooManyRuns) {
-		tel.Abort(err)
+		fail(err)
 		return Started{}, &TooManyRunsError{Limit: s.cfg.MaxRunsPerTenant}
 	}
 	if qe := (*store.QuotaError)(nil); errors.As(err, &qe) {
-		tel.Abort(err)
+		fail(err)
 		return Started{}, usage.Refused(qe, now)
 	}
 	if err != nil {
-		tel.Abort(err)
-		return Started{}, err
+		return fail(err)
 	}
-	tel.Bind(started.Run)
+	if x == nil {
+		tel.Bind(started.Run)
+	}
 	if err := s.st.ReferenceFiles(sctx, sc, started.Conversation.ID, fileIDs); err != nil {
-		tel.Abort(err)
 		s.abandon(started.Run, err)
-		return Started{}, err
+		return fail(err)
 	}
 	out := Started{Run: started.Run, Conversation: started.Conversation, Created: in.NewConversation != nil}
 	r, conv, last, userMsg := started.Run, started.Conversation, started.LastSeq, started.Message
@@ -461,9 +475,8 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 		state, err = s.st.ThreadState(sctx, sc, conv.ID)
 	}
 	if err != nil {
-		tel.Abort(err)
 		s.abandon(r, err)
-		return Started{}, err
+		return fail(err)
 	}
 	// leaf is where the run's branch ends as it begins: the model's context
 	// is the branch down to it.
@@ -472,9 +485,8 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 		m.ConversationID, m.RunID = conv.ID, r.ID
 		stored, err := s.st.AppendMessage(sctx, sc, m)
 		if err != nil {
-			tel.Abort(err)
 			s.abandon(r, err)
-			return Started{}, err
+			return fail(err)
 		}
 		leaf = stored.ID
 	}
@@ -484,26 +496,59 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 	if s.halt.Err() != nil {
 		// Shutdown gave up waiting: the store may be closing. The run is
 		// left to the next start's recovery, as after a crash.
-		tel.Abort(ErrShuttingDown)
-		return Started{}, ErrShuttingDown
+		return fail(ErrShuttingDown)
 	}
 	if userMsg.Role != chat.RoleUser {
 		userMsg = chat.Message{}
 	}
-	x := s.newExecution(t, sc, r, last, tel)
-	x.placed = true
 	if follow {
 		q, err := s.bus.Subscribe(ctx, sc.Tenant, conv.ID, last)
 		if err != nil {
-			tel.Abort(err)
 			s.abandon(r, err)
-			return Started{}, err
+			return fail(err)
 		}
 		out.Stream = &Stream{s: s, sc: sc, thread: conv.ID, runID: r.ID, q: q, last: last}
 	}
+	if x != nil {
+		x.open(last, r.SeqReserved) // early.go
+		return out, nil
+	}
+	x = s.newExecution(t, sc, r, last, tel)
+	x.placed = true
 	admitted, placed = false, false // the execution releases both
-	s.launch(x, func(ctx context.Context) engine.Outcome {
-		if out.Created {
+	s.launch(x, s.newRunBody(x, sc, req, ag, r, conv, userMsg, state, leaf, out.Created, len(extra) > 0))
+	return out, nil
+}
+
+// launchEarly begins executing the run that in starts, before the start is
+// stored (early.go): in gets the ids its run, conversation and message will
+// be stored with, and the run's events are held until Execution.open.
+func (s *Service) launchEarly(t *term, sc chat.Scope, in *store.RunStart, req StartRequest, ag *engine.Agent, tel *telemetry.Run) *execution {
+	store.FillConversation(in.NewConversation, sc, in.Run.CreatedAt)
+	in.Run.ConversationID = in.NewConversation.ID
+	store.FillRun(&in.Run, sc, in.Run.CreatedAt)
+	store.FillMessage(&in.Message, in.Run.CreatedAt)
+	r, conv, userMsg := in.Run, *in.NewConversation, in.Message
+	userMsg.ConversationID, userMsg.RunID = conv.ID, r.ID
+	// The run's metrics name it now: its execution begins before the start
+	// returns (and Bind is not called twice: the engine reads what it set).
+	tel.Bind(r)
+	x := s.newExecution(t, sc, r, 0, tel)
+	x.placed, x.early = true, true
+	x.opening = &opening{decided: make(chan struct{})}
+	s.launch(x, s.newRunBody(x, sc, req, ag, r, conv, userMsg, req.State, userMsg.ID, true, false))
+	return x
+}
+
+// newRunBody is what a new run executes: its announcements, its context
+// (the branch down to leaf, compacted) and the engine.
+func (s *Service) newRunBody(x *execution, sc chat.Scope, req StartRequest, ag *engine.Agent, r chat.Run, conv chat.Conversation,
+	userMsg chat.Message, state json.RawMessage, leaf string, created, extra bool) func(ctx context.Context) engine.Outcome {
+	return func(ctx context.Context) engine.Outcome {
+		if x.early {
+			ctx = engine.WithAfterStart(ctx, x.deferWrite) // early.go
+		}
+		if created {
 			x.Emit(ctx, event.New(event.ConversationCreatedData{ConversationID: conv.ID, Title: conv.Title}))
 		}
 		x.Emit(ctx, event.New(event.RunStartedData{ConversationID: conv.ID, Input: req.Input, UserMessageID: userMsg.ID, Engine: req.Engine, ClientRunID: req.ClientRunID,
@@ -515,17 +560,23 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 		// wrote: no read stands between the start and the model call.
 		history := []chat.Message{userMsg}
 		var err error
-		if !out.Created || len(extra) > 0 || userMsg.ID == "" {
+		if !created || extra || userMsg.ID == "" {
 			if history, err = s.history(ctx, sc, conv.ID, leaf); err != nil {
 				return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: errcode.StoreFailed, Message: "The conversation history could not be read."}}
 			}
 		}
-		history = s.withCompaction(ctx, sc, conv.ID, r.ID, x, history, true) // context.go
+		// An early run's new conversation has no compaction yet: it reads
+		// none, and compacts (which writes) only once its start is stored.
+		if !x.early || s.compactionDue(history) {
+			if !x.started() {
+				return engine.Outcome{Status: engine.StatusCancelled}
+			}
+			history = s.withCompaction(ctx, sc, conv.ID, r.ID, x, history, true) // context.go
+		}
 		opts := engine.Options{Engine: req.Engine, Structured: req.Structured, FrontendTools: req.FrontendTools,
 			Context: req.Context, MaxSteps: req.MaxSteps, State: state}
 		return s.eng.Execute(ctx, engine.Task{Scope: sc, Run: r, Conversation: conv, History: history, Options: opts, Agent: ag, Budget: s.budget(r)}, x)
-	})
-	return out, nil
+	}
 }
 
 // resolveAgent finds the agent version a new run executes: the request's

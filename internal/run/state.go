@@ -27,6 +27,9 @@ func (s *Service) ThreadState(ctx context.Context, sc chat.Scope, thread string)
 // UpdateState applies an RFC 6902 patch to the thread's shared state (the
 // engine's Host): the patched state is stored, then the patch announced.
 func (x *execution) UpdateState(ctx context.Context, patch json.RawMessage) (json.RawMessage, error) {
+	if !x.started() {
+		return nil, errStartFailed
+	}
 	x.stateMu.Lock()
 	defer x.stateMu.Unlock()
 	sctx := context.WithoutCancel(ctx)

@@ -29,6 +29,7 @@ type Run struct {
 	t     *Telemetry // nil: record nothing
 	run   chat.Run
 	start time.Time
+	began bool       // Begin was called: the run counts as executing
 	span  trace.Span // its SpanContext is the run's trace context, always valid
 
 	first   atomic.Bool // the first text delta was seen
@@ -147,6 +148,9 @@ func (r *Run) Bind(run chat.Run) {
 
 // Abort ends the span of a run that could not be stored: it never executed.
 func (r *Run) Abort(err error) {
+	if r.began && r.t != nil {
+		r.t.m.runsExecuting.Dec() // it began early (Begin) and was discarded
+	}
 	r.span.SetStatus(codes.Error, "the run could not start")
 	r.span.RecordError(err)
 	r.span.End()
@@ -169,7 +173,7 @@ func fromContext(ctx context.Context) *Run {
 // and tool calls in it are the span's children, and log lines written with
 // it carry the run's trace_id (LogHandler).
 func (r *Run) Begin(ctx context.Context) context.Context {
-	r.start = time.Now()
+	r.start, r.began = time.Now(), true
 	ctx = trace.ContextWithSpan(ctx, r.span)
 	if r.t == nil {
 		return ctx

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/agentchat/agentchat/internal/chat"
+	"github.com/agentchat/agentchat/internal/engine"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/llm"
 )
@@ -54,7 +55,9 @@ func (r *runner) retrieve(ctx context.Context, msgs []llm.Message) []llm.Message
 	if user.ID == "" {
 		return msgs
 	}
-	defer r.a.retriever.Remember(context.WithoutCancel(ctx), r.t.Scope, user)
+	// The message is remembered once it is stored (at once, unless the run
+	// began while its start was written).
+	defer engine.AfterStart(ctx, func() { r.a.retriever.Remember(context.WithoutCancel(ctx), r.t.Scope, user) })
 	if user.RunID != r.t.Run.ID || user.Content == "" {
 		return msgs
 	}
