@@ -18,8 +18,9 @@ import (
 type publisher struct {
 	bus bus.Bus
 	s   *Service
-	// bounded: each publish gets publishTimeout. A lossless bus
-	// (bus.Lossless) never waits, and every token would pay for a timer.
+	// bounded: each publish gets publishTimeout. Not on the embedded
+	// default (Service.lossless), whose bus never waits, where every token
+	// would pay for a timer.
 	bounded   bool
 	downUntil atomic.Int64 // unix nanos; publishing is skipped before it
 	down      atomic.Bool  // an outage was logged

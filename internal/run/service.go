@@ -193,7 +193,7 @@ func New(cfg Config) *Service {
 		exec: capacity{max: int64(max(cfg.MaxExecutions, 0))},
 	}
 	s.lossless = cfg.Sole && bus.Lossless(cfg.Bus)
-	s.pub = &publisher{bus: cfg.Bus, s: s, bounded: !bus.Lossless(cfg.Bus)}
+	s.pub = &publisher{bus: cfg.Bus, s: s, bounded: !s.lossless}
 	context.AfterFunc(halt, s.evlog.GiveUp) // an execution waiting for room in the log stops waiting
 	s.wg.Add(3)
 	go s.livenessLoop()
