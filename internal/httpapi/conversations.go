@@ -144,11 +144,9 @@ func conversationErr(err error) error {
 	return toAPIError(err, errcode.ConversationNotFound, "conversation")
 }
 
-func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) error {
-	c, err := s.runs.Conversation(r.Context(), scopeOf(r.Context()), r.PathValue("id"))
-	if err != nil {
-		return conversationErr(err)
-	}
+// writeConversation answers c with the run active in it, if any (the
+// console's second tab follows that run).
+func (s *Server) writeConversation(w http.ResponseWriter, r *http.Request, c chat.Conversation) error {
 	out := native.ConversationOf(c)
 	switch active, err := s.runs.Active(r.Context(), scopeOf(r.Context()), c.ID); {
 	case err == nil:
@@ -158,6 +156,14 @@ func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) error {
+	c, err := s.runs.Conversation(r.Context(), scopeOf(r.Context()), r.PathValue("id"))
+	if err != nil {
+		return conversationErr(err)
+	}
+	return s.writeConversation(w, r, c)
 }
 
 // listQueue answers the inputs queued in a conversation (multitaskStrategy
@@ -195,15 +201,7 @@ func (s *Server) updateConversation(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return conversationErr(err)
 	}
-	out := native.ConversationOf(c)
-	switch active, err := s.runs.Active(r.Context(), scopeOf(r.Context()), c.ID); {
-	case err == nil:
-		out.ActiveRunID = active.ID
-	case !errors.Is(err, store.ErrNotFound):
-		return err
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return s.writeConversation(w, r, c)
 }
 
 func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) error {
