@@ -25,8 +25,10 @@ const (
 	rollbackToSQL         = `ROLLBACK TO start`
 )
 
-// hotStatements are prepared when the store opens.
-var hotStatements = []string{updateConvSQL, insertMessageSQL, activeRunSQL, insertRunSQL, insertConversationSQL, selectConversationSQL, countExecutingSQL, savepointSQL, releaseSQL, rollbackToSQL, lastSeqSQL, insertEventSQL}
+// hotStatements are the write pool's statements prepared when the store
+// opens: a run's start, its log, its messages and its end.
+var hotStatements = []string{updateConvSQL, insertMessageSQL, activeRunSQL, insertRunSQL, insertConversationSQL, selectConversationSQL, countExecutingSQL, savepointSQL, releaseSQL, rollbackToSQL, lastSeqSQL, insertEventSQL,
+	activeLeafSQL, runParentSQL, setActiveLeafSQL, selectRunSQL, updateRunSQL, insertUsageSQL}
 
 // Run starts are group-committed, as the event log is: SQLite has one
 // writer, and a commit (its WAL frames, the lock) costs about as much for
