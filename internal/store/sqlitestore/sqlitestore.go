@@ -51,7 +51,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// have to spare.
 	pragmas := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-16384)&_pragma=temp_store(MEMORY)"
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + pragmas
-	write, err := openDB(dsn + "&_txlock=immediate")
+	write, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}
@@ -64,7 +64,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		write.Close()
 		return nil, err
 	}
-	read, err := openDB(dsn + "&mode=ro")
+	read, err := sql.Open("sqlite", dsn+"&mode=ro")
 	if err != nil {
 		write.Close()
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
@@ -80,16 +80,6 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}
 	return s, nil
-}
-
-// openDB opens a pool whose connections run their calls on goroutines of
-// their own (worker.go).
-func openDB(dsn string) (*sql.DB, error) {
-	c, err := newWorkerConnector(dsn)
-	if err != nil {
-		return nil, err
-	}
-	return sql.OpenDB(c), nil
 }
 
 // keepOpen opens db's n connections now and keeps them for the life of the
