@@ -50,6 +50,7 @@ import (
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/agentchat/agentchat/internal/llm"
@@ -177,18 +178,11 @@ func (m *Model) params(req llm.Request) (sdk.ChatCompletionNewParams, error) {
 		p.Messages = append(p.Messages, mp)
 	}
 	for _, t := range req.Tools {
-		params := shared.FunctionParameters{"type": "object", "properties": map[string]any{}}
-		if len(bytes.TrimSpace(t.Parameters)) > 0 {
-			params = nil
-			if err := json.Unmarshal(t.Parameters, &params); err != nil {
-				return p, fmt.Errorf("tool %s: parameters are not a JSON object: %w", t.Name, err)
-			}
+		tool, err := functionTool(t)
+		if err != nil {
+			return p, err
 		}
-		def := shared.FunctionDefinitionParam{Name: t.Name, Parameters: params}
-		if t.Description != "" {
-			def.Description = sdk.String(t.Description)
-		}
-		p.Tools = append(p.Tools, sdk.ChatCompletionFunctionTool(def))
+		p.Tools = append(p.Tools, tool)
 	}
 	if req.MaxTokens > 0 {
 		if m.maxCompletionTokens {
@@ -204,6 +198,33 @@ func (m *Model) params(req llm.Request) (sdk.ChatCompletionNewParams, error) {
 		p.ResponseFormat.OfJSONObject = &shared.ResponseFormatJSONObjectParam{}
 	}
 	return p, nil
+}
+
+// functionTool is t as a request's function tool. Its JSON is written here
+// and handed to the SDK as the param's override (the SDK's documented way to
+// send raw JSON): decoding the parameters' schema into a map and encoding it
+// again by reflection, every tool on every call, was most of the cost of
+// building a request. The schema goes out as the agent's definition wrote
+// it, key order included.
+func functionTool(t llm.ToolSpec) (sdk.ChatCompletionToolUnionParam, error) {
+	params := bytes.TrimSpace(t.Parameters)
+	if len(params) == 0 || string(params) == "null" {
+		params = []byte(`{"type":"object","properties":{}}`)
+	} else if params[0] != '{' || !json.Valid(params) {
+		return sdk.ChatCompletionToolUnionParam{}, fmt.Errorf("tool %s: parameters are not a JSON object", t.Name)
+	}
+	b := make([]byte, 0, 64+len(t.Name)+len(t.Description)+len(params))
+	b = append(b, `{"type":"function","function":{"name":`...)
+	b = appendJSONString(b, t.Name)
+	if t.Description != "" {
+		b = append(b, `,"description":`...)
+		b = appendJSONString(b, t.Description)
+	}
+	b = append(b, `,"parameters":`...)
+	b = append(b, params...)
+	b = append(b, "}}"...)
+	f := param.Override[sdk.ChatCompletionFunctionToolParam](json.RawMessage(b))
+	return sdk.ChatCompletionToolUnionParam{OfFunction: &f}, nil
 }
 
 func message(msg llm.Message) (sdk.ChatCompletionMessageParamUnion, error) {
@@ -434,4 +455,10 @@ func (t *toolIndex) delta(tc toolCall) (llm.ToolCallDelta, bool) {
 		return llm.ToolCallDelta{}, false
 	}
 	return llm.ToolCallDelta{Index: i, ArgsDelta: tc.args}, true
+}
+
+// appendJSONString appends s as a JSON string.
+func appendJSONString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s) // a string always encodes
+	return append(b, q...)
 }
