@@ -43,3 +43,44 @@ func TestEventJSONRoundTrip(t *testing.T) {
 		t.Errorf("round trip:\n got %+v\nwant %+v", out, in)
 	}
 }
+
+// MarshalJSON appends by hand; its output must be what json.Marshal makes of
+// the wire form, byte for byte, whatever the strings hold.
+func TestMarshalJSONMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 26, 14, 3, 4, 123456789, time.UTC)
+	for _, tc := range []struct {
+		name string
+		ev   Event
+	}{
+		{"plain", Event{Tenant: "t", Thread: "c", Run: "r", Seq: 1, Time: at, Type: TextDelta, Payload: TextDeltaData{Delta: "hello"}}},
+		{"every field", Event{Tenant: "acme", Thread: "conv_1", Run: "run_1", Seq: 1 << 40, Time: at.In(time.FixedZone("x", 3600)),
+			Type: ToolResult, Turn: "turn", Iteration: -3, Step: "worker",
+			Payload: ToolResultData{ToolCallID: "call_1", Name: "calc", Output: json.RawMessage(`{"a":"<b>&"}`), Content: "2"}}},
+		{"escapes", Event{Tenant: "a\"b\\c", Thread: "\n\r\t\x00\x1f\x7f", Run: "<>&", Seq: 2, Time: at, Type: TextDelta,
+			Turn: "\u2028\u2029é漢", Step: "bad\xffutf8\xc3", Payload: TextDeltaData{Delta: "x\u2028<y>"}}},
+		{"zero time, no payload", Event{Thread: "c", Seq: 3, Type: TextDelta}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.ev.MarshalJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := EncodePayload(tc.ev.Payload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := tc.ev
+			want, err := json.Marshal(wire{e.Tenant, e.Thread, e.Run, e.Seq, e.Time, e.Type, e.Turn, e.Iteration, e.Step, p})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(want) {
+				t.Errorf("MarshalJSON:\n got %s\nwant %s", got, want)
+			}
+		})
+	}
+	if _, err := (Event{Seq: 1, Type: TextDelta, Time: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}).MarshalJSON(); err == nil {
+		t.Error("a time past year 9999 encoded")
+	}
+}

@@ -306,17 +306,23 @@ func (l *eventLog) gather(batch []logEntry, parts []gathered) ([]logEntry, []gat
 			// The common case: the queue is taken whole and copied after
 			// the lock is let go, so that enqueuers never wait for a copy.
 			p.whole = sh.pending
-			sh.pending, sh.spare = sh.spare[:0], nil
+			next := sh.spare[:0]
+			if next == nil {
+				// The spare is still out (a partial take kept the array):
+				// start at the size this queue needed, rather than growing
+				// from nothing again under the next burst.
+				next = make([]logEntry, 0, cap(p.whole))
+			}
+			sh.pending, sh.spare = next, nil
 			sh.mu.Unlock()
 			batch = append(batch, p.whole...)
 		} else {
-			// The batch is full: the rest moves to the front of the
-			// same array, which keeps its size. A fresh array of the
-			// rest's length was grown again by every Enqueue after,
-			// 1.4 KB allocated per event while the log ran behind.
+			// The rest moves to the front of the same array: a log that is
+			// behind (more than a batch held) keeps its arrays instead of
+			// allocating and regrowing one per shard per batch.
 			batch = append(batch, sh.pending[:n]...)
 			rest := copy(sh.pending, sh.pending[n:])
-			clear(sh.pending[rest:]) // drop the taken events' references
+			clear(sh.pending[rest:])
 			sh.pending = sh.pending[:rest]
 			sh.mu.Unlock()
 		}

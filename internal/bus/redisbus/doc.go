@@ -14,8 +14,10 @@
 // in a tenant are percent-escaped so that no two (tenant, thread) pairs share
 // a key; the thread, last in the key, needs no escaping.
 //
-// A stream entry's id is "<seq>-0" and its fields are "seq" (decimal) and "ev"
-// (the event as event.Event.MarshalJSON encodes it). Seq increases per thread
+// A stream entry's id is "<seq>-0" and its one field is "ev" (the event as
+// event.Event.MarshalJSON encodes it; the seq is in the id and in the event,
+// and entries written with a "seq" field besides, before it was dropped,
+// read the same). Seq increases per thread
 // across runs, so these ids increase as Redis requires, and the seq of a
 // Last-Event-ID (dialect.ID.Replay) is directly a stream position on every
 // replica. Publishing an event whose seq

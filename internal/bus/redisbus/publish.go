@@ -156,7 +156,7 @@ func (b *Bus) send(q *publishQueue, batch []*publishReq) {
 	_, _ = b.rdb.Pipelined(b.ctx, func(p redis.Pipeliner) error {
 		for i, r := range batch {
 			adds[i] = p.XAdd(b.ctx, &redis.XAddArgs{Stream: r.key, ID: entryID(r.seq), MaxLen: b.opts.MaxLen, Approx: true,
-				Values: []any{"seq", r.seq, "ev", r.data}})
+				Values: []any{"ev", r.data}})
 			if now.Sub(q.expireSeen[r.key]) > expireEvery {
 				q.expireSeen[r.key] = now
 				expires = append(expires, p.Expire(b.ctx, r.key, b.opts.TTL))

@@ -178,11 +178,11 @@ func (m *Model) params(req llm.Request) (sdk.ChatCompletionNewParams, error) {
 		p.Messages = append(p.Messages, mp)
 	}
 	for _, t := range req.Tools {
-		def, err := toolJSON(t)
+		tool, err := functionTool(t)
 		if err != nil {
 			return p, err
 		}
-		p.Tools = append(p.Tools, sdk.ChatCompletionToolUnionParam{OfFunction: &def})
+		p.Tools = append(p.Tools, tool)
 	}
 	if req.MaxTokens > 0 {
 		if m.maxCompletionTokens {
@@ -200,31 +200,31 @@ func (m *Model) params(req llm.Request) (sdk.ChatCompletionNewParams, error) {
 	return p, nil
 }
 
-// toolJSON is a tool's entry in the request, its schema sent as given. The
-// SDK's own marshalling of a schema (parsed into maps, then encoded
-// reflectively, on every model call) was 7 % of the server's CPU at 1000
-// streams.
-func toolJSON(t llm.ToolSpec) (sdk.ChatCompletionFunctionToolParam, error) {
+// functionTool is t as a request's function tool. Its JSON is written here
+// and handed to the SDK as the param's override (the SDK's documented way to
+// send raw JSON): decoding the parameters' schema into a map and encoding it
+// again by reflection, every tool on every call, was most of the cost of
+// building a request. The schema goes out as the agent's definition wrote
+// it, key order included.
+func functionTool(t llm.ToolSpec) (sdk.ChatCompletionToolUnionParam, error) {
 	params := bytes.TrimSpace(t.Parameters)
-	switch {
-	case len(params) == 0 || string(params) == "null":
+	if len(params) == 0 || string(params) == "null" {
 		params = []byte(`{"type":"object","properties":{}}`)
-	case params[0] != '{' || !json.Valid(params):
-		return sdk.ChatCompletionFunctionToolParam{}, fmt.Errorf("tool %s: parameters are not a JSON object", t.Name)
+	} else if params[0] != '{' || !json.Valid(params) {
+		return sdk.ChatCompletionToolUnionParam{}, fmt.Errorf("tool %s: parameters are not a JSON object", t.Name)
 	}
-	type function struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description,omitempty"`
-		Parameters  json.RawMessage `json:"parameters"`
+	b := make([]byte, 0, 64+len(t.Name)+len(t.Description)+len(params))
+	b = append(b, `{"type":"function","function":{"name":`...)
+	b = appendJSONString(b, t.Name)
+	if t.Description != "" {
+		b = append(b, `,"description":`...)
+		b = appendJSONString(b, t.Description)
 	}
-	b, err := json.Marshal(struct {
-		Type     string   `json:"type"`
-		Function function `json:"function"`
-	}{"function", function{t.Name, t.Description, params}})
-	if err != nil {
-		return sdk.ChatCompletionFunctionToolParam{}, fmt.Errorf("tool %s: %w", t.Name, err)
-	}
-	return param.Override[sdk.ChatCompletionFunctionToolParam](json.RawMessage(b)), nil
+	b = append(b, `,"parameters":`...)
+	b = append(b, params...)
+	b = append(b, "}}"...)
+	f := param.Override[sdk.ChatCompletionFunctionToolParam](json.RawMessage(b))
+	return sdk.ChatCompletionToolUnionParam{OfFunction: &f}, nil
 }
 
 func message(msg llm.Message) (sdk.ChatCompletionMessageParamUnion, error) {
@@ -455,4 +455,10 @@ func (t *toolIndex) delta(tc toolCall) (llm.ToolCallDelta, bool) {
 		return llm.ToolCallDelta{}, false
 	}
 	return llm.ToolCallDelta{Index: i, ArgsDelta: tc.args}, true
+}
+
+// appendJSONString appends s as a JSON string.
+func appendJSONString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s) // a string always encodes
+	return append(b, q...)
 }

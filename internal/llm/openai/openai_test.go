@@ -122,6 +122,59 @@ func TestRequest(t *testing.T) {
 	}
 }
 
+// TestToolParameters: a tool's schema is sent as written (key order kept,
+// a description with characters JSON must escape), a missing or null one as
+// the empty object schema, and one that is not a JSON object is refused
+// before any request.
+func TestToolParameters(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, params, want string // want: the tool's JSON sent; empty: refused
+	}{
+		{"as written", `{"type":"object","required":["b"],"properties":{"b":{"type":"string"},"a":{"type":"integer"}}}`,
+			`{"type":"function","function":{"name":"t","description":"Say \"hi\"\n\u003cb\u003e","parameters":{"type":"object","required":["b"],"properties":{"b":{"type":"string"},"a":{"type":"integer"}}}}}`},
+		{"missing", ``, `{"type":"function","function":{"name":"t","description":"Say \"hi\"\n\u003cb\u003e","parameters":{"type":"object","properties":{}}}}`},
+		{"null", `null`, `{"type":"function","function":{"name":"t","description":"Say \"hi\"\n\u003cb\u003e","parameters":{"type":"object","properties":{}}}}`},
+		{"an array", `[{"type":"object"}]`, ``},
+		{"a string", `"object"`, ``},
+		{"not JSON", `{"type":`, ``},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			m, srv := setup(t, llmtest.Options{})
+			s, err := m.Stream(t.Context(), llm.Request{
+				Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}},
+				Tools:    []llm.ToolSpec{{Name: "t", Description: "Say \"hi\"\n<b>", Parameters: json.RawMessage(tc.params)}},
+			})
+			if tc.want == "" {
+				if err == nil {
+					s.Close()
+					t.Fatal("a tool whose parameters are not a JSON object was sent")
+				}
+				if n := len(srv.Requests()); n != 0 {
+					t.Errorf("%d requests sent", n)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := llm.Collect(s); err != nil {
+				t.Fatal(err)
+			}
+			var body struct {
+				Tools []json.RawMessage `json:"tools"`
+			}
+			if err := json.Unmarshal(srv.Requests()[0].Raw, &body); err != nil {
+				t.Fatal(err)
+			}
+			if len(body.Tools) != 1 || string(body.Tools[0]) != tc.want {
+				t.Errorf("tools sent = %s\nwant [%s]", body.Tools, tc.want)
+			}
+		})
+	}
+}
+
 func TestConfig(t *testing.T) {
 	t.Parallel()
 	for _, cfg := range []openai.Config{

@@ -30,12 +30,12 @@ var migrations embed.FS
 
 // Store is the SQLite store.Store.
 type Store struct {
-	write  *sql.DB
-	read   *sql.DB
-	prep   *prepared // the write pool's hot statements
-	rprep  *prepared // the read pool's hot statements
-	starts starts    // StartRun's group commit
-	docs   documents // knowledge documents per tenant (knowledge.go)
+	write *sql.DB
+	read  *sql.DB
+	prep  *prepared // the write pool's hot statements
+	rprep *prepared // the read pool's hot statements
+	group group     // the runs' writes' group commit (group.go)
+	docs  documents // knowledge documents per tenant (knowledge.go)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -396,7 +396,7 @@ func scanMessage(row scanner) (chat.Message, error) {
 
 // AppendMessage adds a message to one of s's conversations.
 func (s *Store) AppendMessage(ctx context.Context, sc chat.Scope, m chat.Message) (chat.Message, error) {
-	err := s.tx(ctx, func(tx *sql.Tx) error { return s.insertMessage(ctx, tx, sc, &m, now()) })
+	err := s.grouped(ctx, func(ctx context.Context, tx *sql.Tx) error { return s.insertMessage(ctx, tx, sc, &m, now()) })
 	if err != nil {
 		return chat.Message{}, fmt.Errorf("append message to %s: %w", m.ConversationID, err)
 	}
@@ -567,7 +567,7 @@ const (
 // UpdateRun changes a run, optionally only from the given statuses.
 func (s *Store) UpdateRun(ctx context.Context, tenant, id string, u store.RunUpdate) (chat.Run, error) {
 	var r chat.Run
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.grouped(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		r, err = scanRun(s.prep.queryRow(ctx, tx, selectRunSQL, id, tenant))
 		if err != nil {

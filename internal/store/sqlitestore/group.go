@@ -1,0 +1,161 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync"
+)
+
+// The writes every run makes (its start, its answer, its end) are
+// group-committed, as the event log is: SQLite has one writer, and a
+// transaction's BEGIN and COMMIT (its WAL frames, the lock) cost about as
+// much for one write as for a hundred; at a few hundred runs a second the
+// commits of their starts and ends were a third of the writer's CPU.
+//
+// A grouped write queues itself; the caller that finds no batch in progress
+// leads: it takes every queued write, runs each inside its own savepoint (a
+// write that fails, a busy conversation say, is rolled back alone and its
+// caller gets its error) and commits them all at once. While it commits, new
+// writes queue; when it is done it hands the lead to the first of them, so
+// each caller leads at most once and nobody lingers: a write that finds the
+// writer idle is committed at once.
+type group struct {
+	mu      sync.Mutex
+	queue   []*groupReq
+	leading bool // a batch is in progress; the next leader is handed over
+}
+
+// maxGroup bounds one commit's writes, so that the leader's own wait stays
+// bounded under a flood.
+const maxGroup = 256
+
+// groupReq is one grouped write waiting for its batch.
+type groupReq struct {
+	ctx  context.Context
+	fn   func(context.Context, *sql.Tx) error
+	err  error
+	done chan bool // receives true: lead the next batch; false: err is set
+}
+
+// grouped runs fn in a write transaction it may share with other grouped
+// writes, and returns fn's error (interpreted) or the commit's. fn must use
+// the context it is given, not ctx: a statement cancelled mid-batch could
+// roll back the whole transaction, the other callers' writes with it. ctx is
+// looked at before fn runs: a caller gone by then is skipped.
+func (s *Store) grouped(ctx context.Context, fn func(context.Context, *sql.Tx) error) error {
+	r := &groupReq{ctx: ctx, fn: fn, done: make(chan bool, 1)}
+	q := &s.group
+	q.mu.Lock()
+	q.queue = append(q.queue, r)
+	lead := !q.leading
+	q.leading = true
+	q.mu.Unlock()
+	// Waiting ignores ctx: the leader looks at it before running fn and
+	// skips it when it is done, so the wait is bounded by one batch, and the
+	// caller never leaves a write that is then committed behind its back.
+	if lead || <-r.done {
+		s.leadGroup()
+	}
+	return r.err
+}
+
+// leadGroup commits the queued writes (the leader's own among them), then
+// hands the lead to the first write queued meanwhile, if any.
+func (s *Store) leadGroup() {
+	q := &s.group
+	q.mu.Lock()
+	n := min(len(q.queue), maxGroup)
+	batch := q.queue[:n:n]
+	q.queue = append([]*groupReq(nil), q.queue[n:]...)
+	q.mu.Unlock()
+
+	s.commitGroup(batch)
+
+	q.mu.Lock()
+	var next *groupReq
+	if len(q.queue) > 0 {
+		next = q.queue[0]
+	} else {
+		q.leading = false
+	}
+	q.mu.Unlock()
+	for _, r := range batch {
+		r.done <- false
+	}
+	if next != nil {
+		next.done <- true
+	}
+}
+
+// commitGroup runs batch in one transaction, setting each write's err.
+func (s *Store) commitGroup(batch []*groupReq) {
+	// The transaction is the batch's, not one caller's: a caller that goes
+	// away must not roll back the others (each is looked at before its turn).
+	ctx := context.WithoutCancel(batch[0].ctx)
+	fail := func(err error) {
+		for _, r := range batch {
+			if r.err == nil {
+				r.err = err
+			}
+		}
+	}
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		fail(interpret(err))
+		return
+	}
+	single := len(batch) == 1
+	wrote := 0
+	for _, r := range batch {
+		if r.err = r.ctx.Err(); r.err != nil {
+			continue
+		}
+		if !single {
+			if _, err := s.prep.exec(ctx, tx, savepointSQL); err != nil {
+				tx.Rollback()
+				fail(interpret(err))
+				return
+			}
+		}
+		r.err = r.fn(context.WithoutCancel(r.ctx), tx)
+		switch {
+		case r.err == nil:
+			wrote++
+			if !single {
+				if _, err := s.prep.exec(ctx, tx, releaseSQL); err != nil {
+					tx.Rollback()
+					fail(interpret(err))
+					return
+				}
+			}
+		case !single:
+			r.err = interpret(r.err)
+			// A failed statement that ended the transaction (a full disk,
+			// an I/O error) makes this fail too: then nothing is kept.
+			if _, err := s.prep.exec(ctx, tx, rollbackToSQL); err != nil {
+				tx.Rollback()
+				fail(errors.Join(r.err, interpret(err)))
+				return
+			}
+			if _, err := s.prep.exec(ctx, tx, releaseSQL); err != nil {
+				tx.Rollback()
+				fail(interpret(err))
+				return
+			}
+		default:
+			r.err = interpret(r.err)
+		}
+	}
+	if wrote == 0 {
+		tx.Rollback()
+		return
+	}
+	if err := tx.Commit(); err != nil {
+		for _, r := range batch {
+			if r.err == nil {
+				r.err = interpret(err)
+			}
+		}
+	}
+}
