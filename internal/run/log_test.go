@@ -74,6 +74,37 @@ func TestEventLogKeepsEachThreadsOrder(t *testing.T) {
 	}
 }
 
+// TestEventLogBacklogPastABatch holds the store's first write while more
+// than two batches' events queue up, so that later batches take part of a
+// shard's queue and leave the rest: every event is still written exactly
+// once, each thread's in seq order.
+func TestEventLogBacklogPastABatch(t *testing.T) {
+	rec := &appendRecorder{gate: make(chan struct{})}
+	l := newEventLog(rec, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	defer l.Close(context.Background())
+	const threads, perThread = 100, maxBatch * 5 / 2 / 100
+	for seq := range perThread {
+		for th := range threads {
+			l.Enqueue(event.Event{Thread: fmt.Sprint("c", th), Seq: int64(seq + 1)}, nil)
+		}
+	}
+	close(rec.gate)
+	if err := l.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := rec.events()
+	if len(got) != threads*perThread {
+		t.Fatalf("%d events written, want %d", len(got), threads*perThread)
+	}
+	last := map[string]int64{}
+	for _, ev := range got {
+		if ev.Seq != last[ev.Thread]+1 {
+			t.Fatalf("thread %s: seq %d written after %d", ev.Thread, ev.Seq, last[ev.Thread])
+		}
+		last[ev.Thread] = ev.Seq
+	}
+}
+
 // TestEventLogFlushWaitsForItsEvents holds the store's write: a Flush after
 // an Enqueue must not return before that event is written, whatever shard
 // it went to.

@@ -8,7 +8,9 @@
 // Invariants:
 //   - A Store is safe for concurrent use by one process. One server owns the
 //     file: the run service treats it as the sole replica (scale-out needs
-//     pgstore).
+//     pgstore). The Store relies on it: it counts each tenant's knowledge
+//     documents in memory to skip searching an empty knowledge base, and no
+//     other process adds one behind its back.
 //   - Writes run on the one write connection, transactions as BEGIN
 //     IMMEDIATE, so they are serialised and never fail half-way on a lock
 //     upgrade; busy_timeout covers another process (migrate) holding the

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentchat/agentchat/internal/chat"
@@ -25,10 +26,60 @@ func scanDocument(row scanner) (store.Document, error) {
 	return d, err
 }
 
+// documents counts each tenant's knowledge documents, never fewer than are
+// committed: an upload is counted before its transaction (and uncounted if
+// it fails), a deletion after its commit. A tenant counted at 0 has no
+// document, so a search of its knowledge base (made before every model
+// call) is answered without asking SQLite. This is correct because this
+// process is the database's only writer (doc.go; serve holds the data
+// directory's lock file): no document can appear that Store did not write.
+type documents struct {
+	mu sync.Mutex
+	n  map[string]int // tenant → documents; absent is none
+}
+
+// load counts the documents already stored.
+func (c *documents) load(ctx context.Context, db *sql.DB) error {
+	rows, err := db.QueryContext(ctx, `SELECT tenant, count(*) FROM knowledge_documents GROUP BY tenant`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	c.n = map[string]int{}
+	for rows.Next() {
+		var tenant string
+		var n int
+		if err := rows.Scan(&tenant, &n); err != nil {
+			return err
+		}
+		c.n[tenant] = n
+	}
+	return rows.Err()
+}
+
+// add counts delta more of tenant's documents.
+func (c *documents) add(tenant string, delta int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := c.n[tenant] + delta; n > 0 {
+		c.n[tenant] = n
+	} else {
+		delete(c.n, tenant)
+	}
+}
+
+// none reports whether tenant has no document.
+func (c *documents) none(tenant string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[tenant] == 0
+}
+
 // CreateDocument stores a document and its chunks in one transaction.
 func (s *Store) CreateDocument(ctx context.Context, sc chat.Scope, d store.Document, chunks []store.Chunk) (store.Document, error) {
 	store.FillDocument(&d, sc, len(chunks), now())
 	d.CreatedAt = d.CreatedAt.UTC().Truncate(time.Millisecond)
+	s.docs.add(d.Tenant, 1) // before it can be seen (documents)
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO knowledge_documents (`+documentCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			d.ID, d.Tenant, d.Owner, d.Source, d.Collection, d.MediaType, nullJSON(d.Metadata), d.Bytes, d.Chunks, ms(d.CreatedAt)); err != nil {
@@ -48,6 +99,7 @@ func (s *Store) CreateDocument(ctx context.Context, sc chat.Scope, d store.Docum
 		return nil
 	})
 	if err != nil {
+		s.docs.add(d.Tenant, -1)
 		return store.Document{}, fmt.Errorf("create document: %w", err)
 	}
 	return d, nil
@@ -98,6 +150,7 @@ func (s *Store) DeleteDocument(ctx context.Context, sc chat.Scope, id string) er
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("delete document %s: %w", id, store.ErrNotFound)
 	}
+	s.docs.add(sc.Tenant, -1) // once it can no longer be seen (documents)
 	return nil
 }
 
@@ -117,20 +170,29 @@ func scanPassage(row scanner) (store.Passage, error) {
 	return p, err
 }
 
-// SearchKnowledge ranks the tenant's chunks by BM25 (FTS5's bm25() is lower
-// for better matches; the score returned is its negation, higher is better).
-func (s *Store) SearchKnowledge(ctx context.Context, sc chat.Scope, kq store.KnowledgeQuery) ([]store.Passage, error) {
-	if len(kq.Terms) == 0 || (kq.Collections != nil && len(kq.Collections) == 0) {
-		return nil, nil
-	}
-	in, args := inCollections(kq.Collections, match(kq.Terms), sc.Tenant)
-	out, err := collect(scanPassage)(s.read.QueryContext(ctx, `
+// SearchKnowledge's query is searchKnowledgeHead, the condition on
+// collections when there is one, and searchKnowledgeTail;
+// searchKnowledgeSQL, the search of every collection, is kept prepared.
+const (
+	searchKnowledgeHead = `
 		SELECT c.id, c.document_id, d.source, c.content, -bm25(knowledge_fts) AS score
 		FROM knowledge_fts
 		JOIN knowledge_chunks c ON c.rowid = knowledge_fts.rowid
 		JOIN knowledge_documents d ON d.id = c.document_id
-		WHERE knowledge_fts MATCH ? AND c.tenant = ?`+in+`
-		ORDER BY score DESC, c.id LIMIT ?`, append(args, kq.Limit)...))
+		WHERE knowledge_fts MATCH ? AND c.tenant = ?`
+	searchKnowledgeTail = `
+		ORDER BY score DESC, c.id LIMIT ?`
+	searchKnowledgeSQL = searchKnowledgeHead + searchKnowledgeTail
+)
+
+// SearchKnowledge ranks the tenant's chunks by BM25 (FTS5's bm25() is lower
+// for better matches; the score returned is its negation, higher is better).
+func (s *Store) SearchKnowledge(ctx context.Context, sc chat.Scope, kq store.KnowledgeQuery) ([]store.Passage, error) {
+	if len(kq.Terms) == 0 || (kq.Collections != nil && len(kq.Collections) == 0) || s.docs.none(sc.Tenant) {
+		return nil, nil
+	}
+	in, args := inCollections(kq.Collections, match(kq.Terms), sc.Tenant)
+	out, err := collect(scanPassage)(s.rprep.rows(ctx, searchKnowledgeHead+in+searchKnowledgeTail, append(args, kq.Limit)...))
 	if err != nil {
 		return nil, fmt.Errorf("search knowledge: %w", err)
 	}
@@ -139,7 +201,7 @@ func (s *Store) SearchKnowledge(ctx context.Context, sc chat.Scope, kq store.Kno
 
 // KnowledgeVectors lists the tenant's embedded chunks, newest documents first.
 func (s *Store) KnowledgeVectors(ctx context.Context, sc chat.Scope, collections []string, limit int) ([]store.Passage, error) {
-	if collections != nil && len(collections) == 0 {
+	if (collections != nil && len(collections) == 0) || s.docs.none(sc.Tenant) {
 		return nil, nil
 	}
 	in, args := inCollections(collections, sc.Tenant)
@@ -294,12 +356,14 @@ func (s *Store) Compact(ctx context.Context, sc chat.Scope, c store.Compaction, 
 	return c, nil
 }
 
+const latestCompactionSQL = `SELECT k.id, k.conversation_id, k.summary, k.archived, k.through_id, k.through_at, k.created_at
+	FROM compactions k JOIN conversations c ON c.id = k.conversation_id
+	WHERE k.conversation_id = ? AND c.tenant = ? AND c.owner = ?
+	ORDER BY k.created_at DESC, k.id DESC LIMIT 1`
+
 // LatestCompaction reads the conversation's newest compaction.
 func (s *Store) LatestCompaction(ctx context.Context, sc chat.Scope, conversationID string) (store.Compaction, error) {
-	c, err := scanCompaction(s.read.QueryRowContext(ctx, `SELECT k.id, k.conversation_id, k.summary, k.archived, k.through_id, k.through_at, k.created_at
-		FROM compactions k JOIN conversations c ON c.id = k.conversation_id
-		WHERE k.conversation_id = ? AND c.tenant = ? AND c.owner = ?
-		ORDER BY k.created_at DESC, k.id DESC LIMIT 1`, conversationID, sc.Tenant, sc.User))
+	c, err := scanCompaction(s.rprep.row(ctx, latestCompactionSQL, conversationID, sc.Tenant, sc.User))
 	if err != nil {
 		return store.Compaction{}, fmt.Errorf("latest compaction of %s: %w", conversationID, interpret(err))
 	}

@@ -33,7 +33,9 @@ type Store struct {
 	write *sql.DB
 	read  *sql.DB
 	prep  *prepared // the write pool's hot statements
+	rprep *prepared // the read pool's hot statements
 	group group     // the runs' writes' group commit (group.go)
+	docs  documents // knowledge documents per tenant (knowledge.go)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -75,7 +77,13 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}
 	s.read = read
-	if s.prep, err = prepareAll(ctx, write, hotStatements); err != nil {
+	if s.prep, err = prepareAll(ctx, write, hotStatements); err == nil {
+		s.rprep, err = prepareAll(ctx, read, hotReads)
+	}
+	if err == nil {
+		err = s.docs.load(ctx, write)
+	}
+	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}
@@ -170,7 +178,7 @@ func (s *Store) migrate(ctx context.Context) error {
 
 // Close closes both pools.
 func (s *Store) Close() error {
-	errs := []error{s.prep.close()}
+	errs := []error{s.prep.close(), s.rprep.close()}
 	if s.read != nil {
 		errs = append(errs, s.read.Close())
 	}
@@ -395,6 +403,16 @@ func (s *Store) AppendMessage(ctx context.Context, sc chat.Scope, m chat.Message
 	return m, nil
 }
 
+// insertMessage's statements besides updateConvSQL and insertMessageSQL.
+const (
+	activeLeafSQL = `SELECT active_leaf FROM conversations WHERE id = ?`
+	// runParentSQL is where a run's next message goes: after its latest
+	// message, else where the run began.
+	runParentSQL = `SELECT COALESCE((SELECT id FROM messages WHERE conversation_id = ? AND run_id = ? ORDER BY created_at DESC, id DESC LIMIT 1), parent_id)
+		FROM runs WHERE id = ? AND conversation_id = ?`
+	setActiveLeafSQL = `UPDATE conversations SET active_leaf = ? WHERE id = ?`
+)
+
 // insertMessage fills in m's defaults, inserts it and bumps its
 // conversation's updatedAt; ErrNotFound when the conversation is not sc's.
 func (s *Store) insertMessage(ctx context.Context, tx *sql.Tx, sc chat.Scope, m *chat.Message, at time.Time) error {
@@ -411,14 +429,13 @@ func (s *Store) insertMessage(ctx context.Context, tx *sql.Tx, sc chat.Scope, m 
 	// Its place in the tree (store.Steering): after the run's latest
 	// message, else where the run began, else after the active leaf.
 	var leaf string
-	if err := tx.QueryRowContext(ctx, `SELECT active_leaf FROM conversations WHERE id = ?`, m.ConversationID).Scan(&leaf); err != nil {
+	if err := s.prep.queryRow(ctx, tx, activeLeafSQL, m.ConversationID).Scan(&leaf); err != nil {
 		return err
 	}
 	if m.ParentID == "" {
 		m.ParentID = leaf
 		if m.RunID != "" {
-			err := tx.QueryRowContext(ctx, `SELECT COALESCE((SELECT id FROM messages WHERE conversation_id = ? AND run_id = ? ORDER BY created_at DESC, id DESC LIMIT 1), parent_id)
-				FROM runs WHERE id = ? AND conversation_id = ?`, m.ConversationID, m.RunID, m.RunID, m.ConversationID).Scan(&m.ParentID)
+			err := s.prep.queryRow(ctx, tx, runParentSQL, m.ConversationID, m.RunID, m.RunID, m.ConversationID).Scan(&m.ParentID)
 			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return err
 			}
@@ -429,7 +446,7 @@ func (s *Store) insertMessage(ctx context.Context, tx *sql.Tx, sc chat.Scope, m 
 	if err != nil || leaf != m.ParentID {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE conversations SET active_leaf = ? WHERE id = ?`, m.ID, m.ConversationID)
+	_, err = s.prep.exec(ctx, tx, setActiveLeafSQL, m.ID, m.ConversationID)
 	return err
 }
 
@@ -541,12 +558,18 @@ func (s *Store) GetRunAnyOwner(ctx context.Context, tenant, id string) (chat.Run
 	return r, nil
 }
 
+// UpdateRun's statements.
+const (
+	selectRunSQL = `SELECT ` + runCols + ` FROM runs WHERE id = ? AND tenant = ?`
+	updateRunSQL = `UPDATE runs SET status = ?, error_code = ?, error_message = ?, usage = ?, model = ?, state = ?, ended_at = ?, cancel_requested = ? WHERE id = ?`
+)
+
 // UpdateRun changes a run, optionally only from the given statuses.
 func (s *Store) UpdateRun(ctx context.Context, tenant, id string, u store.RunUpdate) (chat.Run, error) {
 	var r chat.Run
 	err := s.grouped(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		r, err = scanRun(tx.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ? AND tenant = ?`, id, tenant))
+		r, err = scanRun(s.prep.queryRow(ctx, tx, selectRunSQL, id, tenant))
 		if err != nil {
 			return err
 		}
@@ -563,13 +586,13 @@ func (s *Store) UpdateRun(ctx context.Context, tenant, id string, u store.RunUpd
 		if r.EndedAt != nil {
 			ended = ms(*r.EndedAt)
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE runs SET status = ?, error_code = ?, error_message = ?, usage = ?, model = ?, state = ?, ended_at = ?, cancel_requested = ? WHERE id = ?`,
+		_, err = s.prep.exec(ctx, tx, updateRunSQL,
 			r.Status, ecode, emsg, string(usage), r.Model, nullJSON(r.State), ended, r.CancelRequested, id)
 		if err != nil || u.Usage == nil || u.EndedAt == nil {
 			return err
 		}
 		// The run's end and its usage records: one transaction.
-		return recordUsage(ctx, tx, r)
+		return s.recordUsage(ctx, tx, r)
 	})
 	if err != nil {
 		return chat.Run{}, fmt.Errorf("update run %s: %w", id, err)

@@ -10,18 +10,21 @@ import (
 	"github.com/agentchat/agentchat/internal/store"
 )
 
+// insertUsageSQL writes one usage record, replacing one repeated.
+const insertUsageSQL = `INSERT INTO usage_records (run_id, provider, model, tenant, user_id, agent_id, engine, conversation_id,
+		calls, input_tokens, output_tokens, reasoning_tokens, cached_input_tokens, estimated, cost, currency, at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (run_id, provider, model) DO UPDATE SET calls = excluded.calls, input_tokens = excluded.input_tokens,
+		output_tokens = excluded.output_tokens, reasoning_tokens = excluded.reasoning_tokens,
+		cached_input_tokens = excluded.cached_input_tokens, estimated = excluded.estimated, cost = excluded.cost,
+		currency = excluded.currency, at = excluded.at`
+
 // recordUsage writes the usage records of r, when it ended, in tx: the
 // transaction that records its end. Repeating it (a retried end) replaces
 // them.
-func recordUsage(ctx context.Context, tx *sql.Tx, r chat.Run) error {
+func (s *Store) recordUsage(ctx context.Context, tx *sql.Tx, r chat.Run) error {
 	for _, u := range store.UsageRecords(r) {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO usage_records (run_id, provider, model, tenant, user_id, agent_id, engine, conversation_id,
-				calls, input_tokens, output_tokens, reasoning_tokens, cached_input_tokens, estimated, cost, currency, at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (run_id, provider, model) DO UPDATE SET calls = excluded.calls, input_tokens = excluded.input_tokens,
-				output_tokens = excluded.output_tokens, reasoning_tokens = excluded.reasoning_tokens,
-				cached_input_tokens = excluded.cached_input_tokens, estimated = excluded.estimated, cost = excluded.cost,
-				currency = excluded.currency, at = excluded.at`,
+		if _, err := s.prep.exec(ctx, tx, insertUsageSQL,
 			u.RunID, u.Provider, u.Model, u.Tenant, u.User, u.AgentID, u.Engine, u.ConversationID,
 			u.Calls, u.InputTokens, u.OutputTokens, u.ReasoningTokens, u.CachedInputTokens, u.Estimated, u.Cost, u.Currency, ms(u.At)); err != nil {
 			return fmt.Errorf("record usage of run %s: %w", r.ID, err)

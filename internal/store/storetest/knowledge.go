@@ -24,6 +24,7 @@ func RunKnowledge(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"DocumentPaging", testDocumentPaging},
 		{"SearchChineseWithoutSpaces", testSearchChinese},
 		{"SearchRanksAndDeletes", testSearchRanksAndDeletes},
+		{"SearchFindsTheFirstDocumentAtOnce", testSearchFirstDocument},
 		{"KnowledgeVectors", testKnowledgeVectors},
 		{"KnowledgeCollections", testKnowledgeCollections},
 		{"MemoryIsTheUsersOwn", testMemoryScoping},
@@ -129,6 +130,45 @@ func testSearchRanksAndDeletes(t *testing.T, s store.Store) {
 	}
 	if hits := must[[]store.Passage](t)(s.SearchKnowledge(ctx(t), alice, store.KnowledgeQuery{Terms: []string{"redis"}, Limit: 5})); len(hits) != 0 {
 		t.Fatalf("a deleted document is found: %+v", hits)
+	}
+}
+
+// testSearchFirstDocument: a tenant's knowledge base going from empty to
+// one document and back is seen by the very next search, whatever a
+// backend keeps to skip searching an empty one.
+func testSearchFirstDocument(t *testing.T, s store.Store) {
+	search := func(sc chat.Scope) int {
+		t.Helper()
+		return len(must[[]store.Passage](t)(s.SearchKnowledge(ctx(t), sc, store.KnowledgeQuery{Terms: []string{"kiwi"}, Limit: 5})))
+	}
+	vectors := func(sc chat.Scope) int {
+		t.Helper()
+		return len(must[[]store.Passage](t)(s.KnowledgeVectors(ctx(t), sc, nil, 5)))
+	}
+	if n := search(alice); n != 0 {
+		t.Fatalf("an empty knowledge base finds %d", n)
+	}
+	for round := range 2 {
+		d := must[store.Document](t)(s.CreateDocument(ctx(t), alice, store.Document{Source: "fruit"},
+			[]store.Chunk{{Content: "kiwi", Terms: "kiwi", Embedding: []float32{1, 0}}}))
+		if n, v := search(bob), vectors(bob); n != 1 || v != 1 {
+			t.Fatalf("round %d: the tenant's first document: %d hits, %d vectors", round, n, v)
+		}
+		if n, v := search(eve), vectors(eve); n != 0 || v != 0 {
+			t.Fatalf("round %d: another tenant: %d hits, %d vectors", round, n, v)
+		}
+		// A document refused (its id taken) leaves the first one found.
+		_, err := s.CreateDocument(ctx(t), alice, store.Document{ID: d.ID, Source: "again"}, []store.Chunk{{Content: "kiwi", Terms: "kiwi"}})
+		wantErr(t, err, store.ErrConflict)
+		if n := search(alice); n != 1 {
+			t.Fatalf("round %d: after a refused upload: %d hits", round, n)
+		}
+		if err := s.DeleteDocument(ctx(t), alice, d.ID); err != nil {
+			t.Fatal(err)
+		}
+		if n, v := search(alice), vectors(alice); n != 0 || v != 0 {
+			t.Fatalf("round %d: after the last document went: %d hits, %d vectors", round, n, v)
+		}
 	}
 }
 
