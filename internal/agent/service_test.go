@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/agentchat/agentchat/internal/llm/scripted"
 	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/store/sqlitestore"
+	"github.com/agentchat/agentchat/internal/store/sqlitestore/sqlitetest"
 	"github.com/agentchat/agentchat/internal/tool"
 	"github.com/agentchat/agentchat/internal/tool/builtin"
 )
@@ -51,7 +51,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) fixture {
 	t.Helper()
-	st, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "agentchat.db"))
+	st, err := sqlitestore.Open(context.Background(), sqlitetest.Path(t)) // migrated and empty
 	if err != nil {
 		t.Fatal(err)
 	}

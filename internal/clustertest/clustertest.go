@@ -18,6 +18,7 @@ package clustertest
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -92,6 +93,8 @@ type Cluster struct {
 	Postgres string // the store URL replicas use (with this cluster's schema)
 	Redis    string // the bus URL
 	Prefix   string // the bus key prefix
+	// LeaseTTL is the replicas' lease (Options.LeaseTTL).
+	LeaseTTL time.Duration
 	// Env is added to every replica's environment (KEY=value), after the
 	// cluster's own settings, so it may override them.
 	Env []string
@@ -110,7 +113,23 @@ type Options struct {
 	Redis string
 	// Env is added to every replica's environment.
 	Env []string
+	// LeaseTTL is the replicas' AGENTCHAT_LEASE_TTL; default DefaultLease.
+	// Tests that wait for a lease to lapse (a replica killed or cut off, its
+	// runs taken over) set ShortLease, so the takeover comes quickly.
+	LeaseTTL time.Duration
 }
+
+// DefaultLease is the replicas' lease when a test does not wait for one to
+// lapse: long enough that no stall of a loaded machine (CI runs the Go
+// packages side by side on two cores) outlasts it. A replica acts on a term
+// only until LeaseTTL/4 before the end it last renewed, renewing every
+// LeaseTTL/3, so with a 2 s lease a stall of about a second fences it and
+// its run ends executor_lost in a test that meant no fault.
+const DefaultLease = 10 * time.Second
+
+// ShortLease is the lease of the tests that measure a takeover (kill -9, the
+// database cut off): other replicas end the lost replica's runs within it.
+const ShortLease = 2 * time.Second
 
 // New makes a cluster on the test servers: a fresh schema and key prefix,
 // dropped when the test ends.
@@ -125,7 +144,7 @@ func New(t testing.TB, o Options) *Cluster {
 	id := randomID()
 	schema := "clustertest_" + id
 	c := &Cluster{t: t, bin: bin, dir: t.TempDir(), Postgres: withParam(t, pg, "schema", schema), Redis: rd, Prefix: "clustertest_" + id, Env: o.Env,
-		base: pg, schema: schema}
+		LeaseTTL: cmp.Or(o.LeaseTTL, DefaultLease), base: pg, schema: schema}
 	t.Cleanup(func() {
 		c.stopAll()
 		dropSchema(t, pg, schema)
@@ -252,7 +271,7 @@ func (c *Cluster) Start(name string, env ...string) *Replica {
 		"AGENTCHAT_BUS=" + c.Redis,
 		"AGENTCHAT_BUS_PREFIX=" + c.Prefix,
 		"AGENTCHAT_TOKENS=" + Token + ":acme:alice",
-		"AGENTCHAT_LEASE_TTL=2s",
+		"AGENTCHAT_LEASE_TTL=" + c.LeaseTTL.String(),
 		"AGENTCHAT_PING_INTERVAL=500ms",
 		"AGENTCHAT_SHUTDOWN_TIMEOUT=2s",
 		"AGENTCHAT_LOG_LEVEL=debug",

@@ -27,8 +27,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// leaseTTL is the replicas' AGENTCHAT_LEASE_TTL (set by clustertest).
-const leaseTTL = 2 * time.Second
+// leaseTTL is the lease of the tests that wait for one to lapse.
+const leaseTTL = clustertest.ShortLease
 
 // upstream serves a fake OpenAI-compatible model answering tokens words,
 // paced, and returns the environment pointing replicas at it.
@@ -154,7 +154,7 @@ func endStatus(t *testing.T, f clustertest.Frame) (status, code string) {
 // go on through the survivor.
 func TestKillExecutingReplica(t *testing.T) {
 	t.Parallel()
-	c := clustertest.New(t, clustertest.Options{Env: upstream(t, 600, 15*time.Millisecond)})
+	c := clustertest.New(t, clustertest.Options{Env: upstream(t, 600, 15*time.Millisecond), LeaseTTL: leaseTTL})
 	a, b := c.Start("a"), c.Start("b")
 
 	chat := c.Chat(a, map[string]any{"input": "tell me a long story"})
@@ -240,13 +240,14 @@ func (f *feishu) count() int {
 	return len(f.msgs)
 }
 
-func confirmingCluster(t *testing.T) (*clustertest.Cluster, *feishu) {
+// confirmingCluster's replicas have the given lease (0: clustertest's default).
+func confirmingCluster(t *testing.T, lease time.Duration) (*clustertest.Cluster, *feishu) {
 	fs := &feishu{}
 	srv := httptest.NewServer(fs)
 	t.Cleanup(srv.Close)
 	c := clustertest.New(t, clustertest.Options{Env: []string{
 		"AGENTCHAT_LLM=scripted", "AGENTCHAT_SCRIPTED_TOKEN_DELAY=2ms", "AGENTCHAT_FEISHU_WEBHOOK_URL=" + srv.URL,
-	}})
+	}, LeaseTTL: lease})
 	return c, fs
 }
 
@@ -266,7 +267,7 @@ func awaiting(t *testing.T, s *clustertest.Stream) (runID, confirmationID string
 // the run continues and finishes, the tool runs once.
 func TestConfirmationOnAnotherReplica(t *testing.T) {
 	t.Parallel()
-	c, fs := confirmingCluster(t)
+	c, fs := confirmingCluster(t, 0)
 	a, b := c.Start("a"), c.Start("b")
 	chat := c.Chat(a, map[string]any{"input": `send a feishu message saying "hello from a"`})
 	runID, confirmation := awaiting(t, chat)
@@ -295,7 +296,7 @@ func TestConfirmationOnAnotherReplica(t *testing.T) {
 // continues the run.
 func TestDecisionNobodyApplied(t *testing.T) {
 	t.Parallel()
-	c, fs := confirmingCluster(t)
+	c, fs := confirmingCluster(t, leaseTTL)
 	a, b := c.Start("a"), c.Start("b")
 	chat := c.Chat(a, map[string]any{"input": `send a feishu message saying "late"`})
 	runID, confirmation := awaiting(t, chat)
@@ -381,7 +382,7 @@ func TestRedisRestartMidRun(t *testing.T) {
 // its run, and the replica that still reaches the database ends it.
 func TestPostgresUnavailable(t *testing.T) {
 	t.Parallel()
-	c := clustertest.New(t, clustertest.Options{Env: upstream(t, 300, 10*time.Millisecond)})
+	c := clustertest.New(t, clustertest.Options{Env: upstream(t, 300, 10*time.Millisecond), LeaseTTL: leaseTTL})
 	proxyA, urlA := c.PostgresProxy()
 	proxyB, urlB := c.PostgresProxy()
 	a := c.Start("a", "AGENTCHAT_STORE="+urlA)
@@ -484,7 +485,7 @@ func TestPostgresUnavailable(t *testing.T) {
 // chatAfterOutage checks that work resumes on r once the database is back:
 // a chat there succeeds. The outage reset r's heartbeat connection, so its
 // next renewal fails and is retried on a fresh one; on a machine loaded
-// enough to stall every process for longer than the margin of the tests'
+// enough to stall every process for longer than the margin of this test's
 // 2 s lease (CI's, running the Go packages side by side), r may fence its
 // term meanwhile. That is the fencing working, not work failing to resume:
 // such a run must end executor_lost (never hang, never succeed twice), and

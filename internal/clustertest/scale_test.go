@@ -33,8 +33,13 @@ func TestKillOneOfTwoReplicasUnderLoad(t *testing.T) {
 		DiscardRequests: true, Hold: hold, HoldAfter: 5}))
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { release.Do(func() { close(hold) }) }) // before srv.Close
-	c := clustertest.New(t, clustertest.Options{Env: []string{"AGENTCHAT_LLM=openai", "OPENAI_BASE_URL=" + srv.URL + "/v1", "OPENAI_API_KEY=test-key"}})
-	a, b := c.Start("a"), c.Start("b")
+	c := clustertest.New(t, clustertest.Options{Env: []string{"AGENTCHAT_LLM=openai", "OPENAI_BASE_URL=" + srv.URL + "/v1", "OPENAI_API_KEY=test-key"},
+		LeaseTTL: leaseTTL})
+	// a, killed, has the short lease, so b takes its runs over quickly; b,
+	// streaming 500 runs, has the default one: a replica's lease is its own
+	// (the end it renews), and b stalled past a short one would fence itself
+	// and fail its own runs.
+	a, b := c.Start("a"), c.Start("b", "AGENTCHAT_LEASE_TTL="+clustertest.DefaultLease.String())
 
 	const n = 500
 	type chatRun struct {

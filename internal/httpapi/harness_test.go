@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -36,6 +35,7 @@ import (
 	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/store/pgstore"
 	"github.com/agentchat/agentchat/internal/store/sqlitestore"
+	"github.com/agentchat/agentchat/internal/store/sqlitestore/sqlitetest"
 	"github.com/agentchat/agentchat/internal/telemetry"
 	"github.com/agentchat/agentchat/internal/testenv"
 	"github.com/agentchat/agentchat/internal/tool"
@@ -142,7 +142,7 @@ func setup(t *testing.T, o options) *env {
 		o.model = scripted.New(scripted.Config{TokenDelay: -1})
 	}
 	if o.dbPath == "" {
-		o.dbPath = filepath.Join(t.TempDir(), "agentchat.db")
+		o.dbPath = sqlitetest.Path(t) // migrated and empty
 	}
 	var st store.Store
 	var err error

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -21,6 +20,7 @@ import (
 	"github.com/agentchat/agentchat/internal/run"
 	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/store/sqlitestore"
+	"github.com/agentchat/agentchat/internal/store/sqlitestore/sqlitetest"
 )
 
 // These tests play several replicas in one process: services sharing one
@@ -34,7 +34,7 @@ const leaseTTL = 2 * time.Second
 
 func openStore(t *testing.T) store.Store {
 	t.Helper()
-	st, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "agentchat.db"))
+	st, err := sqlitestore.Open(context.Background(), sqlitetest.Path(t)) // migrated and empty
 	if err != nil {
 		t.Fatal(err)
 	}

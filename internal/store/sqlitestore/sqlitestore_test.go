@@ -7,13 +7,15 @@ import (
 
 	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/store/sqlitestore"
+	"github.com/agentchat/agentchat/internal/store/sqlitestore/sqlitetest"
 	"github.com/agentchat/agentchat/internal/store/storetest"
 )
 
 func TestContract(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T) store.Store {
-		s, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "agentchat.db"))
+		// A copy of a migrated database: TestMigrateIsIdempotent migrates new files.
+		s, err := sqlitestore.Open(t.Context(), sqlitetest.Path(t))
 		if err != nil {
 			t.Fatal(err)
 		}
