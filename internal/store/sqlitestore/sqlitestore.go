@@ -637,10 +637,12 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+// activeRunReadSQL is ActiveRun's query.
+const activeRunReadSQL = `SELECT ` + runCols + ` FROM runs WHERE conversation_id = ? AND tenant = ? AND owner = ? AND status IN ('queued','running','awaiting_input')`
+
 // ActiveRun returns the conversation's queued, running or waiting run.
 func (s *Store) ActiveRun(ctx context.Context, sc chat.Scope, conversationID string) (chat.Run, error) {
-	r, err := scanRun(s.read.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE conversation_id = ? AND tenant = ? AND owner = ? AND status IN ('queued','running','awaiting_input')`,
-		conversationID, sc.Tenant, sc.User))
+	r, err := scanRun(s.rprep.row(ctx, activeRunReadSQL, conversationID, sc.Tenant, sc.User))
 	if err != nil {
 		return chat.Run{}, fmt.Errorf("active run of %s: %w", conversationID, interpret(err))
 	}

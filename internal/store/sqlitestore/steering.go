@@ -231,6 +231,9 @@ func scanQueued(row scanner) (store.QueuedInput, error) {
 	return q, nil
 }
 
+// queuedExistsSQL is TakeQueuedInput's look at the queue before it takes.
+const queuedExistsSQL = `SELECT EXISTS (SELECT 1 FROM run_queue WHERE tenant = ? AND conversation_id = ?)`
+
 // TakeQueuedInput removes and returns the conversation's oldest queued input.
 func (s *Store) TakeQueuedInput(ctx context.Context, tenant, conversationID string) (store.QueuedInput, error) {
 	// Every run's end asks, and almost every conversation has nothing
@@ -238,8 +241,7 @@ func (s *Store) TakeQueuedInput(ctx context.Context, tenant, conversationID stri
 	// on the one writer connection. An input queued after this read kicks
 	// the queue itself.
 	var queued bool
-	if err := s.read.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM run_queue WHERE tenant = ? AND conversation_id = ?)`,
-		tenant, conversationID).Scan(&queued); err != nil {
+	if err := s.rprep.row(ctx, queuedExistsSQL, tenant, conversationID).Scan(&queued); err != nil {
 		return store.QueuedInput{}, fmt.Errorf("take queued input of %s: %w", conversationID, interpret(err))
 	}
 	if !queued {
