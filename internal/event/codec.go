@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/agentchat/agentchat/internal/jsonstr"
 )
 
 // wire is the JSON form of an Event, used where an event crosses a process
@@ -39,20 +40,20 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	}
 	b := make([]byte, 0, 160+len(e.Tenant)+len(e.Thread)+len(e.Run)+len(e.Turn)+len(e.Step)+len(p))
 	b = append(b, `{"tenant":`...)
-	b = appendString(b, e.Tenant)
+	b = jsonstr.Append(b, e.Tenant)
 	b = append(b, `,"thread":`...)
-	b = appendString(b, e.Thread)
+	b = jsonstr.Append(b, e.Thread)
 	b = append(b, `,"run":`...)
-	b = appendString(b, e.Run)
+	b = jsonstr.Append(b, e.Run)
 	b = append(b, `,"seq":`...)
 	b = strconv.AppendInt(b, e.Seq, 10)
 	b = append(b, `,"time":"`...)
 	b = e.Time.AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","type":`...)
-	b = appendString(b, string(e.Type))
+	b = jsonstr.Append(b, string(e.Type))
 	if e.Turn != "" {
 		b = append(b, `,"turn":`...)
-		b = appendString(b, e.Turn)
+		b = jsonstr.Append(b, e.Turn)
 	}
 	if e.Iteration != 0 {
 		b = append(b, `,"iteration":`...)
@@ -60,62 +61,11 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	}
 	if e.Step != "" {
 		b = append(b, `,"step":`...)
-		b = appendString(b, e.Step)
+		b = jsonstr.Append(b, e.Step)
 	}
 	b = append(b, `,"payload":`...)
 	b = append(b, p...) // json.Marshal's output: compact and valid
 	return append(b, '}'), nil
-}
-
-// appendString appends s as a JSON string, escaped as encoding/json
-// escapes it (invalid UTF-8 becomes U+FFFD; <, >, & and U+2028/U+2029 are
-// escaped so that the output is also safe inside HTML).
-func appendString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
 
 // UnmarshalJSON decodes an event encoded by MarshalJSON.

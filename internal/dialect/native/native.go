@@ -16,6 +16,7 @@ import (
 	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/errcode"
 	"github.com/agentchat/agentchat/internal/event"
+	"github.com/agentchat/agentchat/internal/jsonstr"
 )
 
 // Native event names (seed 000 CHAT-030, CHAT-050, CHAT-070).
@@ -239,11 +240,11 @@ func (e *Encoder) delta(dst []byte, seq int64, name string, d deltaData) []byte 
 		dst = append(dst, `","id":"`...)
 		dst = append(dst, idText...)
 		dst = append(dst, `","data":{"runId":`...)
-		dst = dialect.AppendJSONString(dst, d.RunID)
+		dst = jsonstr.Append(dst, d.RunID)
 		dst = append(dst, `,"messageId":`...)
-		dst = dialect.AppendJSONString(dst, d.MessageID)
+		dst = jsonstr.Append(dst, d.MessageID)
 		dst = append(dst, `,"delta":`...)
-		dst = dialect.AppendJSONString(dst, d.Delta)
+		dst = jsonstr.Append(dst, d.Delta)
 		dst = append(dst, "}}\n\n"...)
 	}
 	return e.frames.End(dst, false)

@@ -53,6 +53,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/shared"
 
+	"github.com/agentchat/agentchat/internal/jsonstr"
 	"github.com/agentchat/agentchat/internal/llm"
 	"github.com/agentchat/agentchat/internal/llm/internal/stream"
 	"github.com/agentchat/agentchat/internal/llm/internal/upstream"
@@ -215,10 +216,10 @@ func functionTool(t llm.ToolSpec) (sdk.ChatCompletionToolUnionParam, error) {
 	}
 	b := make([]byte, 0, 64+len(t.Name)+len(t.Description)+len(params))
 	b = append(b, `{"type":"function","function":{"name":`...)
-	b = appendJSONString(b, t.Name)
+	b = jsonstr.Append(b, t.Name)
 	if t.Description != "" {
 		b = append(b, `,"description":`...)
-		b = appendJSONString(b, t.Description)
+		b = jsonstr.Append(b, t.Description)
 	}
 	b = append(b, `,"parameters":`...)
 	b = append(b, params...)
@@ -455,10 +456,4 @@ func (t *toolIndex) delta(tc toolCall) (llm.ToolCallDelta, bool) {
 		return llm.ToolCallDelta{}, false
 	}
 	return llm.ToolCallDelta{Index: i, ArgsDelta: tc.args}, true
-}
-
-// appendJSONString appends s as a JSON string.
-func appendJSONString(b []byte, s string) []byte {
-	q, _ := json.Marshal(s) // a string always encodes
-	return append(b, q...)
 }

@@ -1,13 +1,16 @@
-package dialect
+// Package jsonstr writes JSON strings without reflection, for the paths
+// that write JSON by hand because they run per token or per event: the
+// dialects' frames, the bus's event encoding, a model request's tools.
+package jsonstr
 
 import "unicode/utf8"
 
-// AppendJSONString appends s as a JSON string, byte for byte as
-// encoding/json's Marshal writes it (HTML characters escaped, invalid UTF-8
-// replaced by \ufffd, U+2028 and U+2029 escaped), so an encoder may write the
-// frame of every token without reflection and still match its golden files.
-// FuzzAppendJSONString holds it to json.Marshal.
-func AppendJSONString(dst []byte, s string) []byte {
+// Append appends s as a JSON string, byte for byte as encoding/json's
+// Marshal writes it (HTML characters escaped, invalid UTF-8 replaced by
+// \ufffd, U+2028 and U+2029 escaped), so JSON written by hand matches what
+// json.Marshal would have written (golden files, stored events). FuzzAppend
+// holds it to json.Marshal.
+func Append(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
 	start := 0
