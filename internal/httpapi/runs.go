@@ -102,6 +102,18 @@ func (s *Server) conversationEvents(w http.ResponseWriter, r *http.Request) erro
 // ?format=conversation, seed 002's observable stream, from the client's
 // Last-Event-ID on.
 func (s *Server) events(w http.ResponseWriter, r *http.Request, thread, runID string, notFound func(error) error) error {
+	st, enc, err := s.follow(r, thread, runID, notFound)
+	if err != nil {
+		return err
+	}
+	// Only the stream and its encoder stay on the stack while it is
+	// served (see sseStream).
+	s.serveStream(w, r, st, enc)
+	return nil
+}
+
+// follow opens the stream events serves, in the format the request asks for.
+func (s *Server) follow(r *http.Request, thread, runID string, notFound func(error) error) (*run.Stream, dialect.Exchange, error) {
 	var enc dialect.Exchange
 	primed := false // native frames are a function of their event alone
 	switch f := r.URL.Query().Get("format"); f {
@@ -110,20 +122,19 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, thread, runID st
 	case "conversation":
 		enc, primed = conversation.NewEncoder(), true
 	default:
-		return apiErr(http.StatusBadRequest, errcode.UnsupportedFormat, "format %q is not supported here; use native or conversation", f)
+		return nil, nil, apiErr(http.StatusBadRequest, errcode.UnsupportedFormat, "format %q is not supported here; use native or conversation", f)
 	}
 	at, err := lastEventID(r)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	ctx := r.Context()
 	st, err := s.runs.Follow(ctx, scopeOf(ctx), thread, runID, at.Replay())
 	if err != nil {
-		return notFound(err)
+		return nil, nil, notFound(err)
 	}
 	s.resume(ctx, st, enc, at, primed)
-	s.serveStream(w, r, st, enc)
-	return nil
+	return st, enc, nil
 }
 
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) error {
