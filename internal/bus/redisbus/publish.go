@@ -34,9 +34,17 @@ func (b *Bus) Publish(ctx context.Context, ev event.Event) error {
 	b.deliverLocal(sh, req.key, ev)
 	q := &sh.pub
 	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return bus.ErrClosed
+	}
 	q.reqs = append(q.reqs, req)
 	q.mu.Unlock()
 	signal(q.wake)
+	// req.done is always answered, ErrClosed once the bus closes (see
+	// publishQueue.closed), so the wait needs no case for b.ctx: a thousand
+	// publishers all selecting on that one channel contended for its lock on
+	// every publish.
 	select {
 	case err := <-req.done:
 		if err != nil {
@@ -45,8 +53,6 @@ func (b *Bus) Publish(ctx context.Context, ev event.Event) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err() // it may still be sent
-	case <-b.ctx.Done():
-		return bus.ErrClosed
 	}
 }
 
@@ -99,8 +105,12 @@ func (b *Bus) deliverLocal(sh *shard, key string, ev event.Event) {
 // does not hold every publish of the process (at a thousand streams, every
 // execution was parked waiting for the one publisher).
 type publishQueue struct {
-	mu         sync.Mutex
-	reqs       []*publishReq
+	mu   sync.Mutex
+	reqs []*publishReq
+	// closed is set, under mu, once the publisher has ended and answered
+	// every queued request: a Publish after that is refused rather than
+	// queued, so every queued request is answered.
+	closed     bool
 	wake       chan struct{}
 	expireSeen map[string]time.Time // by the publisher only: when each key's EXPIRE was last refreshed
 }
@@ -197,11 +207,12 @@ func (b *Bus) send(q *publishQueue, batch []*publishReq) {
 	}
 }
 
-// fail answers every queued publish with err.
+// fail answers every queued publish with err and refuses later ones.
 func (q *publishQueue) fail(err error) {
 	q.mu.Lock()
 	reqs := q.reqs
 	q.reqs = nil
+	q.closed = true
 	q.mu.Unlock()
 	for _, r := range reqs {
 		r.done <- err
