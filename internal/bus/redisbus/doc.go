@@ -77,7 +77,7 @@
 //     by stream key (shardCount of them), each with its own readers; a
 //     shard's mu guards its topics, their subscriptions and its readers'
 //     topic sets and flags; no code holds two shards' locks at once. A
-//     publishQueue's mu guards its requests; its publisher goroutine alone
+//     publishQueue's mu guards its requests and its closed flag; its publisher goroutine alone
 //     touches its expireSeen; b.mu only orders Close (which sets the atomic closed flag
 //     under it, then visits the shards) against a control stream starting.
 //     No Redis call is made with a shard's lock held. A shard's lock is
@@ -92,7 +92,9 @@
 //   - Close ends every subscription with bus.ErrClosed, closes every Controls
 //     channel, and returns once all the bus's goroutines (publisher,
 //     readers, unblockers, control streams) have ended; publishes waiting
-//     then get bus.ErrClosed.
+//     then get bus.ErrClosed (those in a pipeline already sent, once it
+//     returns), and a publishing queue refuses publishes once its
+//     publisher has ended.
 //   - Security: the Redis URL may carry a password; no error quotes it.
 //
 // Files: publish.go (the batched publisher), subscribe.go and reader.go (the

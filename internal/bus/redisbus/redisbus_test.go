@@ -368,6 +368,50 @@ func TestSubscribeAfterClose(t *testing.T) {
 	}
 }
 
+// Publishes racing Close all return, each with nil or bus.ErrClosed: Publish
+// waits only on its own reply, so a publish queued as the publisher ends must
+// still be answered (or refused).
+func TestPublishesDuringCloseReturn(t *testing.T) {
+	t.Parallel()
+	url := testenv.Redis(t)
+	b, err := redisbus.Open(t.Context(), url, redisbus.Options{Prefix: newPrefix(t, url)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const publishers = 64
+	var started, wg sync.WaitGroup
+	started.Add(publishers)
+	errs := make(chan error, publishers)
+	for i := range publishers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			thread := fmt.Sprint("th", i)
+			for seq := int64(1); ; seq++ {
+				err := b.Publish(context.Background(), ev(thread, seq))
+				if seq == 1 {
+					started.Done()
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	started.Wait()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if !errors.Is(err, bus.ErrClosed) {
+			t.Errorf("publish during close: %v", err)
+		}
+	}
+}
+
 // Retained is exact on Redis: everything the stream holds after a position,
 // even more than a subscription would replay.
 func TestRetainedReadsTheWholeStream(t *testing.T) {
