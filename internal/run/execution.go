@@ -174,7 +174,7 @@ func (x *execution) emit(ctx context.Context, ev event.Event) {
 	}
 	x.calls.note(ev)
 	x.s.evlog.Enqueue(ev, x)
-	x.s.pub.publish(context.WithoutCancel(ctx), ev)
+	x.s.pub.publish(ctx, ev) // not cancelled with the run: publish detaches ctx where it waits
 }
 
 // reserveBlock is how many seqs a run reserves at a time. A chat answer
