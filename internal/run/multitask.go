@@ -134,19 +134,19 @@ func (s *Service) enqueue(ctx context.Context, sc chat.Scope, req StartRequest, 
 		}
 		return Started{}, err
 	}
-	s.kickQueue(sc.Tenant, sc.User, conv.ID) // the active run may have ended meanwhile
+	s.kickQueue(sc.Tenant, conv.ID) // the active run may have ended meanwhile
 	return out, nil
 }
 
 // kickQueue starts, in the background, the conversation's oldest queued
-// input, if it has one and no active run. owner is the conversation's.
-func (s *Service) kickQueue(tenant, owner, conversationID string) {
+// input, if it has one and no active run.
+func (s *Service) kickQueue(tenant, conversationID string) {
 	if !s.admit() {
 		return // shutting down: another replica's sweep, or the next start's, takes it
 	}
 	go func() {
 		defer s.release()
-		s.startQueued(tenant, owner, conversationID)
+		s.startQueued(tenant, conversationID)
 	}()
 }
 
@@ -154,18 +154,12 @@ func (s *Service) kickQueue(tenant, owner, conversationID string) {
 // An input that finds the conversation busy goes back in its place (the
 // active run's end kicks the queue again); one that cannot start at all is
 // dropped, logged, and the next is tried.
-func (s *Service) startQueued(tenant, owner, conversationID string) {
+func (s *Service) startQueued(tenant, conversationID string) {
 	ctx := s.ctx
-	// Behind an active run an input stays queued, untaken: its end kicks
-	// the queue again. A taken input is in neither the queue nor the runs
+	// The take leaves an input behind an active run queued (its end kicks
+	// the queue again): a taken input is in neither the queue nor the runs
 	// until its start is stored, and a client reading it by id meanwhile
 	// would find nothing.
-	if _, err := s.st.ActiveRun(ctx, chat.Scope{Tenant: tenant, User: owner}, conversationID); !errors.Is(err, store.ErrNotFound) {
-		if err != nil && ctx.Err() == nil {
-			s.log.Warn("look for the active run before the queue", "conversation_id", conversationID, "err", err)
-		}
-		return
-	}
 	for {
 		q, err := s.st.TakeQueuedInput(ctx, tenant, conversationID)
 		if err != nil {
@@ -210,7 +204,7 @@ func (s *Service) sweepQueues() {
 		if time.Since(q.CreatedAt) < time.Second {
 			continue // just queued: its own kick is on the way
 		}
-		s.kickQueue(q.Tenant, q.Owner, q.ConversationID)
+		s.kickQueue(q.Tenant, q.ConversationID)
 	}
 }
 
