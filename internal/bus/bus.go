@@ -94,14 +94,11 @@ func Lossless(b Bus) bool {
 // token deltas, small enough that a stalled client costs little.
 const DefaultQueueLimit = 4096
 
-// keepQueued is the most events whose array an emptied Queue keeps (~150
-// bytes each): a live stream takes its tokens one or two at a time, and a
-// thousand subscriptions each keeping a burst's 256 were 40 MB.
-const keepQueued = 32
-
 // Queue is a subscription's bounded, growable backlog. Producers Push and never
 // block; the consumer waits on Ready and takes everything with Drain, so a
-// burst becomes one write and one flush. An idle queue holds no buffer.
+// burst becomes one write and one flush. An empty queue holds no buffer: its
+// array comes from event.GetBatch with the first event and goes back when
+// drained.
 type Queue struct {
 	mu     sync.Mutex
 	items  []event.Event
@@ -135,6 +132,9 @@ func (q *Queue) Push(ev event.Event) bool {
 		q.signal()
 		return false
 	}
+	if q.items == nil {
+		q.items = event.GetBatch()
+	}
 	q.items = append(q.items, ev)
 	q.mu.Unlock()
 	q.signal()
@@ -157,11 +157,8 @@ func (q *Queue) Drain(buf []event.Event) ([]event.Event, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	buf = append(buf, q.items...)
-	clear(q.items)
-	q.items = q.items[:0]
-	if cap(q.items) > keepQueued {
-		q.items = nil // let a burst's buffer go
-	}
+	event.PutBatch(q.items)
+	q.items = nil
 	if len(buf) > 0 {
 		if q.err != nil {
 			q.signal() // the end is still to be told

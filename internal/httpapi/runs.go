@@ -21,39 +21,54 @@ func runErr(err error) error { return toAPIError(err, errcode.RunNotFound, "run"
 // request body is the AI SDK transport's; see vercel.go) or conversation
 // (seed 002's observable stream).
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
+	st, enc, err := s.startChat(w, r)
+	if err != nil || st == nil {
+		return err
+	}
+	// Only the stream and its encoder stay on the stack while it is
+	// served: the start's frame (~2.8 KiB) would keep the goroutine's
+	// stack from being halved (see sseStream).
+	s.serveStream(w, r, st, enc)
+	return nil
+}
+
+// startChat starts the run chat streams, and sets its headers. The stream
+// is nil when it answered the request itself: the AI SDK's format, and a
+// retry of an idempotent start, attached to the run the first started.
+func (s *Server) startChat(w http.ResponseWriter, r *http.Request) (*run.Stream, dialect.Exchange, error) {
 	var enc dialect.Exchange
 	switch f := r.URL.Query().Get("format"); f {
 	case "", "native":
 		enc = native.NewEncoder()
 	case "vercel-ai":
-		return s.vercelChat(w, r)
+		return nil, nil, s.vercelChat(w, r)
 	case "conversation":
 		enc = conversation.NewEncoder()
 	default:
-		return apiErr(http.StatusBadRequest, errcode.UnsupportedFormat, "format %q is not supported; use native, vercel-ai or conversation", f)
+		return nil, nil, apiErr(http.StatusBadRequest, errcode.UnsupportedFormat, "format %q is not supported; use native, vercel-ai or conversation", f)
 	}
 	raw, err := readBody(r)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	body, err := native.DecodeChatRequest(raw)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	if err := s.checkEngine("engine", body.Engine); err != nil {
-		return err
+		return nil, nil, err
 	}
 	if body.Title, err = checkTitle(body.Title); err != nil {
-		return err
+		return nil, nil, err
 	}
 	sc := scopeOf(r.Context())
 	k, err := s.idempotency(r, raw) // idempotency.go
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	defer s.unsettled(r, &k)
 	if k.runID != "" {
-		return s.attach(w, r, k, enc)
+		return nil, nil, s.attach(w, r, k, enc)
 	}
 	req := run.StartRequest{ConversationID: body.ConversationID, Input: body.Input, Parts: body.Parts(), Title: body.Title, Engine: body.Engine,
 		AgentID: body.AgentID, AgentVersion: body.AgentVersion, ParentID: body.ParentID, Multitask: body.Multitask()}
@@ -66,7 +81,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 	started, err := s.runs.Start(r.Context(), sc, req, true)
 	s.settle(r, &k, started.Run, err)
 	if err != nil {
-		return steerErr(err)
+		return nil, nil, steerErr(err)
 	}
 	w.Header().Set("X-Run-ID", started.Run.ID)
 	w.Header().Set("X-Conversation-ID", started.Conversation.ID)
@@ -75,8 +90,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 		// when the runs before it end.
 		w.Header().Set("X-Run-Status", chat.RunQueued)
 	}
-	s.serveStream(w, r, started.Stream, enc)
-	return nil
+	return started.Stream, enc, nil
 }
 
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request) error {
@@ -102,6 +116,18 @@ func (s *Server) conversationEvents(w http.ResponseWriter, r *http.Request) erro
 // ?format=conversation, seed 002's observable stream, from the client's
 // Last-Event-ID on.
 func (s *Server) events(w http.ResponseWriter, r *http.Request, thread, runID string, notFound func(error) error) error {
+	st, enc, err := s.follow(r, thread, runID, notFound)
+	if err != nil {
+		return err
+	}
+	// Only the stream and its encoder stay on the stack while it is
+	// served (see sseStream).
+	s.serveStream(w, r, st, enc)
+	return nil
+}
+
+// follow opens the stream events serves, in the format the request asks for.
+func (s *Server) follow(r *http.Request, thread, runID string, notFound func(error) error) (*run.Stream, dialect.Exchange, error) {
 	var enc dialect.Exchange
 	primed := false // native frames are a function of their event alone
 	switch f := r.URL.Query().Get("format"); f {
@@ -110,20 +136,19 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, thread, runID st
 	case "conversation":
 		enc, primed = conversation.NewEncoder(), true
 	default:
-		return apiErr(http.StatusBadRequest, errcode.UnsupportedFormat, "format %q is not supported here; use native or conversation", f)
+		return nil, nil, apiErr(http.StatusBadRequest, errcode.UnsupportedFormat, "format %q is not supported here; use native or conversation", f)
 	}
 	at, err := lastEventID(r)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	ctx := r.Context()
 	st, err := s.runs.Follow(ctx, scopeOf(ctx), thread, runID, at.Replay())
 	if err != nil {
-		return notFound(err)
+		return nil, nil, notFound(err)
 	}
 	s.resume(ctx, st, enc, at, primed)
-	s.serveStream(w, r, st, enc)
-	return nil
+	return st, enc, nil
 }
 
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) error {

@@ -201,21 +201,36 @@ func (s *Server) routes() {
 // so what reaches a handler, and a store, is text.
 func (s *Server) wrap(pattern string, h handlerFunc) http.Handler {
 	ids := pathIDs(pattern)
+	// The closure stays small: a stream's handler runs under it for the
+	// stream's life (see sseStream).
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		err := checkQueryText(r)
-		for _, id := range ids {
-			if !possibleID(r.PathValue(id.name)) {
-				err = id.notFound
-				break
-			}
-		}
+		err := badRequest(r, ids)
 		if err == nil {
 			err = h(w, r)
 		}
 		if err != nil {
-			writeError(w, r, s.log, toAPIError(err, errcode.NotFound, "resource"))
+			s.fail(w, r, err)
 		}
 	})
+}
+
+// badRequest is the answer to a request whose query is not text or whose
+// path names an id that cannot exist; nil for any other.
+func badRequest(r *http.Request, ids []pathID) error {
+	if err := checkQueryText(r); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if !possibleID(r.PathValue(id.name)) {
+			return id.notFound
+		}
+	}
+	return nil
+}
+
+// fail renders a handler's error.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	writeError(w, r, s.log, toAPIError(err, errcode.NotFound, "resource"))
 }
 
 // pathID is a wildcard of a route that names a stored object.

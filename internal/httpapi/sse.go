@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/agentchat/agentchat/internal/bus"
@@ -22,13 +23,15 @@ const writeTimeout = 15 * time.Second
 // the slack and writeTimeout.
 const deadlineSlack = time.Second
 
-// What a stream keeps between writes: a burst (a client that fell behind,
-// a replay) grows its buffers, and a thousand streams keeping them would
-// hold megabytes for nothing while they stream a token at a time.
-const (
-	keepOut    = 8 << 10 // bytes of encoded frames
-	keepEvents = 32      // events taken from the stream (~150 bytes each)
-)
+// frameBuf is the length of a pooled array of encoded frames: a few
+// frames (a token delta is ~200 bytes). A burst grows past it, and its
+// buffer is left to the collector.
+const frameBuf = 4 << 10
+
+// frames holds the arrays streams encode their frames into. A stream takes
+// one per wake and gives it back after the write, so a thousand streams
+// waiting for their next token, or idle, hold none.
+var frames = sync.Pool{New: func() any { return new([frameBuf]byte) }}
 
 // serveStream writes a stream's events through the exchange of its wire
 // format until the stream is done, the exchange ends, the client leaves, or
@@ -36,142 +39,210 @@ const (
 // response ends are the exchange's. The request context owns the connection
 // only: leaving does not cancel the run.
 func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *run.Stream, enc dialect.Exchange) {
-	defer st.Close()
-	defer s.tel.StreamOpened(dialect.Name(enc))()
-	ctx := r.Context()
-	rc := http.NewResponseController(w)
-	h := w.Header()
+	ss := &sseStream{s: s, w: w, rc: http.NewResponseController(w), ctx: r.Context(), st: st, enc: enc,
+		closed: s.tel.StreamOpened(dialect.Name(enc))}
+	defer ss.close()
+	if ss.open() {
+		ss.serve()
+	}
+}
+
+// sseStream is a stream being served. Its state lives on the heap, and
+// serve's frame holds little but the select, so that the connection's
+// goroutine, waiting there for hours, uses under a quarter of a 16 KiB
+// stack: a collection then halves the stack its start grew (the runtime
+// shrinks only a stack less than a quarter used, counting 800 bytes more).
+// Encoding and writing are calls that return before it waits again. The
+// handlers and middleware under it keep their frames small for the same
+// reason (events, wrap, authenticate).
+type sseStream struct {
+	s        *Server
+	w        http.ResponseWriter
+	rc       *http.ResponseController
+	ctx      context.Context
+	st       *run.Stream
+	enc      dialect.Exchange
+	deadline time.Time // the connection's write deadline
+	ping     *time.Ticker
+	// check wakes a stream that heard nothing for a while to look at the
+	// log itself: a run's end reaches it even when its publish was lost.
+	check  *time.Timer
+	closed func() // counts the stream closed
+}
+
+// close stops the timers and releases the stream's subscription.
+func (ss *sseStream) close() {
+	if ss.ping != nil {
+		ss.ping.Stop()
+		ss.check.Stop()
+	}
+	ss.closed()
+	ss.st.Close()
+}
+
+// open writes the headers and the preamble, and starts the timers; false if
+// the client is gone.
+func (ss *sseStream) open() bool {
+	h := ss.w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("Connection", "keep-alive")
 	h.Set("X-Accel-Buffering", "no")
-	for k, v := range enc.Header() {
+	for k, v := range ss.enc.Header() {
 		h[k] = v
 	}
-	w.WriteHeader(http.StatusOK)
-
-	// Sized for a few common frames (a token delta is ~200 bytes): it grows
-	// for a burst, and a thousand idle streams do not each hold 4 KiB.
-	out := make([]byte, 0, 1024)
+	ss.w.WriteHeader(http.StatusOK)
+	out := getFrames()
 	out = dialect.AppendRetry(out, 2*time.Second)
-	out = enc.Preamble(out)
-	var deadline time.Time
-	write := func() bool {
-		if len(out) == 0 {
-			return true
-		}
-		// The deadline moves once per deadlineSlack, not per write: a
-		// write is still cut off within writeTimeout, and a stream does
-		// not reset its connection's timer for every token.
-		if now := time.Now(); deadline.Sub(now) < writeTimeout-deadlineSlack {
-			deadline = now.Add(writeTimeout)
-			_ = rc.SetWriteDeadline(deadline)
-		}
-		_, err := w.Write(out)
-		if err == nil {
-			err = rc.Flush()
-		}
-		out = out[:0]
-		if cap(out) > keepOut {
-			out = make([]byte, 0, 1024) // a burst's buffer goes
-		}
-		return err == nil
+	out = ss.enc.Preamble(out)
+	if !ss.write(out) {
+		return false
 	}
-	if !write() {
-		return
-	}
-	ping := time.NewTicker(s.ping)
-	defer ping.Stop()
-	// check wakes a stream that heard nothing for a while to look at the
-	// log itself: a run's end reaches it even when its publish was lost.
-	check := time.NewTimer(time.Hour)
-	arm := func() {
-		if d := st.CheckAfter(); d > 0 {
-			check.Reset(d)
-		} else {
-			check.Stop()
-		}
-	}
-	arm()
-	defer check.Stop()
-	var evs []event.Event
-	wait := !st.Pending()
+	ss.ping = time.NewTicker(ss.s.ping)
+	ss.check = time.NewTimer(time.Hour)
+	ss.arm()
+	return true
+}
+
+// serve is the stream's loop: it waits for events, a ping, a check, the
+// client leaving or the server closing.
+func (ss *sseStream) serve() {
+	done := ss.ctx.Done()
+	wait := !ss.st.Pending()
 	for {
 		if wait {
 			select {
-			case <-ctx.Done():
+			case <-done:
 				return
-			case <-s.closing:
-				out = enc.Abort(out, event.ErrorInfo{Code: errcode.ServerShutdown, Message: "the server is restarting; reconnect with Last-Event-ID to continue"})
-				write()
+			case <-ss.s.closing:
+				ss.abort(event.ErrorInfo{Code: errcode.ServerShutdown, Message: "the server is restarting; reconnect with Last-Event-ID to continue"})
 				return
-			case now := <-ping.C:
-				out = enc.KeepAlive(out, now)
-				if !write() {
+			case now := <-ss.ping.C:
+				if !ss.keepAlive(now) {
 					return
 				}
 				continue
-			case <-check.C:
-				if err := st.Check(ctx); err != nil && ctx.Err() == nil {
-					s.log.DebugContext(ctx, "stream could not check the log", "err", err)
-				}
-				arm()
-				if !st.Pending() {
+			case <-ss.check.C:
+				if !ss.checkLog() {
 					continue
 				}
-			case <-st.Ready():
+			case <-ss.st.Ready():
 			}
 		}
-		wait = true
-		var err error
-		evs, err = st.Next(ctx, evs[:0])
-		end := false
-		for _, ev := range evs {
-			out = enc.Encode(out, ev)
-			if enc.Ended() {
-				end = true
-				break
-			}
-		}
-		if !write() {
+		var more bool
+		if wait, more = ss.deliver(); !more {
 			return
 		}
-		if end || st.Done() {
-			return
+	}
+}
+
+// keepAlive writes the exchange's keep-alive; false if the client is gone.
+func (ss *sseStream) keepAlive(now time.Time) bool {
+	return ss.write(ss.enc.KeepAlive(getFrames(), now))
+}
+
+// checkLog looks at the log (see run.Stream.Check) and reports whether it
+// found events to deliver.
+func (ss *sseStream) checkLog() bool {
+	if err := ss.st.Check(ss.ctx); err != nil && ss.ctx.Err() == nil {
+		ss.s.log.DebugContext(ss.ctx, "stream could not check the log", "err", err)
+	}
+	ss.arm()
+	return ss.st.Pending()
+}
+
+// arm sets the check timer for the stream's next look at the log.
+func (ss *sseStream) arm() {
+	if d := ss.st.CheckAfter(); d > 0 {
+		ss.check.Reset(d)
+	} else {
+		ss.check.Stop()
+	}
+}
+
+// deliver writes what the stream has ready. more is false once the stream
+// is over (its end written, the client gone, the subscription ended); wait
+// is false when more is queued already.
+func (ss *sseStream) deliver() (wait, more bool) {
+	evs, err := ss.st.Next(ss.ctx, event.GetBatch())
+	// The events' payloads are sent when this returns: neither they nor
+	// the array are held until the next wake.
+	defer func() { event.PutBatch(evs) }()
+	out := getFrames()
+	end := false
+	for _, ev := range evs {
+		out = ss.enc.Encode(out, ev)
+		if ss.enc.Ended() {
+			end = true
+			break
 		}
-		if len(evs) > 0 {
-			arm()
-		}
-		clear(evs) // their payloads are sent: do not hold them until the next wake
-		if cap(evs) > keepEvents {
-			evs = nil // a burst's array goes: the stream may live for hours
-		}
-		if err == nil && !st.Pending() {
-			select {
-			case <-st.Ready():
-				wait = false // more is queued: not idle
-			default:
-				var stop bool
-				if out, stop = enc.Idle(out); stop {
-					write()
-					return
-				}
+	}
+	if !ss.write(out) || end || ss.st.Done() {
+		return false, false
+	}
+	if len(evs) > 0 {
+		ss.arm()
+	}
+	if err == nil && !ss.st.Pending() {
+		select {
+		case <-ss.st.Ready():
+			return false, true // more is queued: not idle
+		default:
+			out, stop := ss.enc.Idle(getFrames())
+			if !ss.write(out) || stop { // out is empty unless it ends the response
+				return false, false
 			}
 		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			info := event.ErrorInfo{Code: errcode.StreamInterrupted, Message: "the stream was interrupted; reconnect with Last-Event-ID to continue"}
-			if errors.Is(err, bus.ErrSlowConsumer) {
-				info = event.ErrorInfo{Code: errcode.SlowConsumer, Message: "the client fell too far behind; reconnect with Last-Event-ID to continue"}
-			} else {
-				s.log.WarnContext(ctx, "stream ended", "err", err)
-			}
-			out = enc.Abort(out, info)
-			write()
-			return
+	}
+	if err != nil {
+		if ss.ctx.Err() != nil {
+			return false, false
 		}
+		info := event.ErrorInfo{Code: errcode.StreamInterrupted, Message: "the stream was interrupted; reconnect with Last-Event-ID to continue"}
+		if errors.Is(err, bus.ErrSlowConsumer) {
+			info = event.ErrorInfo{Code: errcode.SlowConsumer, Message: "the client fell too far behind; reconnect with Last-Event-ID to continue"}
+		} else {
+			ss.s.log.WarnContext(ss.ctx, "stream ended", "err", err)
+		}
+		ss.abort(info)
+		return false, false
+	}
+	return true, true
+}
+
+// abort writes the exchange's end for a stream cut short.
+func (ss *sseStream) abort(info event.ErrorInfo) {
+	ss.write(ss.enc.Abort(getFrames(), info))
+}
+
+// write sends out, frames from getFrames, and flushes, then gives out back;
+// false if the client is gone.
+func (ss *sseStream) write(out []byte) bool {
+	defer putFrames(out)
+	if len(out) == 0 {
+		return true
+	}
+	// The deadline moves once per deadlineSlack, not per write: a write is
+	// still cut off within writeTimeout, and a stream does not reset its
+	// connection's timer for every token.
+	if now := time.Now(); ss.deadline.Sub(now) < writeTimeout-deadlineSlack {
+		ss.deadline = now.Add(writeTimeout)
+		_ = ss.rc.SetWriteDeadline(ss.deadline)
+	}
+	_, err := ss.w.Write(out)
+	if err == nil {
+		err = ss.rc.Flush()
+	}
+	return err == nil
+}
+
+// getFrames returns an empty buffer over a pooled array for encoded frames.
+func getFrames() []byte { return frames.Get().(*[frameBuf]byte)[:0] }
+
+// putFrames gives out's array back, unless a burst outgrew it.
+func putFrames(out []byte) {
+	if cap(out) == frameBuf {
+		frames.Put((*[frameBuf]byte)(out[:frameBuf]))
 	}
 }
 

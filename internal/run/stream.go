@@ -25,10 +25,6 @@ type Stream struct {
 	q       *bus.Queue
 	last    int64 // highest seq handled
 	backlog []event.Event
-	// drained is Next's scratch for what it takes from the queue, kept
-	// between calls: every token wakes the stream, and a fresh slice per
-	// wake was an allocation per token.
-	drained []event.Event
 	done    bool
 	// ended: the followed run had finished before the stream opened, so the
 	// log holds all of it and the stream is done once the backlog is out.
@@ -162,10 +158,6 @@ func (s *Service) Follow(ctx context.Context, sc chat.Scope, thread, runID strin
 	return st, nil
 }
 
-// keepDrained is the most events whose array Next keeps between wakes
-// (~150 bytes each): a live token stream drains one or two at a time.
-const keepDrained = 32
-
 // Thread is the conversation the stream follows.
 func (st *Stream) Thread() string { return st.thread }
 
@@ -204,18 +196,13 @@ func (st *Stream) Next(ctx context.Context, buf []event.Event) ([]event.Event, e
 		return buf, nil
 	}
 	if in == nil {
-		in = st.drained[:0]
+		// Every token wakes the stream: its scratch comes from a pool,
+		// not a fresh slice per wake, and is not held between wakes.
+		in = event.GetBatch()
 	}
 	var qerr error
 	in, qerr = st.q.Drain(in)
-	defer func() {
-		clear(in) // drop the events' references until the next wake
-		if cap(in) <= keepDrained {
-			st.drained = in[:0]
-		} else {
-			st.drained = nil // a burst's array goes: a stream holds it for hours
-		}
-	}()
+	defer func() { event.PutBatch(in) }() // the events are in buf: drop in's references
 	for _, ev := range in {
 		if st.done {
 			break
