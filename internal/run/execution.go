@@ -314,7 +314,7 @@ func (x *execution) finish(o engine.Outcome) {
 	}
 	s.pub.publishEnd(end)
 	x.mu.Unlock()
-	s.kickQueue(x.run.Tenant, x.run.Owner, x.run.ConversationID) // multitask.go
+	s.kickQueue(x.run.Tenant, x.run.ConversationID) // multitask.go
 	logEnd(x.log, o, "conversation_id", x.run.ConversationID,
 		"input_tokens", o.Usage.InputTokens, "output_tokens", o.Usage.OutputTokens)
 }
