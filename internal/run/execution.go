@@ -174,7 +174,7 @@ func (x *execution) emit(ctx context.Context, ev event.Event) {
 	}
 	x.calls.note(ev)
 	x.s.evlog.Enqueue(ev, x)
-	x.s.pub.publish(context.WithoutCancel(ctx), ev)
+	x.s.pub.publish(ctx, ev) // not cancelled with the run: publish detaches ctx where it waits
 }
 
 // reserveBlock is how many seqs a run reserves at a time. A chat answer
@@ -314,7 +314,7 @@ func (x *execution) finish(o engine.Outcome) {
 	}
 	s.pub.publishEnd(end)
 	x.mu.Unlock()
-	s.kickQueue(x.run.Tenant, x.run.Owner, x.run.ConversationID) // multitask.go
+	s.kickQueue(x.run.Tenant, x.run.ConversationID) // multitask.go
 	logEnd(x.log, o, "conversation_id", x.run.ConversationID,
 		"input_tokens", o.Usage.InputTokens, "output_tokens", o.Usage.OutputTokens)
 }

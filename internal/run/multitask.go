@@ -134,66 +134,82 @@ func (s *Service) enqueue(ctx context.Context, sc chat.Scope, req StartRequest, 
 		}
 		return Started{}, err
 	}
-	s.kickQueue(sc.Tenant, sc.User, conv.ID) // the active run may have ended meanwhile
+	s.kickQueue(sc.Tenant, conv.ID) // the active run may have ended meanwhile
 	return out, nil
 }
 
-// kickQueue starts, in the background, the conversation's oldest queued
-// input, if it has one and no active run. owner is the conversation's.
-func (s *Service) kickQueue(tenant, owner, conversationID string) {
+// kickQueue starts the conversation's oldest queued input, if it has one
+// and no active run. The take runs on the caller's goroutine and only a
+// taken input's start gets its own: almost every run ends with nothing
+// queued, and a goroutine of its own for that one read, its stack grown by
+// the SQLite driver, was a tenth of the read's cost.
+func (s *Service) kickQueue(tenant, conversationID string) {
 	if !s.admit() {
 		return // shutting down: another replica's sweep, or the next start's, takes it
 	}
+	q, ok := s.takeQueued(tenant, conversationID)
+	if !ok {
+		s.release()
+		return
+	}
 	go func() {
 		defer s.release()
-		s.startQueued(tenant, owner, conversationID)
+		s.startQueued(tenant, conversationID, q)
 	}()
 }
 
-// startQueued takes the conversation's oldest queued input and starts it.
-// An input that finds the conversation busy goes back in its place (the
-// active run's end kicks the queue again); one that cannot start at all is
-// dropped, logged, and the next is tried.
-func (s *Service) startQueued(tenant, owner, conversationID string) {
+// takeQueued takes the conversation's oldest queued input. The take
+// leaves an input behind an active run queued (its end kicks the queue
+// again): a taken input is in neither the queue nor the runs until its
+// start is stored, and a client reading it by id meanwhile would find
+// nothing.
+func (s *Service) takeQueued(tenant, conversationID string) (store.QueuedInput, bool) {
+	q, err := s.st.TakeQueuedInput(s.ctx, tenant, conversationID)
+	if err != nil {
+		if !errors.Is(err, store.ErrNotFound) && s.ctx.Err() == nil {
+			s.log.Warn("take a queued input", "conversation_id", conversationID, "err", err)
+		}
+		return q, false
+	}
+	return q, true
+}
+
+// startQueued starts q, a queued input taken from the conversation, and
+// while an input is dropped, the next.
+func (s *Service) startQueued(tenant, conversationID string, q store.QueuedInput) {
+	for s.startTaken(conversationID, q) {
+		var ok bool
+		if q, ok = s.takeQueued(tenant, conversationID); !ok {
+			return
+		}
+	}
+}
+
+// startTaken starts a taken input. One that finds the conversation busy
+// goes back in its place (the active run's end kicks the queue again); one
+// that cannot start at all is dropped and logged, and startTaken reports
+// that the next should be tried.
+func (s *Service) startTaken(conversationID string, q store.QueuedInput) (dropped bool) {
 	ctx := s.ctx
-	// Behind an active run an input stays queued, untaken: its end kicks
-	// the queue again. A taken input is in neither the queue nor the runs
-	// until its start is stored, and a client reading it by id meanwhile
-	// would find nothing.
-	if _, err := s.st.ActiveRun(ctx, chat.Scope{Tenant: tenant, User: owner}, conversationID); !errors.Is(err, store.ErrNotFound) {
-		if err != nil && ctx.Err() == nil {
-			s.log.Warn("look for the active run before the queue", "conversation_id", conversationID, "err", err)
-		}
-		return
+	var qs queuedStart
+	if err := json.Unmarshal(q.Request, &qs); err != nil {
+		s.log.Error("a queued input could not be read; dropped", "conversation_id", conversationID, "queued_id", q.ID, "err", err)
+		return true
 	}
-	for {
-		q, err := s.st.TakeQueuedInput(ctx, tenant, conversationID)
-		if err != nil {
-			if !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil {
-				s.log.Warn("take a queued input", "conversation_id", conversationID, "err", err)
-			}
-			return
+	sc := chat.Scope{Tenant: q.Tenant, User: q.Owner, Role: qs.Role}
+	_, err := s.start(ctx, sc, qs.Request, false)
+	var busy *store.BusyError
+	switch {
+	case errors.As(err, &busy) || errors.Is(err, ErrOverloaded) || errors.Is(err, ErrShuttingDown) || errors.Is(err, store.ErrUnavailable):
+		if _, perr := s.st.EnqueueInput(context.WithoutCancel(ctx), sc, q); perr != nil {
+			s.log.Error("put back a queued input; dropped", "conversation_id", conversationID, "run_id", qs.Request.RunID, "err", perr)
 		}
-		var qs queuedStart
-		if err := json.Unmarshal(q.Request, &qs); err != nil {
-			s.log.Error("a queued input could not be read; dropped", "conversation_id", conversationID, "queued_id", q.ID, "err", err)
-			continue
-		}
-		sc := chat.Scope{Tenant: q.Tenant, User: q.Owner, Role: qs.Role}
-		_, err = s.start(ctx, sc, qs.Request, false)
-		var busy *store.BusyError
-		switch {
-		case errors.As(err, &busy) || errors.Is(err, ErrOverloaded) || errors.Is(err, ErrShuttingDown) || errors.Is(err, store.ErrUnavailable):
-			if _, perr := s.st.EnqueueInput(context.WithoutCancel(ctx), sc, q); perr != nil {
-				s.log.Error("put back a queued input; dropped", "conversation_id", conversationID, "run_id", qs.Request.RunID, "err", perr)
-			}
-			return
-		case err != nil:
-			s.log.Error("a queued input could not start; dropped", "conversation_id", conversationID, "run_id", qs.Request.RunID, "err", err)
-			continue
-		}
-		return // its end starts the next
+		return false
+	case err != nil:
+		s.log.Error("a queued input could not start; dropped", "conversation_id", conversationID, "run_id", qs.Request.RunID, "err", err)
+		return true
 	}
+	return false // its end starts the next
 }
 
 // sweepQueues starts queues whose wake-up was lost: inputs waiting in a
@@ -210,7 +226,7 @@ func (s *Service) sweepQueues() {
 		if time.Since(q.CreatedAt) < time.Second {
 			continue // just queued: its own kick is on the way
 		}
-		s.kickQueue(q.Tenant, q.Owner, q.ConversationID)
+		s.kickQueue(q.Tenant, q.ConversationID)
 	}
 }
 

@@ -43,7 +43,11 @@ const publishTimeout = time.Second
 func (p *publisher) try(ctx context.Context, ev event.Event) bool {
 	var err error
 	if p.bounded {
-		ctx, cancel := context.WithTimeout(ctx, publishTimeout)
+		// A run's cancellation must not cut its last events' publish short,
+		// so the bound replaces ctx's cancellation. The unbounded bus never
+		// waits, so ctx passes as it is: detaching it there cost an
+		// allocation per token.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
 		err = p.bus.Publish(ctx, ev)
 		cancel()
 	} else {

@@ -58,8 +58,11 @@ type Steering interface {
 	// order (an input put back). ErrNotFound when the conversation is not sc's.
 	EnqueueInput(ctx context.Context, sc chat.Scope, q QueuedInput) (QueuedInput, error)
 	// TakeQueuedInput removes and returns the conversation's oldest queued
-	// input (created_at, then id), for the system to start; ErrNotFound when
-	// none waits. Of racing takers exactly one gets each input.
+	// input (created_at, then id), for the system to start, if the
+	// conversation has no active run; ErrNotFound when none waits or a run
+	// is active (an input behind a run stays queued, so a client reading it
+	// by id still finds it; the run's end takes it). Of racing takers
+	// exactly one gets each input.
 	TakeQueuedInput(ctx context.Context, tenant, conversationID string) (QueuedInput, error)
 	// StalledQueues lists conversations, oldest queued input first, that
 	// have queued inputs and no active run: inputs whose wake-up was lost

@@ -18,8 +18,8 @@
 // retries are off: llm.WithRetry does the retrying, so there is one bounded,
 // cancellable retry loop.
 //
-// The SDK builds, authenticates and sends the request and maps a refused
-// call to its error. The stream is read by the loop the adapters share
+// The adapter writes the request's JSON without reflection (body.go); the
+// SDK authenticates and sends it and maps a refused call to its error. The stream is read by the loop the adapters share
 // (internal/llm/internal/stream: transport, queueing, cancellation,
 // errors); this package supplies only its decode step, which reads chunk
 // JSON into only the fields above and without reflection, since the SDK's
@@ -50,10 +50,7 @@ import (
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/param"
-	"github.com/openai/openai-go/v3/shared"
 
-	"github.com/agentchat/agentchat/internal/jsonstr"
 	"github.com/agentchat/agentchat/internal/llm"
 	"github.com/agentchat/agentchat/internal/llm/internal/stream"
 	"github.com/agentchat/agentchat/internal/llm/internal/upstream"
@@ -89,8 +86,10 @@ type Config struct {
 
 // Model is an OpenAI-compatible chat model.
 type Model struct {
-	cfg      Config
-	service  sdk.ChatCompletionService
+	cfg Config
+	// client sends requests with its Options only: no services, and none
+	// of the environment NewClient reads.
+	client   *sdk.Client
 	provider upstream.Provider
 	// maxCompletionTokens: OpenAI's own API refuses max_tokens for its newer
 	// models and wants max_completion_tokens; compatible servers mostly know
@@ -119,9 +118,10 @@ func newModel(cfg Config) (*Model, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("openai: Config.BaseURL %q is not an http(s) URL", upstream.HostOf(cfg.BaseURL))
 	}
-	// NewChatCompletionService, unlike NewClient, reads no environment
-	// variables (OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_ORG_ID…): a key from
-	// the environment must never be sent to a base URL it was not meant for.
+	// A Client holding only these options, unlike one from NewClient, reads
+	// no environment variables (OPENAI_API_KEY, OPENAI_BASE_URL,
+	// OPENAI_ORG_ID…): a key from the environment must never be sent to a
+	// base URL it was not meant for.
 	opts := []option.RequestOption{
 		option.WithBaseURL(cfg.BaseURL + "/"),
 		option.WithHTTPClient(cfg.HTTPClient),
@@ -131,8 +131,8 @@ func newModel(cfg Config) (*Model, error) {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
 	return &Model{
-		cfg:     cfg,
-		service: sdk.NewChatCompletionService(opts...),
+		cfg:    cfg,
+		client: &sdk.Client{Options: opts},
 		provider: upstream.Provider{
 			Name:   "the model provider",
 			Host:   u.Host,
@@ -149,140 +149,19 @@ func (m *Model) Name() string {
 
 // Stream starts a completion.
 func (m *Model) Stream(ctx context.Context, req llm.Request) (llm.Stream, error) {
-	params, err := m.params(req)
+	body, err := m.body(req)
 	if err != nil {
 		return nil, stream.InvalidRequest(err)
 	}
-	// WithResponseBodyInto hands the loop the response with its body
-	// unread (the SDK's stream is left without a decoder), so the chunks
-	// are decoded here, without the SDK's reflective decoder on the path of
-	// every token.
+	// A *http.Response as the result hands the loop the response with its
+	// body unread, so the chunks are decoded here, without the SDK's
+	// reflective decoder on the path of every token.
 	send := func(ctx context.Context) (resp *http.Response, err error) {
-		err = m.service.NewStreaming(ctx, params, option.WithResponseBodyInto(&resp)).Err()
+		err = m.client.Post(ctx, "chat/completions", body, &resp)
 		return resp, err
 	}
 	return stream.Open(ctx, stream.Upstream{Provider: m.provider, Timeout: m.cfg.Timeout}, send,
 		func(d *decoder, _ *http.Response) { d.provider = m.provider })
-}
-
-// params translates req to the SDK's request.
-func (m *Model) params(req llm.Request) (sdk.ChatCompletionNewParams, error) {
-	p := sdk.ChatCompletionNewParams{
-		Model:         shared.ChatModel(cmp.Or(req.Model, m.cfg.Model)),
-		StreamOptions: sdk.ChatCompletionStreamOptionsParam{IncludeUsage: sdk.Bool(true)},
-	}
-	for i, msg := range req.Messages {
-		mp, err := message(msg)
-		if err != nil {
-			return p, fmt.Errorf("message %d: %w", i, err)
-		}
-		p.Messages = append(p.Messages, mp)
-	}
-	for _, t := range req.Tools {
-		tool, err := functionTool(t)
-		if err != nil {
-			return p, err
-		}
-		p.Tools = append(p.Tools, tool)
-	}
-	if req.MaxTokens > 0 {
-		if m.maxCompletionTokens {
-			p.MaxCompletionTokens = sdk.Int(int64(req.MaxTokens))
-		} else {
-			p.MaxTokens = sdk.Int(int64(req.MaxTokens))
-		}
-	}
-	if req.Temperature != nil {
-		p.Temperature = sdk.Float(*req.Temperature)
-	}
-	if req.JSONObject {
-		p.ResponseFormat.OfJSONObject = &shared.ResponseFormatJSONObjectParam{}
-	}
-	return p, nil
-}
-
-// functionTool is t as a request's function tool. Its JSON is written here
-// and handed to the SDK as the param's override (the SDK's documented way to
-// send raw JSON): decoding the parameters' schema into a map and encoding it
-// again by reflection, every tool on every call, was most of the cost of
-// building a request. The schema goes out as the agent's definition wrote
-// it, key order included.
-func functionTool(t llm.ToolSpec) (sdk.ChatCompletionToolUnionParam, error) {
-	params := bytes.TrimSpace(t.Parameters)
-	if len(params) == 0 || string(params) == "null" {
-		params = []byte(`{"type":"object","properties":{}}`)
-	} else if params[0] != '{' || !json.Valid(params) {
-		return sdk.ChatCompletionToolUnionParam{}, fmt.Errorf("tool %s: parameters are not a JSON object", t.Name)
-	}
-	b := make([]byte, 0, 64+len(t.Name)+len(t.Description)+len(params))
-	b = append(b, `{"type":"function","function":{"name":`...)
-	b = jsonstr.Append(b, t.Name)
-	if t.Description != "" {
-		b = append(b, `,"description":`...)
-		b = jsonstr.Append(b, t.Description)
-	}
-	b = append(b, `,"parameters":`...)
-	b = append(b, params...)
-	b = append(b, "}}"...)
-	f := param.Override[sdk.ChatCompletionFunctionToolParam](json.RawMessage(b))
-	return sdk.ChatCompletionToolUnionParam{OfFunction: &f}, nil
-}
-
-func message(msg llm.Message) (sdk.ChatCompletionMessageParamUnion, error) {
-	switch msg.Role {
-	case llm.RoleSystem:
-		return sdk.SystemMessage(msg.Content), nil
-	case llm.RoleUser:
-		if len(msg.Parts) == 0 {
-			return sdk.UserMessage(msg.Content), nil
-		}
-		var parts []sdk.ChatCompletionContentPartUnionParam
-		for _, part := range msg.Parts {
-			switch part.Type {
-			case "text":
-				parts = append(parts, sdk.TextContentPart(part.Text))
-			case "image_url":
-				parts = append(parts, sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: part.ImageURL}))
-			case llm.PartImage:
-				parts = append(parts, sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: dataURL(part)}))
-			case llm.PartDocument:
-				if format := audioFormat(part.MediaType); format != "" {
-					// Audio a models file says the model accepts: the
-					// API's input_audio part (wav and mp3 are its formats).
-					parts = append(parts, sdk.InputAudioContentPart(sdk.ChatCompletionContentPartInputAudioInputAudioParam{
-						Data: base64.StdEncoding.EncodeToString(part.Data), Format: format}))
-					continue
-				}
-				f := sdk.ChatCompletionContentPartFileFileParam{FileData: sdk.String(dataURL(part))}
-				f.Filename = sdk.String(cmp.Or(part.Name, "document.pdf"))
-				parts = append(parts, sdk.FileContentPart(f))
-			default:
-				return sdk.ChatCompletionMessageParamUnion{}, fmt.Errorf("unknown part type %q", part.Type)
-			}
-		}
-		return sdk.UserMessage(parts), nil
-	case llm.RoleAssistant:
-		var a sdk.ChatCompletionAssistantMessageParam
-		if msg.Content != "" || len(msg.ToolCalls) == 0 {
-			a.Content.OfString = sdk.String(msg.Content)
-		}
-		for _, c := range msg.ToolCalls {
-			args := string(c.Arguments)
-			if strings.TrimSpace(args) == "" {
-				args = "{}"
-			}
-			a.ToolCalls = append(a.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{
-				OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
-					ID:       c.ID,
-					Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: args},
-				},
-			})
-		}
-		return sdk.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
-	case llm.RoleTool:
-		return sdk.ToolMessage(msg.Content, msg.ToolCallID), nil
-	}
-	return sdk.ChatCompletionMessageParamUnion{}, fmt.Errorf("unknown role %q", msg.Role)
 }
 
 // audioFormat is input_audio's format for a media type: "wav", "mp3", or

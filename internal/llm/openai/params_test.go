@@ -25,11 +25,7 @@ func BenchmarkRequestBody(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		p, err := m.params(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := json.Marshal(p); err != nil {
+		if _, err := m.body(req); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -239,10 +239,13 @@ func scanQueued(row pgx.Row) (store.QueuedInput, error) {
 }
 
 // TakeQueuedInput removes and returns the conversation's oldest queued
-// input; SKIP LOCKED lets racing takers each take a different one.
+// input, if the conversation has no active run; SKIP LOCKED lets racing
+// takers each take a different one.
 func (s *Store) TakeQueuedInput(ctx context.Context, tenant, conversationID string) (store.QueuedInput, error) {
 	q, err := scanQueued(s.pool.QueryRow(ctx, `DELETE FROM run_queue WHERE id = (
-		SELECT id FROM run_queue WHERE tenant = $1 AND conversation_id = $2 ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+		SELECT id FROM run_queue WHERE tenant = $1 AND conversation_id = $2
+			AND NOT EXISTS (SELECT 1 FROM runs WHERE conversation_id = $2 AND status IN `+activeStatuses+`)
+		ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
 		RETURNING `+queuedCols, tenant, conversationID))
 	if err != nil {
 		return store.QueuedInput{}, fmt.Errorf("take queued input of %s: %w", conversationID, interpretError(err))

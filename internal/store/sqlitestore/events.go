@@ -51,14 +51,25 @@ func (s *Store) insertEventRows(ctx context.Context, tx *sql.Tx, rows []store.Ev
 		return err
 	}
 	defer stmt.Close()
+	// The rows are inserted under a context without cancellation, looked
+	// at between rows instead: given one that can end, the driver starts a
+	// goroutine (and a progress handler) to interrupt each statement, which
+	// cost more than the insert itself. A row insert does not wait (the
+	// write pool's one connection holds the write lock from BeginTx), so
+	// a batch still stops within a row of ctx's end, and the transaction
+	// still ends with it.
+	rowCtx := context.WithoutCancel(ctx)
 	for _, r := range rows {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		var end any
 		if r.IsRange() {
 			end = r.SeqEnd
 		}
 		// Plain ? parameters, each bound once: numbered ones cost the
 		// driver a name lookup per parameter per row.
-		if _, err := stmt.ExecContext(ctx, r.Thread, r.Seq, r.Thread, r.SeqEnd, r.Seq, end, r.Tenant, r.Run, string(r.Type), r.Turn, r.Iteration, r.Step,
+		if _, err := stmt.ExecContext(rowCtx, r.Thread, r.Seq, r.Thread, r.SeqEnd, r.Seq, end, r.Tenant, r.Run, string(r.Type), r.Turn, r.Iteration, r.Step,
 			ms(r.Time), string(r.Payload)); err != nil {
 			return err
 		}

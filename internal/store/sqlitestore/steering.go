@@ -231,25 +231,31 @@ func scanQueued(row scanner) (store.QueuedInput, error) {
 	return q, nil
 }
 
-// queuedExistsSQL is TakeQueuedInput's look at the queue before it takes.
-const queuedExistsSQL = `SELECT EXISTS (SELECT 1 FROM run_queue WHERE tenant = ? AND conversation_id = ?)`
+// queuedTakeableSQL is TakeQueuedInput's look before it takes: an input
+// waits and no run is active.
+const queuedTakeableSQL = `SELECT EXISTS (SELECT 1 FROM run_queue WHERE tenant = ? AND conversation_id = ?)
+	AND NOT EXISTS (SELECT 1 FROM runs WHERE conversation_id = ? AND status IN ('queued','running','awaiting_input'))`
 
-// TakeQueuedInput removes and returns the conversation's oldest queued input.
+// TakeQueuedInput removes and returns the conversation's oldest queued
+// input, if the conversation has no active run.
 func (s *Store) TakeQueuedInput(ctx context.Context, tenant, conversationID string) (store.QueuedInput, error) {
 	// Every run's end asks, and almost every conversation has nothing
 	// queued: a read (concurrent, in WAL mode) answers that without a turn
 	// on the one writer connection. An input queued after this read kicks
-	// the queue itself.
-	var queued bool
-	if err := s.rprep.row(ctx, queuedExistsSQL, tenant, conversationID).Scan(&queued); err != nil {
+	// the queue itself. The delete looks at the runs again, as the read's
+	// snapshot may be older than a run started since.
+	var takeable bool
+	if err := s.rprep.row(ctx, queuedTakeableSQL, tenant, conversationID, conversationID).Scan(&takeable); err != nil {
 		return store.QueuedInput{}, fmt.Errorf("take queued input of %s: %w", conversationID, interpret(err))
 	}
-	if !queued {
+	if !takeable {
 		return store.QueuedInput{}, fmt.Errorf("take queued input of %s: %w", conversationID, store.ErrNotFound)
 	}
 	q, err := scanQueued(s.write.QueryRowContext(ctx, `DELETE FROM run_queue WHERE id = (
-		SELECT id FROM run_queue WHERE tenant = ? AND conversation_id = ? ORDER BY created_at, id LIMIT 1)
-		RETURNING `+queuedCols, tenant, conversationID))
+		SELECT id FROM run_queue WHERE tenant = ? AND conversation_id = ?
+			AND NOT EXISTS (SELECT 1 FROM runs WHERE conversation_id = ? AND status IN ('queued','running','awaiting_input'))
+		ORDER BY created_at, id LIMIT 1)
+		RETURNING `+queuedCols, tenant, conversationID, conversationID))
 	if err != nil {
 		return store.QueuedInput{}, fmt.Errorf("take queued input of %s: %w", conversationID, interpret(err))
 	}

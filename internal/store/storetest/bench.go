@@ -47,8 +47,8 @@ func BenchAppendEvents(b *testing.B, s store.Store, size, threads int) {
 // AppendBenchmarks are the batch shapes BenchAppendEvents is run with: 200
 // events over 50 threads (4 deltas each); a full batch (the writer's
 // maximum, 2000) of 50 streams × 40 deltas; and 500 streams with one delta
-// each, what 1000 streams at 50 tokens/s put in the writer's 10 ms linger
-// (where there is nothing to pack).
+// each, a batch cut short by a Flush where there is nothing to pack (the
+// cost of a row).
 var AppendBenchmarks = []struct {
 	Name           string
 	Batch, Threads int

@@ -65,10 +65,11 @@ func testThreadState(t *testing.T, s store.Store) {
 	}
 }
 
-// testRunQueue: inputs queued behind a run are taken oldest first, each
-// once; one put back keeps its place; a queue whose conversation has no
-// active run is stalled; another principal cannot queue in the
-// conversation; the queue goes with its conversation.
+// testRunQueue: inputs queued behind a run are not taken while it is
+// active, then are taken oldest first, each once; one put back keeps its
+// place; a queue whose conversation has no active run is stalled; another
+// principal cannot queue in the conversation; the queue goes with its
+// conversation.
 func testRunQueue(t *testing.T, s store.Store) {
 	started := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, store.RunStart{
 		NewConversation: &chat.Conversation{Title: "queue"},
@@ -93,14 +94,17 @@ func testRunQueue(t *testing.T, s store.Store) {
 	if stalled := must[[]store.QueuedInput](t)(s.StalledQueues(ctx(t), 10)); len(stalled) != 0 {
 		t.Fatalf("a queue behind a running run is stalled: %+v", stalled)
 	}
+	if _, err := s.TakeQueuedInput(ctx(t), "acme", conv); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("took an input while a run is active: %v", err)
+	}
+	at := time.Now()
+	must[chat.Run](t)(s.UpdateRun(ctx(t), "acme", started.Run.ID, store.RunUpdate{Status: chat.RunSucceeded, EndedAt: &at}))
 	first := must[store.QueuedInput](t)(s.TakeQueuedInput(ctx(t), "acme", conv))
 	if first.ID != queued[0].ID || string(first.Request) != `{"n":0}` || !first.CreatedAt.Equal(queued[0].CreatedAt) {
 		t.Fatalf("took %+v, want the oldest %+v", first, queued[0])
 	}
 	// Put back (its start found the conversation busy): it is first again.
 	must[store.QueuedInput](t)(s.EnqueueInput(ctx(t), alice, first))
-	at := time.Now()
-	must[chat.Run](t)(s.UpdateRun(ctx(t), "acme", started.Run.ID, store.RunUpdate{Status: chat.RunSucceeded, EndedAt: &at}))
 	stalled := must[[]store.QueuedInput](t)(s.StalledQueues(ctx(t), 10))
 	if len(stalled) != 1 || stalled[0].ID != first.ID || stalled[0].ConversationID != conv {
 		t.Fatalf("stalled %+v, want the conversation's oldest input %s", stalled, first.ID)
@@ -179,6 +183,8 @@ func testQueuedInputByID(t *testing.T, s store.Store) {
 	if list := must[[]store.QueuedInput](t)(s.QueuedInputs(ctx(t), alice, conv)); len(list) != 2 || list[0].ID != ids[0] || list[1].ID != ids[2] {
 		t.Fatalf("after the delete the queue is %+v", list)
 	}
+	at := time.Now()
+	must[chat.Run](t)(s.UpdateRun(ctx(t), "acme", started.Run.ID, store.RunUpdate{Status: chat.RunSucceeded, EndedAt: &at}))
 	first := must[store.QueuedInput](t)(s.TakeQueuedInput(ctx(t), "acme", conv))
 	if first.ID != ids[0] {
 		t.Fatalf("took %s, want %s", first.ID, ids[0])
