@@ -93,20 +93,21 @@ const (
 	// thousand streams seldom meet on one lock.
 	logShards = 32
 	// maxBatch bounds one commit; a writer that holds a full batch
-	// commits without lingering. At 50 tokens/s, 640 streams fill it in
-	// one linger; a thousand keep it full (~8 deltas a row).
+	// commits without lingering. Large enough that a thousand streams'
+	// deltas of one linger share a batch (1600 at 50 tokens/s fill it),
+	// and each stream's pack into a row.
 	maxBatch = 8000
 	// linger bounds how long an event waits for companions before its
 	// batch is committed. It delays only the log, never a client (events
 	// are published before they are written; an end, a pause and a reader
 	// that needs the log complete Flush, cutting it short). Long enough for
-	// a stream at 50 tokens/s to put ~12 deltas in a batch (fewer past
-	// maxBatch), which the store keeps as one row: rows, not commits, are
-	// most of the log's cost per token (at 100 ms, 5 deltas a row, the
-	// inserts were a tenth of the server's CPU at 1000 streams). It is also how much of the timeline a
-	// crash can lose (published, not yet written), and how long the log
-	// holds each event (~12 per active stream at 50 tokens/s).
-	linger = 250 * time.Millisecond
+	// a stream at 50 tokens/s to put ~5 deltas in a batch, which the store
+	// keeps as one row. It is also how much of the timeline a crash can
+	// lose (published, not yet written) and how long the log holds each
+	// event; 250 ms (~12 deltas a row) saved ~1.7 ms per 1000 tokens by
+	// the row benchmark, less than the bench's spread, so it stays short
+	// (docs/benchmarks.md, "fifth round: CPU per token").
+	linger = 100 * time.Millisecond
 	// maxPending bounds the events held while the store is unavailable (a
 	// few hundred bytes each): minutes of a busy replica's token streams.
 	maxPending = 200_000
