@@ -31,29 +31,16 @@ func (m *Model) body(req llm.Request) ([]byte, error) {
 	b := make([]byte, 0, n)
 	b = append(b, `{"model":`...)
 	b = jsonstr.Append(b, cmp.Or(req.Model, m.cfg.Model))
-	b = append(b, `,"stream":true,"stream_options":{"include_usage":true},"messages":[`...)
-	for i, msg := range req.Messages {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		var err error
-		if b, err = appendMessage(b, msg); err != nil {
-			return nil, fmt.Errorf("message %d: %w", i, err)
-		}
+	b = append(b, `,"stream":true,"stream_options":{"include_usage":true},"messages":`...)
+	b, err := appendArray(b, req.Messages, appendMessage)
+	if err != nil {
+		return nil, fmt.Errorf("message %w", err)
 	}
-	b = append(b, ']')
 	if len(req.Tools) > 0 {
-		b = append(b, `,"tools":[`...)
-		for i, t := range req.Tools {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var err error
-			if b, err = appendTool(b, t); err != nil {
-				return nil, err
-			}
+		b = append(b, `,"tools":`...)
+		if b, err = appendArray(b, req.Tools, appendTool); err != nil {
+			return nil, fmt.Errorf("tool %w", err)
 		}
-		b = append(b, ']')
 	}
 	if req.MaxTokens > 0 {
 		if m.maxCompletionTokens {
@@ -76,6 +63,22 @@ func (m *Model) body(req llm.Request) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
+// appendArray appends items as a JSON array, each written by appendItem;
+// an item's error names its index.
+func appendArray[T any](b []byte, items []T, appendItem func([]byte, T) ([]byte, error)) ([]byte, error) {
+	b = append(b, '[')
+	for i, item := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = appendItem(b, item); err != nil {
+			return b, fmt.Errorf("%d: %w", i, err)
+		}
+	}
+	return append(b, ']'), nil
+}
+
 // appendTool appends t as a request's function tool. The schema goes out as
 // the agent's definition wrote it, key order included; a missing one is
 // the empty object schema.
@@ -84,7 +87,7 @@ func appendTool(b []byte, t llm.ToolSpec) ([]byte, error) {
 	if len(params) == 0 || string(params) == "null" {
 		params = []byte(`{"type":"object","properties":{}}`)
 	} else if params[0] != '{' || !json.Valid(params) {
-		return b, fmt.Errorf("tool %s: parameters are not a JSON object", t.Name)
+		return b, fmt.Errorf("%s: parameters are not a JSON object", t.Name)
 	}
 	b = append(b, `{"type":"function","function":{"name":`...)
 	b = jsonstr.Append(b, t.Name)
@@ -109,17 +112,10 @@ func appendMessage(b []byte, msg llm.Message) ([]byte, error) {
 			b = jsonstr.Append(b, msg.Content)
 			break
 		}
-		b = append(b, '[')
-		for i, part := range msg.Parts {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var err error
-			if b, err = appendPart(b, part); err != nil {
-				return b, err
-			}
+		var err error
+		if b, err = appendArray(b, msg.Parts, appendPart); err != nil {
+			return b, fmt.Errorf("part %w", err)
 		}
-		b = append(b, ']')
 	case llm.RoleAssistant:
 		b = append(b, `{"role":"assistant"`...)
 		if msg.Content != "" || len(msg.ToolCalls) == 0 {
