@@ -467,7 +467,9 @@ async function openConversation(id, { force = false, focus = null, retried = '' 
   // A run that answered the last question again and stored nothing (a
   // Retry that failed again) leaves the question with the run before it on
   // the branch: the question is drawn with the newer run, as it was shown
-  // live, not with the one it replaced.
+  // live, not with the one it replaced. (A reload has no such run to name:
+  // the server keeps nothing on the branch of a run that failed before it
+  // answered, so it draws the older one.)
   if (retried && turns.at(-1) && !turns.at(-1).rest.length) turns.at(-1).runId = retried;
   // A conversation bound to an agent of the tenant's: each run says which
   // version answered, so the newest runs' resources are read (the run
