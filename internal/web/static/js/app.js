@@ -440,7 +440,9 @@ function drawChatAgent(conv) {
   el.textContent = el.hidden ? '' : t('agents.chatAgent', { name: agentName(id) });
 }
 
-async function openConversation(id, { force = false, focus = null } = {}) {
+// retried is the run this tab just followed that answered the last question
+// again (a Retry, a Regenerate, an edit's answer).
+async function openConversation(id, { force = false, focus = null, retried = '' } = {}) {
   const seq = ++state.openSeq;
   const followed = state.live?.conversationId ?? state.waiting[0]?.conversationId;
   if (followed !== undefined && (followed !== id || force)) detach();
@@ -461,6 +463,14 @@ async function openConversation(id, { force = false, focus = null } = {}) {
   if (seq !== state.openSeq) return;
   $('chat-title').textContent = title(conv);
   const groups = groupByRun(messages);
+  const turns = turnsOf(groups);
+  // A run that answered the last question again and stored nothing (a
+  // Retry that failed again) leaves the question with the run before it on
+  // the branch: the question is drawn with the newer run, as it was shown
+  // live, not with the one it replaced. (A reload has no such run to name:
+  // the server keeps nothing on the branch of a run that failed before it
+  // answered, so it draws the older one.)
+  if (retried && turns.at(-1) && !turns.at(-1).rest.length) turns.at(-1).runId = retried;
   // A conversation bound to an agent of the tenant's: each run says which
   // version answered, so the newest runs' resources are read (the run
   // resource names it; stored messages do not).
@@ -478,6 +488,7 @@ async function openConversation(id, { force = false, focus = null } = {}) {
   // Run ids sort by time: the queue's order.
   const queued = mirrored.filter((r) => loadLive(r)?.queued && r !== conv.activeRunId && !messages.some((m) => m.runId === r)).sort();
   const ask = [...new Set([...groups.filter((g) => g.runId && (recent.has(g.runId) || g.runId === lastRunId || unclear(g))).map((g) => g.runId),
+    ...(retried ? [retried] : []),
     ...mirrored.filter((r) => !queued.includes(r)),
     ...(conv.activeRunId ? [conv.activeRunId] : [])])];
   const runs = new Map();
@@ -492,7 +503,6 @@ async function openConversation(id, { force = false, focus = null } = {}) {
   // The inputs still queued are drawn at the end, marked, and followed.
   forgetFinished(id, new Set([active?.id, ...queued]));
   const nodes = [];
-  const turns = turnsOf(groups);
   for (const turn of turns) {
     for (const m of turn.users) nodes.push(attachments.withFiles(userBubble(m.content, turn.userRunId, m.id), attachments.filesOf(m.parts)), userTools(m));
     // The active run draws itself (attach), also when it answers a question
@@ -840,7 +850,7 @@ async function settle(live) {
     return;
   }
   // An edit or a regenerate made a new version: the history draws its pager.
-  if (live.steering && state.currentId === live.conversationId) await openConversation(live.conversationId, { force: true });
+  if (live.steering && state.currentId === live.conversationId) await openConversation(live.conversationId, { force: true, retried: live.runId });
 }
 
 // promote makes the waiting input whose run has started (the server starts
