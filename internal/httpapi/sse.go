@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -41,10 +42,13 @@ var frames = sync.Pool{New: func() any { return new([frameBuf]byte) }}
 func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *run.Stream, enc dialect.Exchange) {
 	ss := &sseStream{s: s, w: w, rc: http.NewResponseController(w), ctx: r.Context(), st: st, enc: enc,
 		closed: s.tel.StreamOpened(dialect.Name(enc))}
-	defer ss.close()
 	if ss.open() {
-		ss.serve()
+		ss.d = canDetach(r, w.Header())
+		if ss.serve() {
+			return // the stream goes on, detached (detach.go)
+		}
 	}
+	ss.close()
 }
 
 // sseStream is a stream being served. Its state lives on the heap, and
@@ -63,7 +67,14 @@ type sseStream struct {
 	st       *run.Stream
 	enc      dialect.Exchange
 	deadline time.Time // the connection's write deadline
-	ping     *time.Ticker
+	// d is set when the stream may detach from net/http; conn once it has
+	// (detach.go), with info, its request's log, and broken once a write
+	// to conn failed.
+	d      *detacher
+	conn   net.Conn
+	info   *logInfo
+	broken bool
+	ping   *time.Ticker
 	// check wakes a stream that heard nothing for a while to look at the
 	// log itself: a run's end reaches it even when its publish was lost.
 	check  *time.Timer
@@ -78,6 +89,9 @@ func (ss *sseStream) close() {
 	}
 	ss.closed()
 	ss.st.Close()
+	if ss.conn != nil {
+		ss.closeConn()
+	}
 }
 
 // open writes the headers and the preamble, and starts the timers; false if
@@ -105,21 +119,25 @@ func (ss *sseStream) open() bool {
 }
 
 // serve is the stream's loop: it waits for events, a ping, a check, the
-// client leaving or the server closing.
-func (ss *sseStream) serve() {
+// client leaving or the server closing. It reports whether the stream
+// detached (detach.go) to wait elsewhere.
+func (ss *sseStream) serve() (detached bool) {
 	done := ss.ctx.Done()
 	wait := !ss.st.Pending()
 	for {
 		if wait {
+			if ss.d != nil && ss.conn == nil && ss.st.Idle() && ss.detach() {
+				return true
+			}
 			select {
 			case <-done:
-				return
+				return false
 			case <-ss.s.closing:
 				ss.abort(event.ErrorInfo{Code: errcode.ServerShutdown, Message: "the server is restarting; reconnect with Last-Event-ID to continue"})
-				return
+				return false
 			case now := <-ss.ping.C:
 				if !ss.keepAlive(now) {
-					return
+					return false
 				}
 				continue
 			case <-ss.check.C:
@@ -131,7 +149,7 @@ func (ss *sseStream) serve() {
 		}
 		var more bool
 		if wait, more = ss.deliver(); !more {
-			return
+			return false
 		}
 	}
 }
@@ -221,6 +239,9 @@ func (ss *sseStream) write(out []byte) bool {
 	defer putFrames(out)
 	if len(out) == 0 {
 		return true
+	}
+	if ss.conn != nil {
+		return ss.writeChunk(out)
 	}
 	// The deadline moves once per deadlineSlack, not per write: a write is
 	// still cut off within writeTimeout, and a stream does not reset its
