@@ -1,0 +1,99 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// streamGoroutines counts the goroutines serving streams: waiting in a
+// stream's loop, or on a detached stream's connection.
+func streamGoroutines() (serving, watching int) {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	for g := range strings.SplitSeq(string(buf), "\n\n") {
+		switch {
+		case strings.Contains(g, "httpapi.watchLeave"):
+			watching++
+		case strings.Contains(g, "httpapi.(*sseStream)"):
+			serving++
+		}
+	}
+	return serving, watching
+}
+
+// waitFor polls cond until it holds, failing the test after a bounded
+// number of looks: what it waits for (a leave noticed on a socket) sends
+// no event to wait on.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for range 2000 {
+		if cond() {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("%s: not after 2000 looks", what)
+}
+
+// Idle thread streams on HTTP/1.1 detach from net/http (detach.go): they keep
+// the headers every middleware set, count as open streams, and when their
+// clients leave they free everything: their goroutines and the open-stream
+// gauge return to where they were. Not parallel: it counts the process's
+// goroutines.
+func TestDetachedStreamsFreeEverythingOnLeave(t *testing.T) {
+	e := setup(t, options{corsOrigins: []string{appOrigin}})
+	const n = 20
+	gauge := `agentchat_streams_open{format="native"}`
+	open0 := e.scrape()[gauge]
+	serving0, watching0 := streamGoroutines()
+
+	client := &http.Client{Transport: &http.Transport{}}
+	var bodies []*http.Response
+	for range n {
+		c := e.call(req{method: "POST", path: "/v1/conversations", token: alice}, 200)
+		r, _ := http.NewRequest("GET", e.url+"/v1/conversations/"+c["id"].(string)+"/events", nil)
+		r.Header.Set("Authorization", "Bearer "+alice)
+		r.Header.Set("Origin", appOrigin)
+		resp, err := client.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bodies = append(bodies, resp)
+		h := resp.Header
+		if resp.StatusCode != 200 || h.Get("Content-Type") != "text/event-stream" || h.Get("X-Request-ID") == "" ||
+			h.Get("Access-Control-Allow-Origin") != appOrigin || h.Get("X-Accel-Buffering") != "no" ||
+			resp.TransferEncoding == nil || resp.TransferEncoding[0] != "chunked" {
+			t.Fatalf("status %d, transfer encoding %v, headers %v", resp.StatusCode, resp.TransferEncoding, h)
+		}
+		if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || !strings.HasPrefix(line, "retry: ") {
+			t.Fatalf("stream starts with %q, %v", line, err)
+		}
+	}
+	waitFor(t, "streams detached", func() bool {
+		serving, watching := streamGoroutines()
+		return serving == serving0+n && watching == watching0+n
+	})
+	if got := e.scrape()[gauge]; got != open0+n {
+		t.Fatalf("open streams %v, want %v", got, open0+n)
+	}
+
+	for _, resp := range bodies {
+		resp.Body.Close()
+	}
+	client.CloseIdleConnections()
+	waitFor(t, "streams freed", func() bool {
+		serving, watching := streamGoroutines()
+		return serving == serving0 && watching == watching0 && e.scrape()[gauge] == open0
+	})
+}
