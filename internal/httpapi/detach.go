@@ -2,29 +2,39 @@ package httpapi
 
 import (
 	"context"
-	"net"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/agentchat/agentchat/internal/errcode"
+	"github.com/agentchat/agentchat/internal/event"
 )
 
 // An idle stream on HTTP/1.1 is detached from net/http: once its headers
 // and preamble are out and it has nothing to send, it takes its connection
-// (Hijack), its handler returns, and it goes on on a goroutine of its own,
-// writing the chunked body itself. While a handler runs, net/http holds the
-// connection's buffers (4 KiB read, 4 KiB write, 2 KiB for the response),
-// the connection's goroutine with the stack the request grew, and a
-// goroutine reading ahead for the client's leave: about 25 KiB a stream,
-// before the collector's headroom, for a stream that may wait for hours.
-// Detached, it holds its own state, a small goroutine serving it and one
-// waiting on the connection to hear the client leave.
+// (Hijack), its handler returns, and it parks with no goroutine at all. While
+// a handler runs, net/http holds the connection's buffers (4 KiB read, 4 KiB
+// write, 2 KiB for the response), the connection's goroutine with the stack
+// the request grew, and a goroutine reading ahead for the client's leave:
+// about 25 KiB a stream, before the collector's headroom, for a stream that
+// may wait for hours. Parked, a stream holds its own state, its
+// subscription, its connection and two timers.
+//
+// A parked stream is woken by its subscription (run.Stream.Notify), its
+// ping and check timers, and the server's Close; a short-lived goroutine
+// then does what the stream's loop (sseStream.serve) would do on that wake,
+// without blocking, and parks it again (step). A client that left is found
+// by the next write: the keep-alive pings write every ping interval, so a
+// parked stream of a client gone is freed within two of them (the first
+// write after the client's close may still be taken by the socket).
 //
 // Only thread streams between runs detach (run.Stream.Idle), and only on
 // HTTP/1.1 GETs whose body net/http chunks: HTTP/2 cannot hijack, and a
 // chat's stream, which ends with its run, keeps its connection for the
-// client's next request. A detached stream closes its connection when it
-// ends, after the body's last chunk.
+// client's next request. A detached stream writes the chunked body itself
+// and closes its connection when it ends, after the body's last chunk.
 
 // detacher is a stream route's context, which a detached stream keeps
 // after its handler returned: net/http cancels the request's context then.
@@ -58,15 +68,29 @@ func canDetach(r *http.Request, h http.Header) *detacher {
 	return d
 }
 
-// detach takes the stream's connection from net/http and serves the rest of
-// the stream on a goroutine of its own; false if it stays where it is.
+// parking is a detached stream's wake state. Its goroutine runs only
+// while running; a wake meanwhile sets again, so no wake is lost and at
+// most one goroutine serves the stream.
+type parking struct {
+	mu                sync.Mutex
+	live              bool // the stream is detached and may be woken
+	running, again    bool
+	over              bool // the stream has ended: wakes are ignored
+	pingDue, checkDue bool
+	ping              *time.Timer
+}
+
+// detach takes the stream's connection from net/http and parks the stream;
+// false if it stays where it is.
 func (ss *sseStream) detach() bool {
-	if !ss.s.detached.add() {
+	pk := &parking{}
+	ss.pk = pk
+	if !ss.s.detached.add(ss) {
 		return false // the server is closing: the stream says goodbye where it is
 	}
 	conn, brw, err := ss.rc.Hijack() // flushes what net/http holds
 	if err != nil {
-		ss.s.detached.done()
+		ss.s.detached.remove(ss)
 		return false
 	}
 	// From here the stream's context ends only with the stream: the
@@ -79,33 +103,107 @@ func (ss *sseStream) detach() bool {
 		ss.info = info
 		info.detach()
 	}
-	go watchLeave(conn, ss.d.cancel)
-	go ss.serveDetached()
+	ss.ping.Stop()
+	ss.check.Stop()
+	ss.ping = nil
+	pk.ping = time.AfterFunc(ss.s.ping, func() { ss.wake(&pk.pingDue) })
+	ss.check = time.AfterFunc(time.Hour, func() { ss.wake(&pk.checkDue) })
+	ss.arm()
+	ss.st.Notify(func() { ss.wake(nil) })
+	pk.mu.Lock()
+	pk.live = true
+	pk.mu.Unlock()
+	ss.wake(nil) // for what came before Notify
 	return true
 }
 
-// serveDetached serves a detached stream to its end and closes its
-// connection.
-func (ss *sseStream) serveDetached() {
-	defer ss.s.detached.done()
-	defer func() {
-		if p := recover(); p != nil {
-			ss.s.log.ErrorContext(ss.ctx, "panic in a detached stream", "panic", p)
-		}
-		ss.close()
-	}()
-	ss.serve()
+// wake has a parked stream look at what woke it: due, if set, is the
+// timer that did.
+func (ss *sseStream) wake(due *bool) {
+	pk := ss.pk
+	pk.mu.Lock()
+	if due != nil {
+		*due = true
+	}
+	switch {
+	case !pk.live || pk.over:
+	case pk.running:
+		pk.again = true
+	default:
+		pk.running = true
+		go ss.step()
+	}
+	pk.mu.Unlock()
 }
 
-// watchLeave waits on conn until the client leaves or the stream closes
-// the connection, then ends the stream's context. A client sends nothing
-// more on a stream's connection; what it does send is dropped.
-func watchLeave(conn net.Conn, cancel context.CancelFunc) {
-	var b [1]byte
+// step serves a woken stream until nothing is left to do, then parks it,
+// or ends it.
+func (ss *sseStream) step() {
+	pk := ss.pk
 	for {
-		if _, err := conn.Read(b[:]); err != nil {
-			cancel()
+		more := ss.round()
+		pk.mu.Lock()
+		switch {
+		case !more:
+			pk.over = true
+			pk.mu.Unlock()
+			ss.close()
+			ss.s.detached.remove(ss)
 			return
+		case !pk.again:
+			pk.running = false
+			pk.mu.Unlock()
+			return
+		}
+		pk.again = false
+		pk.mu.Unlock()
+	}
+}
+
+// round is one wake of a parked stream: what serve's loop does for the
+// shutdown, a ping, a check and the events ready, without waiting. false
+// once the stream is over.
+func (ss *sseStream) round() (more bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			ss.s.log.ErrorContext(ss.ctx, "panic in a detached stream", "panic", p, "stack", string(debug.Stack()))
+			more = false
+		}
+	}()
+	pk := ss.pk
+	pk.mu.Lock()
+	ping, check := pk.pingDue, pk.checkDue
+	pk.pingDue, pk.checkDue = false, false
+	pk.mu.Unlock()
+	if ss.ctx.Err() != nil {
+		return false
+	}
+	select {
+	case <-ss.s.closing:
+		ss.abort(event.ErrorInfo{Code: errcode.ServerShutdown, Message: "the server is restarting; reconnect with Last-Event-ID to continue"})
+		return false
+	default:
+	}
+	if ping {
+		if !ss.keepAlive(time.Now()) {
+			return false
+		}
+		pk.ping.Reset(ss.s.ping)
+	}
+	wait := !ss.st.Pending()
+	if check && wait {
+		wait = !ss.checkLog()
+	}
+	for {
+		if wait {
+			select {
+			case <-ss.st.Ready():
+			default:
+				return true // parked until the next wake
+			}
+		}
+		if wait, more = ss.deliver(); !more {
+			return false
 		}
 	}
 }
@@ -184,42 +282,51 @@ func (li *logInfo) end() {
 	}
 }
 
-// detachedSet counts the streams served off net/http, so Close can wait for
-// their goodbyes: http.Server.Shutdown knows them not. Once closed it
-// takes no more: a stream that would detach then stays in its handler.
+// detachedSet holds the streams parked off net/http, so Close can wake
+// them and wait for their goodbyes: http.Server.Shutdown knows them not.
+// Once closed it takes no more: a stream that would detach then stays in
+// its handler.
 type detachedSet struct {
-	mu     sync.Mutex
-	n      int
-	closed bool
-	none   chan struct{} // closed when closed and n is 0
+	mu      sync.Mutex
+	streams map[*sseStream]struct{}
+	closed  bool
+	none    chan struct{} // closed when closed and no stream is left
 }
 
-func (d *detachedSet) add() bool {
+func (d *detachedSet) add(ss *sseStream) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
 		return false
 	}
-	d.n++
+	if d.streams == nil {
+		d.streams = map[*sseStream]struct{}{}
+	}
+	d.streams[ss] = struct{}{}
 	return true
 }
 
-func (d *detachedSet) done() {
+func (d *detachedSet) remove(ss *sseStream) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.n--; d.n == 0 && d.closed {
+	delete(d.streams, ss)
+	if len(d.streams) == 0 && d.closed {
 		close(d.none)
 	}
 }
 
-// close refuses further streams and waits for those detached to end.
+// close refuses further streams, wakes those parked (they see the server
+// closing and say goodbye) and waits for them to end.
 func (d *detachedSet) close() {
 	d.mu.Lock()
 	if !d.closed {
 		d.closed = true
 		d.none = make(chan struct{})
-		if d.n == 0 {
+		if len(d.streams) == 0 {
 			close(d.none)
+		}
+		for ss := range d.streams {
+			ss.wake(nil)
 		}
 	}
 	none := d.none

@@ -7,11 +7,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentchat/agentchat/internal/ssetest"
 )
 
-// streamGoroutines counts the goroutines serving streams: waiting in a
-// stream's loop, or on a detached stream's connection.
-func streamGoroutines() (serving, watching int) {
+// streamGoroutines counts the goroutines serving streams.
+func streamGoroutines() int {
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
@@ -21,15 +22,7 @@ func streamGoroutines() (serving, watching int) {
 		}
 		buf = make([]byte, 2*len(buf))
 	}
-	for g := range strings.SplitSeq(string(buf), "\n\n") {
-		switch {
-		case strings.Contains(g, "httpapi.watchLeave"):
-			watching++
-		case strings.Contains(g, "httpapi.(*sseStream)"):
-			serving++
-		}
-	}
-	return serving, watching
+	return strings.Count(string(buf), "httpapi.(*sseStream)")
 }
 
 // waitFor polls cond until it holds, failing the test after a bounded
@@ -47,16 +40,16 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // Idle thread streams on HTTP/1.1 detach from net/http (detach.go): they keep
-// the headers every middleware set, count as open streams, and when their
-// clients leave they free everything: their goroutines and the open-stream
-// gauge return to where they were. Not parallel: it counts the process's
-// goroutines.
+// the headers every middleware set, count as open streams, park with no
+// goroutine, and when their clients leave (found by the pings' writes) they
+// free everything: the open-stream gauge and the server's connections return
+// to where they were. Not parallel: it counts the process's goroutines.
 func TestDetachedStreamsFreeEverythingOnLeave(t *testing.T) {
-	e := setup(t, options{corsOrigins: []string{appOrigin}})
+	e := setup(t, options{corsOrigins: []string{appOrigin}, ping: 20 * time.Millisecond})
 	const n = 20
 	gauge := `agentchat_streams_open{format="native"}`
 	open0 := e.scrape()[gauge]
-	serving0, watching0 := streamGoroutines()
+	serving0 := streamGoroutines()
 
 	client := &http.Client{Transport: &http.Transport{}}
 	var bodies []*http.Response
@@ -80,20 +73,24 @@ func TestDetachedStreamsFreeEverythingOnLeave(t *testing.T) {
 			t.Fatalf("stream starts with %q, %v", line, err)
 		}
 	}
-	waitFor(t, "streams detached", func() bool {
-		serving, watching := streamGoroutines()
-		return serving == serving0+n && watching == watching0+n
-	})
+	// Each stream detaches once its preamble is out, and then no goroutine
+	// serves it, though it stays open (and pings).
+	waitFor(t, "streams parked", func() bool { return streamGoroutines() == serving0 })
 	if got := e.scrape()[gauge]; got != open0+n {
 		t.Fatalf("open streams %v, want %v", got, open0+n)
+	}
+	for _, resp := range bodies[:2] {
+		if f, err := ssetest.NewReader(resp.Body).Next(); err != nil || f.Event != "ping" {
+			t.Fatalf("parked stream: %+v, %v", f, err)
+		}
 	}
 
 	for _, resp := range bodies {
 		resp.Body.Close()
 	}
 	client.CloseIdleConnections()
-	waitFor(t, "streams freed", func() bool {
-		serving, watching := streamGoroutines()
-		return serving == serving0 && watching == watching0 && e.scrape()[gauge] == open0
-	})
+	waitFor(t, "streams freed", func() bool { return e.scrape()[gauge] == open0 })
+	if got := streamGoroutines(); got != serving0 {
+		t.Fatalf("%d goroutines serve streams, want %d", got, serving0)
+	}
 }

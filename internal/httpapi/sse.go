@@ -67,10 +67,11 @@ type sseStream struct {
 	st       *run.Stream
 	enc      dialect.Exchange
 	deadline time.Time // the connection's write deadline
-	// d is set when the stream may detach from net/http; conn once it has
-	// (detach.go), with info, its request's log, and broken once a write
-	// to conn failed.
+	// d is set when the stream may detach from net/http; conn and pk once
+	// it has (detach.go), with info, its request's log, and broken once a
+	// write to conn failed.
 	d      *detacher
+	pk     *parking
 	conn   net.Conn
 	info   *logInfo
 	broken bool
@@ -85,7 +86,12 @@ type sseStream struct {
 func (ss *sseStream) close() {
 	if ss.ping != nil {
 		ss.ping.Stop()
+	}
+	if ss.check != nil {
 		ss.check.Stop()
+	}
+	if ss.pk != nil && ss.pk.ping != nil {
+		ss.pk.ping.Stop()
 	}
 	ss.closed()
 	ss.st.Close()

@@ -164,6 +164,10 @@ func (st *Stream) Thread() string { return st.thread }
 // Ready is signalled when Next has something to return.
 func (st *Stream) Ready() <-chan struct{} { return st.q.Ready() }
 
+// Notify makes f run whenever Ready is signalled (see bus.Queue.Notify),
+// for a consumer that parks with no goroutine.
+func (st *Stream) Notify(f func()) { st.q.Notify(f) }
+
 // Done reports whether a run-scoped stream has delivered its run's end.
 func (st *Stream) Done() bool { return st.done }
 
