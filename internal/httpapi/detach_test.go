@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bufio"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"testing"
@@ -53,8 +54,10 @@ func TestDetachedStreamsFreeEverythingOnLeave(t *testing.T) {
 
 	client := &http.Client{Transport: &http.Transport{}}
 	var bodies []*http.Response
+	var convs []string
 	for range n {
 		c := e.call(req{method: "POST", path: "/v1/conversations", token: alice}, 200)
+		convs = append(convs, c["id"].(string))
 		r, _ := http.NewRequest("GET", e.url+"/v1/conversations/"+c["id"].(string)+"/events", nil)
 		r.Header.Set("Authorization", "Bearer "+alice)
 		r.Header.Set("Origin", appOrigin)
@@ -79,10 +82,14 @@ func TestDetachedStreamsFreeEverythingOnLeave(t *testing.T) {
 	if got := e.scrape()[gauge]; got != open0+n {
 		t.Fatalf("open streams %v, want %v", got, open0+n)
 	}
-	for _, resp := range bodies[:2] {
-		if f, err := ssetest.NewReader(resp.Body).Next(); err != nil || f.Event != "ping" {
-			t.Fatalf("parked stream: %+v, %v", f, err)
-		}
+	// A parked stream pings, and is woken by a run on its conversation.
+	rd := ssetest.NewReader(bodies[0].Body)
+	if f, err := rd.Next(); err != nil || f.Event != "ping" {
+		t.Fatalf("parked stream: %+v, %v", f, err)
+	}
+	frames := e.chat(alice, map[string]any{"conversationId": convs[0], "input": "hi"})
+	if watched := readNative(t, rd, "agent.end"); len(watched) != len(frames) || len(frames) < 3 {
+		t.Fatalf("the parked stream saw %d events, the chat %d", len(watched), len(frames))
 	}
 
 	for _, resp := range bodies {
@@ -92,5 +99,62 @@ func TestDetachedStreamsFreeEverythingOnLeave(t *testing.T) {
 	waitFor(t, "streams freed", func() bool { return e.scrape()[gauge] == open0 })
 	if got := streamGoroutines(); got != serving0 {
 		t.Fatalf("%d goroutines serve streams, want %d", got, serving0)
+	}
+}
+
+// On HTTP/2, which cannot hand a connection over, an idle stream is served
+// where it is, by its handler, as before.
+func TestIdleStreamOnHTTP2StaysInItsHandler(t *testing.T) {
+	e := setup(t, options{})
+	srv := httptest.NewUnstartedServer(e.api)
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	serving0 := streamGoroutines()
+	c := e.call(req{method: "POST", path: "/v1/conversations", token: alice}, 200)
+	r, _ := http.NewRequest("GET", srv.URL+"/v1/conversations/"+c["id"].(string)+"/events", nil)
+	r.Header.Set("Authorization", "Bearer "+alice)
+	resp, err := srv.Client().Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.ProtoMajor != 2 || resp.StatusCode != 200 || resp.Header.Get("X-Request-ID") == "" {
+		t.Fatalf("%s %d, headers %v", resp.Proto, resp.StatusCode, resp.Header)
+	}
+	rd := ssetest.NewReader(resp.Body)
+	if f, err := rd.Next(); err != nil || f.Retry == 0 {
+		t.Fatalf("first frame %+v, %v", f, err)
+	}
+	if got := streamGoroutines(); got != serving0+1 {
+		t.Fatalf("%d goroutines serve streams, want %d", got, serving0+1)
+	}
+	frames := e.chat(alice, map[string]any{"conversationId": c["id"], "input": "hi"})
+	watched := readNative(t, rd, "agent.end")
+	if len(watched) != len(frames) {
+		t.Fatalf("the HTTP/2 stream saw %d events, the chat %d", len(watched), len(frames))
+	}
+	resp.Body.Close()
+	waitFor(t, "stream freed", func() bool { return streamGoroutines() == serving0 })
+}
+
+// Close wakes parked streams: each says why it ends and ends its body
+// cleanly (the last chunk), before Close returns.
+func TestShutdownEndsParkedStreams(t *testing.T) {
+	e := setup(t, options{})
+	serving0 := streamGoroutines()
+	var rds []*ssetest.Reader
+	for range 3 {
+		c := e.call(req{method: "POST", path: "/v1/conversations", token: alice}, 200)
+		rd, _ := e.stream(req{method: "GET", path: "/v1/conversations/" + c["id"].(string) + "/events", token: alice})
+		rds = append(rds, rd)
+	}
+	waitFor(t, "streams parked", func() bool { return streamGoroutines() == serving0 })
+	e.api.Close()
+	for _, rd := range rds {
+		frames := readNative(t, rd, "") // to the body's end: a cut body fails here
+		if len(frames) != 1 || frames[0].Event != "error" || frames[0].Data["code"] != "server_shutdown" {
+			t.Fatalf("stream ended with %v", frames)
+		}
 	}
 }
