@@ -25,10 +25,12 @@ import (
 // A parked stream is woken by its subscription (run.Stream.Notify), its
 // ping and check timers, and the server's Close; a short-lived goroutine
 // then does what the stream's loop (sseStream.serve) would do on that wake,
-// without blocking, and parks it again (step). A client that left is found
-// by the next write: the keep-alive pings write every ping interval, so a
-// parked stream of a client gone is freed within two of them (the first
-// write after the client's close may still be taken by the socket).
+// without blocking, and parks it again (step). A client that left is heard
+// by one goroutine for all parked streams (leaveWatcher: an epoll set on
+// Linux), and else found by the next write: the keep-alive pings write
+// every ping interval, so a parked stream of a client gone is freed within
+// two of them (the first write after the client's close may still be taken
+// by the socket).
 //
 // Only thread streams between runs detach (run.Stream.Idle), and only on
 // HTTP/1.1 GETs whose body net/http chunks: HTTP/2 cannot hijack, and a
@@ -99,6 +101,7 @@ func (ss *sseStream) detach() bool {
 	_ = brw
 	ss.d.unhook()
 	ss.conn, ss.w, ss.rc, ss.deadline = conn, nil, nil, time.Time{}
+	ss.watched = ss.s.leave.watch(ss, conn)
 	if info, ok := ss.ctx.Value(logInfoKey{}).(*logInfo); ok {
 		ss.info = info
 		info.detach()
@@ -242,6 +245,7 @@ func (ss *sseStream) closeConn() {
 	if !ss.broken {
 		ss.writeConn([]byte("0\r\n\r\n")) // the body's last chunk
 	}
+	ss.s.leave.unwatch(ss.watched, ss.conn)
 	ss.conn.Close()
 	ss.d.cancel()
 	if ss.info != nil {

@@ -112,6 +112,7 @@ type Server struct {
 	// detached counts the streams served off net/http (detach.go), so
 	// Close can wait for their goodbyes: http.Server.Shutdown knows them not.
 	detached detachedSet
+	leave    leaveWatcher // hears parked streams' clients leave
 }
 
 // New builds the server and its routes.
@@ -363,6 +364,7 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 func (s *Server) Close() {
 	s.closeOnce.Do(func() { close(s.closing) })
 	s.detached.close()
+	s.leave.stop()
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {

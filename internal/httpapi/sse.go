@@ -68,14 +68,15 @@ type sseStream struct {
 	enc      dialect.Exchange
 	deadline time.Time // the connection's write deadline
 	// d is set when the stream may detach from net/http; conn and pk once
-	// it has (detach.go), with info, its request's log, and broken once a
-	// write to conn failed.
-	d      *detacher
-	pk     *parking
-	conn   net.Conn
-	info   *logInfo
-	broken bool
-	ping   *time.Ticker
+	// it has (detach.go), with info, its request's log, watched, its
+	// leaveWatcher token, and broken once a write to conn failed.
+	d       *detacher
+	pk      *parking
+	conn    net.Conn
+	info    *logInfo
+	watched int32
+	broken  bool
+	ping    *time.Ticker
 	// check wakes a stream that heard nothing for a while to look at the
 	// log itself: a run's end reaches it even when its publish was lost.
 	check  *time.Timer
