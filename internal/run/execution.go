@@ -323,7 +323,12 @@ func (x *execution) finish(o engine.Outcome) {
 	}
 	if x.fenced() {
 		x.mu.Unlock()
-		return // another replica ends the run
+		// Another replica ends the run; the answer is stored as if it had
+		// had its own write.
+		if err := x.writeAnswer(ctx); err != nil {
+			x.log.Error("store assistant message", "err", err)
+		}
+		return
 	}
 	end := event.New(event.RunFinishedData{Status: o.Status, Error: o.Error, Usage: o.Usage, Answer: o.Answer, PendingToolCalls: o.Pending})
 	x.stamp(&end)
