@@ -33,7 +33,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ConcurrentStarts", testConcurrentStarts}, // startmany.go
 		{"RunTraceRoundTrip", testRunTrace},        // trace.go
 		{"RunUpdateCompareAndSet", testRunUpdate},
-		{"RunUpdateFields", testRunUpdateFields}, // runupdate.go
+		{"RunUpdateFields", testRunUpdateFields},   // runupdate.go
+		{"RunEndWithAnswer", testRunEndWithAnswer}, // answer.go
 		{"ReplicaTerms", testReplicaTerms},
 		{"OrphanedRunsAndTakeover", testOrphanedRuns},
 		{"SoleReplica", testSoleReplica},
