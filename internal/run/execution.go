@@ -323,12 +323,7 @@ func (x *execution) finish(o engine.Outcome) {
 	}
 	if x.fenced() {
 		x.mu.Unlock()
-		// Another replica ends the run; the answer is stored as if it had
-		// had its own write.
-		if err := x.writeAnswer(ctx); err != nil {
-			x.log.Error("store assistant message", "err", err)
-		}
-		return
+		return // another replica ends the run
 	}
 	end := event.New(event.RunFinishedData{Status: o.Status, Error: o.Error, Usage: o.Usage, Answer: o.Answer, PendingToolCalls: o.Pending})
 	x.stamp(&end)
