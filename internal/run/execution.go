@@ -1,7 +1,6 @@
 package run
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -39,9 +38,6 @@ type execution struct {
 	// requested are the confirmations asked for and not yet stored: they
 	// are stored with the run's pause (pause), never before.
 	requested []chat.Confirmation
-	// answer is the run's answer, kept from AppendMessage until the run's
-	// end writes it, in the same write (finish): one write, not two.
-	answer *chat.Message
 	// stateMu orders the run's changes of its thread's state (state.go).
 	stateMu sync.Mutex
 
@@ -232,10 +228,7 @@ func (x *execution) stamp(ev *event.Event) {
 	}
 }
 
-// AppendMessage stores a message of the run's conversation. The run's
-// answer (an assistant message that calls no tool: the run ends next) is
-// kept and written with the run's end, which a client sees only once both
-// are stored; any other message writes it first, keeping their order.
+// AppendMessage stores a message of the run's conversation.
 func (x *execution) AppendMessage(ctx context.Context, m chat.Message) (chat.Message, error) {
 	if !x.started() {
 		return chat.Message{}, errStartFailed
@@ -244,37 +237,7 @@ func (x *execution) AppendMessage(ctx context.Context, m chat.Message) (chat.Mes
 	if m.RunID == "" {
 		m.RunID = x.run.ID
 	}
-	if err := x.writeAnswer(ctx); err != nil {
-		return chat.Message{}, err
-	}
-	if isAnswer(m, x.run.ID) {
-		store.FillMessage(&m, time.Now())
-		m.CreatedAt = m.CreatedAt.UTC().Truncate(time.Millisecond) // as stored
-		x.mu.Lock()
-		x.answer = &m
-		x.mu.Unlock()
-		return m, nil
-	}
 	return x.s.st.AppendMessage(context.WithoutCancel(ctx), x.sc, m)
-}
-
-// isAnswer reports whether m, appended by run, is an answer that its end
-// may write: the run's assistant message with no tool calls.
-func isAnswer(m chat.Message, run string) bool {
-	return m.Role == chat.RoleAssistant && m.RunID == run && !bytes.Contains(m.Metadata, []byte(`"toolCalls"`))
-}
-
-// writeAnswer stores the answer kept for the run's end, if any, now.
-func (x *execution) writeAnswer(ctx context.Context) error {
-	x.mu.Lock()
-	a := x.answer
-	x.answer = nil
-	x.mu.Unlock()
-	if a == nil {
-		return nil
-	}
-	_, err := x.s.st.AppendMessage(context.WithoutCancel(ctx), x.sc, *a)
-	return err
 }
 
 // RequestConfirmation makes a pending confirmation for a call of this run.
@@ -340,20 +303,10 @@ func (x *execution) finish(o engine.Outcome) {
 		x.mu.Unlock()
 		return
 	}
-	answer := x.answer
-	x.answer = nil
 	if !x.store("record run end", func(ctx context.Context) error {
-		u := store.RunUpdate{Status: o.Status, Error: o.Error, Usage: &o.Usage, EndedAt: &now, State: []byte("null"), Answer: answer}
-		_, err := s.st.UpdateRun(ctx, x.run.Tenant, x.run.ID, u)
-		if err != nil && answer != nil && !errors.Is(err, store.ErrUnavailable) {
-			// The end is recorded without an answer that cannot be stored,
-			// as when the answer had its own write.
-			u.Answer, answer = nil, nil
-			if _, again := s.st.UpdateRun(ctx, x.run.Tenant, x.run.ID, u); again == nil {
-				x.log.Error("store assistant message", "err", err)
-				return nil
-			}
-		}
+		_, err := s.st.UpdateRun(ctx, x.run.Tenant, x.run.ID, store.RunUpdate{
+			Status: o.Status, Error: o.Error, Usage: &o.Usage, EndedAt: &now, State: []byte("null"),
+		})
 		return err
 	}) {
 		x.mu.Unlock()
@@ -403,15 +356,6 @@ func (x *execution) pause(ctx context.Context, o engine.Outcome) {
 	// written in order, and a retry of PauseRun knows its own by them.
 	if !x.store("flush before pause", s.evlog.Flush) {
 		return
-	}
-	if a := x.answer; a != nil { // a paused run has no end to write it with
-		x.answer = nil
-		if !x.store("store assistant message", func(ctx context.Context) error {
-			_, err := s.st.AppendMessage(ctx, x.sc, *a)
-			return err
-		}) {
-			return
-		}
 	}
 	var refused error
 	if !x.store("record the pause", func(ctx context.Context) error {

@@ -65,12 +65,6 @@ type RunUpdate struct {
 	// From, when set, makes the update conditional on the current status being
 	// one of these (a compare-and-set); otherwise ErrConflict.
 	From []string
-	// Answer, when set, is a message appended to the run's conversation in
-	// the same write as the update, as AppendMessage appends it (its
-	// ConversationID and RunID are the run's, its owner the run's owner): a
-	// run's answer and its end are one write, not two. When it cannot be
-	// appended nothing is written and the update fails.
-	Answer *chat.Message
 }
 
 // RunStart is what StartRun writes.

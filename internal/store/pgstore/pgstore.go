@@ -594,12 +594,12 @@ func (s *Store) UpdateRun(ctx context.Context, tenant, id string, u store.RunUpd
 		from = u.From
 	}
 	// An end with its usage writes the usage records in the same
-	// transaction as the end, and so does an answer.
+	// transaction as the end.
 	var q interface {
 		QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 	} = s.pool
 	var tx pgx.Tx
-	if u.Usage != nil && u.EndedAt != nil || u.Answer != nil {
+	if u.Usage != nil && u.EndedAt != nil {
 		var err error
 		if tx, err = s.pool.Begin(ctx); err != nil {
 			return chat.Run{}, fmt.Errorf("update run %s: %w", id, interpretError(err))
@@ -625,19 +625,8 @@ func (s *Store) UpdateRun(ctx context.Context, tenant, id string, u store.RunUpd
 			err = fmt.Errorf("%w: run %s is %s", store.ErrConflict, id, cur)
 		}
 	}
-	if err == nil && u.Answer != nil {
-		m := *u.Answer
-		m.ConversationID, m.RunID = r.ConversationID, r.ID
-		store.FillMessage(&m, now())
-		m.CreatedAt = ms(m.CreatedAt)
-		var updated time.Time
-		err = tx.QueryRow(ctx, appendMessageSQL, appendMessageArgs(chat.Scope{Tenant: tenant, User: r.Owner}, m)...).Scan(&m.ParentID, &updated)
-	}
 	if err == nil && tx != nil {
-		if u.Usage != nil && u.EndedAt != nil {
-			err = recordUsage(ctx, tx, r)
-		}
-		if err == nil {
+		if err = recordUsage(ctx, tx, r); err == nil {
 			err = tx.Commit(ctx)
 		}
 	}

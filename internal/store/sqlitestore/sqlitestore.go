@@ -579,13 +579,6 @@ func (s *Store) UpdateRun(ctx context.Context, tenant, id string, u store.RunUpd
 		if len(u.From) > 0 && !contains(u.From, r.Status) {
 			return fmt.Errorf("%w: run %s is %s", store.ErrConflict, id, r.Status)
 		}
-		if u.Answer != nil {
-			m := *u.Answer
-			m.ConversationID, m.RunID = r.ConversationID, r.ID
-			if err := s.insertMessage(ctx, tx, chat.Scope{Tenant: tenant, User: r.Owner}, &m, now()); err != nil {
-				return err
-			}
-		}
 		applyRunUpdate(&r, u)
 		var ecode, emsg any
 		if r.Error != nil {

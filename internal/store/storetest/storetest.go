@@ -33,8 +33,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ConcurrentStarts", testConcurrentStarts}, // startmany.go
 		{"RunTraceRoundTrip", testRunTrace},        // trace.go
 		{"RunUpdateCompareAndSet", testRunUpdate},
-		{"RunUpdateFields", testRunUpdateFields},   // runupdate.go
-		{"RunEndWithAnswer", testRunEndWithAnswer}, // answer.go
+		{"RunUpdateFields", testRunUpdateFields}, // runupdate.go
 		{"ReplicaTerms", testReplicaTerms},
 		{"OrphanedRunsAndTakeover", testOrphanedRuns},
 		{"SoleReplica", testSoleReplica},
