@@ -34,9 +34,13 @@ func (w *leaveWatcher) watch(ss *sseStream, conn net.Conn) int32 {
 	if !w.started && !w.start() {
 		return 0
 	}
-	w.next++
-	if w.next <= 0 {
-		w.next = 1
+	for { // a token not in use: 0 is the pipe's, and the count may wrap
+		if w.next++; w.next <= 0 {
+			w.next = 1
+		}
+		if _, used := w.streams[w.next]; !used {
+			break
+		}
 	}
 	token := w.next
 	var err error
