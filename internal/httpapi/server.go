@@ -109,8 +109,9 @@ type Server struct {
 	// closing is closed when the server begins to shut down, so streams end cleanly.
 	closing   chan struct{}
 	closeOnce sync.Once
-	// detached counts the streams served off net/http (detach.go), so
-	// Close can wait for their goodbyes: http.Server.Shutdown knows them not.
+	// detached holds the streams parked off net/http (detach.go), so
+	// Close can wake them and wait for their goodbyes:
+	// http.Server.Shutdown knows them not.
 	detached detachedSet
 	leave    leaveWatcher // hears parked streams' clients leave
 }
@@ -359,8 +360,8 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 
 // Close ends open streams: each sends its dialect's closing frame and returns.
 // It waits for the streams detached from net/http (detach.go) to have
-// written theirs and closed their connections; each write is bounded by
-// writeTimeout.
+// written theirs and closed their connections, each write bounded by
+// writeTimeout, then stops the goroutine that hears their clients leave.
 func (s *Server) Close() {
 	s.closeOnce.Do(func() { close(s.closing) })
 	s.detached.close()

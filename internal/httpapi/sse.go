@@ -42,13 +42,16 @@ var frames = sync.Pool{New: func() any { return new([frameBuf]byte) }}
 func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *run.Stream, enc dialect.Exchange) {
 	ss := &sseStream{s: s, w: w, rc: http.NewResponseController(w), ctx: r.Context(), st: st, enc: enc,
 		closed: s.tel.StreamOpened(dialect.Name(enc))}
+	detached := false // the stream goes on, detached (detach.go)
+	defer func() {
+		if !detached {
+			ss.close()
+		}
+	}()
 	if ss.open() {
 		ss.d = canDetach(r, w.Header())
-		if ss.serve() {
-			return // the stream goes on, detached (detach.go)
-		}
+		detached = ss.serve()
 	}
-	ss.close()
 }
 
 // sseStream is a stream being served. Its state lives on the heap, and
