@@ -1,0 +1,32 @@
+//go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
+
+package transport
+
+import (
+	"net"
+	"syscall"
+)
+
+// alive reports whether an idle connection may still carry a request: the
+// server has neither closed it nor sent anything on it. Without a
+// goroutine reading each idle connection, as the standard transport has,
+// this is looked at when the connection is taken: a peek that does not
+// wait (the socket is non-blocking under Go's poller).
+func alive(c net.Conn) bool {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return true
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	ok = false
+	var buf [1]byte
+	err = rc.Read(func(fd uintptr) bool {
+		_, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK)
+		ok = err == syscall.EAGAIN || err == syscall.EWOULDBLOCK // nothing to read: open, and quiet
+		return true // never wait for readiness
+	})
+	return err == nil && ok
+}

@@ -1,0 +1,246 @@
+// Package transport is the HTTP transport of the provider adapters: an
+// http.RoundTripper for HTTP/1.1 that holds no goroutine per connection.
+//
+// The standard http.Transport runs two goroutines for each HTTP/1.1
+// connection (a reader and a writer) for as long as the connection lives,
+// and keeps the request, its body included, until the response's body
+// ends. A provider call streams its answer for the whole of a run, so at a
+// thousand runs that is two thousand parked goroutines and a thousand
+// request bodies (docs/benchmarks.md, issue 25). Here the caller's goroutine
+// does it all: it writes the request (Request.Write through a pooled
+// buffer), reads the response head (http.ReadResponse), and reads the body,
+// chunked decoding and all, as it reads resp.Body. Nothing waits on a
+// connection that no caller is using.
+//
+// Connections are kept per host (scheme and address) and bounded as the
+// standard transport bounds them: MaxConnsPerHost counts the open ones,
+// in use or idle, and a call beyond waits for one. A connection goes back
+// to the pool only when its response's body was read to its end and both
+// sides keep it alive; a body closed before its end, a read error or a
+// cancelled context closes it. Cancelling the request's context closes the
+// connection (context.AfterFunc), which ends a read in progress.
+//
+// What it does not serve it hands to the standard transport it was built
+// from, whose settings it shares: a request the environment's proxy
+// applies to, one that asks for an upgrade or for 100-continue, a scheme
+// other than http and https, and a TLS server that refuses HTTP/1.1 (it is
+// offered only that, by ALPN).
+//
+// Invariants:
+//   - No goroutine is started, per connection or per request; a context's
+//     AfterFunc and an idle connection's timer run briefly and end.
+//   - A connection is used by one request at a time, and a connection in
+//     the pool has no response left to read.
+//   - The response keeps no reference to the request's body: resp.Request
+//     is a copy without it.
+package transport
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Transport is an http.RoundTripper for HTTP/1.1 calls to providers. It is
+// safe for concurrent use.
+type Transport struct {
+	std         *http.Transport
+	dial        func(ctx context.Context, network, addr string) (net.Conn, error)
+	tls         *tls.Config // std's, offering only HTTP/1.1
+	maxConns    int         // per host; 0: no bound
+	maxIdle     int         // per host
+	idleTimeout time.Duration
+	readBuffer  int
+	readers     sync.Pool // *bufio.Reader of readBuffer bytes
+
+	mu    sync.Mutex
+	hosts map[string]*host
+}
+
+// New returns a Transport that hands what it does not serve to std and
+// takes these of its settings: Proxy, DialContext, TLSClientConfig,
+// TLSHandshakeTimeout, MaxConnsPerHost, MaxIdleConnsPerHost,
+// IdleConnTimeout, DisableKeepAlives, ReadBufferSize.
+func New(std *http.Transport) *Transport {
+	t := &Transport{
+		std:         std,
+		dial:        std.DialContext,
+		maxConns:    std.MaxConnsPerHost,
+		maxIdle:     cmp.Or(std.MaxIdleConnsPerHost, http.DefaultMaxIdleConnsPerHost),
+		idleTimeout: std.IdleConnTimeout,
+		readBuffer:  cmp.Or(std.ReadBufferSize, 4<<10),
+		hosts:       map[string]*host{},
+	}
+	if std.DisableKeepAlives {
+		t.maxIdle = 0
+	}
+	if t.dial == nil {
+		// As http.DefaultTransport dials.
+		t.dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	}
+	if std.TLSClientConfig != nil {
+		t.tls = std.TLSClientConfig.Clone()
+	} else {
+		t.tls = &tls.Config{}
+	}
+	t.tls.NextProtos = []string{"http/1.1"}
+	return t
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	h := t.host(req)
+	if h == nil {
+		return t.std.RoundTrip(req)
+	}
+	for retried := false; ; retried = true {
+		c, err := h.get(req.Context())
+		if errors.Is(err, errNoHTTP1) {
+			return t.std.RoundTrip(req)
+		}
+		if err != nil {
+			closeBody(req)
+			return nil, err
+		}
+		resp, err := c.roundTrip(req)
+		if err == nil {
+			return resp, nil
+		}
+		// A kept-alive connection the server closed before answering (it
+		// closed it as idle while the request was on its way) tells nothing
+		// about the request: send it once more, on a new connection, if
+		// its body can be sent again. The standard transport does the same
+		// for the requests it may replay; this one also replays a POST,
+		// which llm.WithRetry would resend anyway, only later.
+		var nr *notAnswered
+		if retried || !errors.As(err, &nr) || !c.reused || req.Context().Err() != nil {
+			return nil, err
+		}
+		if req, err = rewind(req); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// CloseIdleConnections closes the connections no request is using, here
+// and in the standard transport.
+func (t *Transport) CloseIdleConnections() {
+	t.mu.Lock()
+	hosts := make([]*host, 0, len(t.hosts))
+	for _, h := range t.hosts {
+		hosts = append(hosts, h)
+	}
+	t.mu.Unlock()
+	for _, h := range hosts {
+		h.closeIdle()
+	}
+	t.std.CloseIdleConnections()
+}
+
+// host returns the pool for req's host, nil if req is for the standard
+// transport.
+func (t *Transport) host(req *http.Request) *host {
+	u := req.URL
+	if u == nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") ||
+		req.Header.Get("Upgrade") != "" || req.Header.Get("Expect") != "" {
+		return nil
+	}
+	if u.Scheme == "https" && t.std.DialTLSContext != nil {
+		return nil
+	}
+	if t.std.Proxy != nil {
+		if p, err := t.std.Proxy(req); err != nil || p != nil {
+			return nil // the standard transport reports a proxy's error
+		}
+	}
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	addr := net.JoinHostPort(u.Hostname(), port)
+	key := u.Scheme + "://" + addr
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h := t.hosts[key]
+	if h == nil {
+		h = &host{t: t, addr: addr}
+		if u.Scheme == "https" {
+			h.tls = t.tls
+			if h.tls.ServerName == "" {
+				h.tls = t.tls.Clone()
+				h.tls.ServerName = u.Hostname()
+			}
+		}
+		t.hosts[key] = h
+	}
+	if h.noHTTP1.Load() {
+		return nil
+	}
+	return h
+}
+
+// closeBody closes a request's body that will not be sent, as a
+// RoundTripper must.
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+}
+
+// rewind returns req with a fresh body, for sending it again.
+func rewind(req *http.Request) (*http.Request, error) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return req, nil
+	}
+	if req.GetBody == nil {
+		return nil, errors.New("transport: cannot resend a request without GetBody")
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return nil, err
+	}
+	r := *req
+	r.Body = body
+	return &r, nil
+}
+
+// writers are the buffers requests are written through: a connection
+// needs one only while it writes, so they are shared.
+var writers sync.Pool // *bufio.Writer
+
+func getWriter(c net.Conn) *bufio.Writer {
+	if w, ok := writers.Get().(*bufio.Writer); ok {
+		w.Reset(c)
+		return w
+	}
+	return bufio.NewWriterSize(c, 4<<10)
+}
+
+func putWriter(w *bufio.Writer) {
+	w.Reset(nil)
+	writers.Put(w)
+}
+
+// getReader returns a buffer to read a response from c. A connection
+// holds one only while a response is read: an idle one has nothing to read.
+func (t *Transport) getReader(c net.Conn) *bufio.Reader {
+	if r, ok := t.readers.Get().(*bufio.Reader); ok {
+		r.Reset(c)
+		return r
+	}
+	return bufio.NewReaderSize(c, t.readBuffer)
+}
+
+func (t *Transport) putReader(r *bufio.Reader) {
+	r.Reset(nil)
+	t.readers.Put(r)
+}
