@@ -23,10 +23,13 @@ func alive(c net.Conn) bool {
 	}
 	ok = false
 	var buf [1]byte
+	// Returning true: never wait for readiness. EAGAIN is the answer of
+	// an open, quiet connection; EOF (0 bytes) or bytes nobody asked for
+	// mean it cannot be used.
 	err = rc.Read(func(fd uintptr) bool {
 		_, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK)
-		ok = err == syscall.EAGAIN || err == syscall.EWOULDBLOCK // nothing to read: open, and quiet
-		return true // never wait for readiness
+		ok = err == syscall.EAGAIN || err == syscall.EWOULDBLOCK
+		return true
 	})
 	return err == nil && ok
 }

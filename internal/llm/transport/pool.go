@@ -109,7 +109,7 @@ func (h *host) dial(ctx context.Context) (*conn, error) {
 	if err := tc.HandshakeContext(hctx); err != nil {
 		raw.Close()
 		h.release()
-		if alert := tls.AlertError(0); errors.As(err, &alert) && alert == 120 { // no_application_protocol
+		if refusedHTTP1(err) {
 			h.noHTTP1.Store(true)
 			return nil, errNoHTTP1
 		}
@@ -205,4 +205,14 @@ type conn struct {
 	raw    net.Conn // the TCP connection, for alive
 	timer  *time.Timer
 	reused bool // it served a request before this one
+}
+
+// refusedHTTP1 reports whether a handshake failed on the server's
+// no_application_protocol alert: it speaks no protocol offered, i.e. only
+// HTTP/2. crypto/tls reports a received alert as a *net.OpError "remote
+// error" around its unexported alert type, known only by its text.
+func refusedHTTP1(err error) bool {
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "remote error" && oe.Err != nil &&
+		oe.Err.Error() == "tls: no application protocol"
 }
