@@ -6,11 +6,12 @@
 // and keeps the request, its body included, until the response's body
 // ends. A provider call streams its answer for the whole of a run, so at a
 // thousand runs that is two thousand parked goroutines and a thousand
-// request bodies (docs/benchmarks.md, issue 25). Here the caller's goroutine
-// does it all: it writes the request (Request.Write through a pooled
-// buffer), reads the response head (http.ReadResponse), and reads the body,
-// chunked decoding and all, as it reads resp.Body. Nothing waits on a
-// connection that no caller is using.
+// request bodies (docs/benchmarks.md, issue 25). Here a request's start
+// (a dial if one is needed, Request.Write through a pooled buffer, the
+// response's head by http.ReadResponse) runs on a goroutine that ends with
+// it, and the body, chunked decoding and all, is read on the caller's
+// goroutine as it reads resp.Body. Nothing waits on a connection that no
+// caller is using.
 //
 // Connections are kept per host (scheme and address) and bounded as the
 // standard transport bounds them: MaxConnsPerHost counts the open ones,
@@ -27,8 +28,9 @@
 // offered only that, by ALPN).
 //
 // Invariants:
-//   - No goroutine is started, per connection or per request; a context's
-//     AfterFunc and an idle connection's timer run briefly and end.
+//   - No goroutine lives as long as a connection or a response's body: a
+//     request's start, a context's AfterFunc and an idle connection's
+//     timer run briefly and end.
 //   - A connection is used by one request at a time, and a connection in
 //     the pool has no response left to read.
 //   - The response keeps no reference to the request's body: resp.Request
@@ -99,10 +101,36 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if h == nil {
 		return t.std.RoundTrip(req)
 	}
+	// The request's start (a dial, the write, the response's head) runs on
+	// a goroutine of its own that ends with it; the body is read on the
+	// caller's. A provider call starts deep in a run's stack (~13 KiB in
+	// use), and dialling or writing there took it past 16 KiB: the runtime
+	// doubled the run goroutine's stack to 32 KiB and, as it waits on the
+	// body at ~11.5 KiB, never halved it again (docs/benchmarks.md, issue
+	// 25, sixth round).
+	done := make(chan started, 1)
+	go func() {
+		resp, err := t.start(h, req)
+		done <- started{resp, err}
+	}()
+	s := <-done
+	if errors.Is(s.err, errNoHTTP1) {
+		return t.std.RoundTrip(req)
+	}
+	return s.resp, s.err
+}
+
+type started struct {
+	resp *http.Response
+	err  error
+}
+
+// start sends req to h and reads the response's head.
+func (t *Transport) start(h *host, req *http.Request) (*http.Response, error) {
 	for retried := false; ; retried = true {
 		c, err := h.get(req.Context())
 		if errors.Is(err, errNoHTTP1) {
-			return t.std.RoundTrip(req)
+			return nil, err // the standard transport sends req
 		}
 		if err != nil {
 			closeBody(req)
