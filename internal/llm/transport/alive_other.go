@@ -4,6 +4,6 @@ package transport
 
 import "net"
 
-// alive cannot look at the socket here: a connection the server closed
-// fails its next request, which RoundTrip sends once more.
-func alive(net.Conn) bool { return true }
+// peek cannot look at the socket here: a connection the server closed
+// fails its next request, which is sent once more (Transport.start).
+func peek(net.Conn) socketState { return unknown }

@@ -7,29 +7,34 @@ import (
 	"syscall"
 )
 
-// alive reports whether an idle connection may still carry a request: the
-// server has neither closed it nor sent anything on it. Without a
+// peek looks at what the kernel holds for c without reading it or
+// waiting (the socket is non-blocking under Go's poller). Without a
 // goroutine reading each idle connection, as the standard transport has,
-// this is looked at when the connection is taken: a peek that does not
-// wait (the socket is non-blocking under Go's poller).
-func alive(c net.Conn) bool {
+// this is how a connection the server closed is told apart.
+func peek(c net.Conn) socketState {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
-		return true
+		return unknown
 	}
 	rc, err := sc.SyscallConn()
 	if err != nil {
-		return false
+		return closed
 	}
-	ok = false
+	st := closed
 	var buf [1]byte
-	// Returning true: never wait for readiness. EAGAIN is the answer of
-	// an open, quiet connection; EOF (0 bytes) or bytes nobody asked for
-	// mean it cannot be used.
+	// Returning true: never wait for readiness.
 	err = rc.Read(func(fd uintptr) bool {
-		_, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK)
-		ok = err == syscall.EAGAIN || err == syscall.EWOULDBLOCK
+		n, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK)
+		switch {
+		case err == syscall.EAGAIN || err == syscall.EWOULDBLOCK:
+			st = quiet
+		case err == nil && n > 0:
+			st = pending
+		}
 		return true
 	})
-	return err == nil && ok
+	if err != nil {
+		return closed
+	}
+	return st
 }

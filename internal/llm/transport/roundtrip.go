@@ -6,7 +6,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // notAnswered is the error of a request on a connection that ended before
@@ -95,9 +97,14 @@ type body struct {
 	// done is set once the connection was given back or closed: by the
 	// read that reached the end, or by Close, whichever comes first.
 	done atomic.Bool
+	// reading is held by a Read; Close reads the buffered rest of the body
+	// only when it can take it (no Read on another goroutine).
+	reading sync.Mutex
 }
 
 func (b *body) Read(p []byte) (int, error) {
+	b.reading.Lock()
+	defer b.reading.Unlock()
 	if b.done.Load() {
 		// After the end net/http's reader answers io.EOF without reading;
 		// after Close the connection is closed.
@@ -116,12 +123,55 @@ func (b *body) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Close ends the body. One not read to its end closes its connection: net/http's
-// reader would read the rest, and a stream's rest may never come.
+// Close ends the body. One not read to its end closes its connection
+// (net/http's reader would wait for the rest, and a stream's rest may never
+// come) unless the rest is already at hand.
 func (b *body) Close() error {
+	if b.reading.TryLock() {
+		defer b.reading.Unlock()
+		if !b.done.Load() && b.readBuffered() {
+			return nil
+		}
+	}
 	b.abandon()
 	return nil
 }
+
+// readBuffered reads the rest of the body if what the connection has
+// received holds it, and then gives the connection back. A stream's reader
+// stops at its end marker (data: [DONE], message_stop), just before the
+// body's own end (a chunked body's last chunk), which has usually come in
+// by then; without this every provider call would dial, and over TLS
+// handshake, anew. It reads only once something has come in, and gives
+// the rest a millisecond (a read deadline) to complete.
+func (b *body) readBuffered() bool {
+	if b.br.Buffered() == 0 && !received(b.c.raw) {
+		return false
+	}
+	if b.c.nc.SetReadDeadline(time.Now().Add(time.Millisecond)) != nil {
+		return false
+	}
+	var buf [512]byte
+	for n := 0; n < maxBuffered; {
+		k, err := b.rc.Read(buf[:])
+		n += k
+		if err == io.EOF {
+			if b.c.nc.SetReadDeadline(time.Time{}) != nil {
+				return false
+			}
+			b.end()
+			return true
+		}
+		if err != nil {
+			return false
+		}
+	}
+	return false
+}
+
+// maxBuffered bounds what Close reads of a body's rest: more is an answer
+// still coming, not its end.
+const maxBuffered = 4 << 10
 
 // end gives the connection back after the body's end, if both sides keep
 // it and no cancellation closed it meanwhile, and closes it otherwise.

@@ -169,6 +169,49 @@ func TestBodyClosedMidStreamClosesItsConnection(t *testing.T) {
 	}
 }
 
+// TestBodyClosedAtItsEndMarkerKeepsItsConnection: a stream's reader stops
+// at its end marker and closes the body before reading the body's own end;
+// when that end has come in, the connection serves the next request.
+func TestBodyClosedAtItsEndMarkerKeepsItsConnection(t *testing.T) {
+	t.Parallel()
+	idle := make(chan struct{}, 1)
+	s := &server{Server: httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, "data: one\n\n")
+		w.(http.Flusher).Flush()
+		io.WriteString(w, "data: [DONE]\n\n")
+	}))}
+	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		switch st {
+		case http.StateNew:
+			s.conns.Add(1)
+		case http.StateIdle: // the response was written to its end
+			idle <- struct{}{}
+		}
+	}
+	s.Start()
+	defer s.Close()
+	c := newClient(t, &http.Transport{})
+	for range 2 {
+		resp := get(t, c, t.Context(), s.URL)
+		br := bufio.NewReader(resp.Body)
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				t.Fatalf("read: %v", err)
+			}
+			if line == "data: [DONE]\n" {
+				break
+			}
+		}
+		<-idle
+		resp.Body.Close()
+	}
+	if n := s.conns.Load(); n != 1 {
+		t.Errorf("%d connections, want 1", n)
+	}
+}
+
 func TestCancelMidStream(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
