@@ -106,11 +106,10 @@ func modelOptions(cfg config.Config, tel *telemetry.Telemetry, maxConns int) age
 		HTTPClient: &http.Client{Transport: transport.New(&http.Transport{
 			Proxy: http.ProxyFromEnvironment, MaxIdleConns: 1024, MaxIdleConnsPerHost: 512, MaxConnsPerHost: maxConns,
 			IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second, ForceAttemptHTTP2: true,
-			// A connection's write buffer holds a request only until it is
-			// sent (a larger body is written past it), yet lives as long as
-			// the connection: 1 KiB, not 4, at one connection per
-			// streaming run. Reads keep the default 4 KiB, which takes a
-			// burst of tokens in one read.
+			// The standard transport's write buffer holds a request only
+			// until it is sent, yet lives as long as the connection: 1 KiB,
+			// not 4 (package transport shares its write buffers). Reads keep
+			// the default 4 KiB, which takes a burst of tokens in one read.
 			WriteBufferSize: 1 << 10,
 		})},
 		ScriptedTokenDelay: cfg.ScriptedTokenDelay,
