@@ -18,8 +18,9 @@ type notAnswered struct{ err error }
 func (e *notAnswered) Error() string { return e.err.Error() }
 func (e *notAnswered) Unwrap() error { return e.err }
 
-// roundTrip sends req over c and reads the response's head, on the
-// caller's goroutine. On an error c is closed and its slot released.
+// roundTrip sends req over c and reads the response's head (on the
+// request's start goroutine: see RoundTrip). On an error c is closed and
+// its slot released.
 func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	// Cancellation closes the connection, which ends the write or read in
@@ -34,19 +35,20 @@ func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	w := getWriter(c.nc)
-	werr := req.Write(w) // closes req.Body
-	if werr == nil {
-		werr = w.Flush()
+	err := req.Write(w) // closes req.Body
+	if err == nil {
+		err = w.Flush()
 	}
 	putWriter(w)
+	if err != nil {
+		// As the standard transport does, an answer the server may have
+		// sent before it stopped reading is not waited for: a request cut
+		// short by its body's reader would leave the server waiting too.
+		return fail(&notAnswered{err})
+	}
 	br := c.h.t.getReader(c.nc)
-	// A server may answer before it has read the whole request, and close:
-	// its answer is still worth reading after a failed write.
 	if _, err := br.Peek(1); err != nil {
 		c.h.t.putReader(br)
-		if werr != nil {
-			err = werr
-		}
 		return fail(&notAnswered{err})
 	}
 	var resp *http.Response
@@ -71,7 +73,7 @@ func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
 	r.Body, r.GetBody = nil, nil
 	resp.Request = &r
 	b := &body{c: c, br: br, rc: resp.Body, ctx: ctx, stop: stop,
-		keep: werr == nil && !resp.Close && !req.Close && c.h.t.maxIdle > 0}
+		keep: !resp.Close && !req.Close && c.h.t.maxIdle > 0}
 	if resp.Body == http.NoBody {
 		b.end()
 		return resp, nil

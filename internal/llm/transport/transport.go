@@ -17,9 +17,13 @@
 // standard transport bounds them: MaxConnsPerHost counts the open ones,
 // in use or idle, and a call beyond waits for one. A connection goes back
 // to the pool only when its response's body was read to its end and both
-// sides keep it alive; a body closed before its end, a read error or a
-// cancelled context closes it. Cancelling the request's context closes the
-// connection (context.AfterFunc), which ends a read in progress.
+// sides keep it alive; a body closed before its end (unless the rest has
+// already come in), a read error or a cancelled context closes it.
+// Cancelling the request's context closes the connection
+// (context.AfterFunc), which ends a read in progress. An idle connection
+// is looked at before it is reused (the server may have closed it), and a
+// kept connection that closes before any byte of an answer gets the
+// request once more on a new one.
 //
 // What it does not serve it hands to the standard transport it was built
 // from, whose settings it shares: a request the environment's proxy
