@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -308,6 +309,35 @@ func TestServerClosesTheConnection(t *testing.T) {
 		}
 		resp.Body.Close()
 	})
+}
+
+// TestIdleConnectionExpires: an idle connection is closed after
+// IdleConnTimeout, by a timer (no goroutine watches it).
+func TestIdleConnectionExpires(t *testing.T) {
+	t.Parallel()
+	closed := make(chan struct{}, 1)
+	s := &server{Server: httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	}))}
+	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		switch st {
+		case http.StateNew:
+			s.conns.Add(1)
+		case http.StateClosed:
+			closed <- struct{}{}
+		}
+	}
+	s.Start()
+	defer s.Close()
+	c := newClient(t, &http.Transport{IdleConnTimeout: time.Millisecond})
+	readAll(t, get(t, c, t.Context(), s.URL))
+	<-closed // the transport closed the idle connection
+	if got := readAll(t, get(t, c, t.Context(), s.URL)); got != "ok" {
+		t.Errorf("body %q", got)
+	}
+	if n := s.conns.Load(); n != 2 {
+		t.Errorf("%d connections, want 2", n)
+	}
 }
 
 // TestResendOnAKeptConnectionClosedUnanswered: a server that closes a
