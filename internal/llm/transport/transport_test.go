@@ -53,7 +53,9 @@ func newClient(t *testing.T, std *http.Transport) *http.Client {
 	return &http.Client{Transport: tr}
 }
 
-func get(t *testing.T, c *http.Client, ctx context.Context, url string) *http.Response {
+// post sends a small JSON body, as the adapters do; a transport error
+// fails the test.
+func post(t *testing.T, c *http.Client, ctx context.Context, url string) *http.Response {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(`{"q":1}`))
 	if err != nil {
@@ -119,7 +121,7 @@ func TestKeepAlive(t *testing.T) {
 			srv := newServer(t, tt.h)
 			c := newClient(t, &http.Transport{})
 			for i := range 3 {
-				resp := get(t, c, t.Context(), srv.URL)
+				resp := post(t, c, t.Context(), srv.URL)
 				if resp.Request == nil || resp.Request.Body != nil || resp.Request.GetBody != nil {
 					t.Errorf("resp.Request keeps the request's body")
 				}
@@ -150,7 +152,7 @@ func TestBodyClosedMidStreamClosesItsConnection(t *testing.T) {
 		}
 	})
 	c := newClient(t, &http.Transport{})
-	resp := get(t, c, t.Context(), srv.URL)
+	resp := post(t, c, t.Context(), srv.URL)
 	line, err := bufio.NewReader(resp.Body).ReadString('\n')
 	if err != nil || line != "data: one\n" {
 		t.Fatalf("first line %q, %v", line, err)
@@ -162,7 +164,7 @@ func TestBodyClosedMidStreamClosesItsConnection(t *testing.T) {
 	}
 	// The next request needs a new connection.
 	go func() { release <- struct{}{} }()
-	if got := readAll(t, get(t, c, t.Context(), srv.URL)); got != "data: one\n\ndata: two\n\n" {
+	if got := readAll(t, post(t, c, t.Context(), srv.URL)); got != "data: one\n\ndata: two\n\n" {
 		t.Errorf("second request: %q", got)
 	}
 	if n := srv.conns.Load(); n != 2 {
@@ -194,7 +196,7 @@ func TestBodyClosedAtItsEndMarkerKeepsItsConnection(t *testing.T) {
 	defer s.Close()
 	c := newClient(t, &http.Transport{})
 	for range 2 {
-		resp := get(t, c, t.Context(), s.URL)
+		resp := post(t, c, t.Context(), s.URL)
 		br := bufio.NewReader(resp.Body)
 		for {
 			line, err := br.ReadString('\n')
@@ -224,7 +226,7 @@ func TestCancelMidStream(t *testing.T) {
 	})
 	c := newClient(t, &http.Transport{})
 	ctx, cancel := context.WithCancel(t.Context())
-	resp := get(t, c, ctx, srv.URL)
+	resp := post(t, c, ctx, srv.URL)
 	defer resp.Body.Close()
 	br := bufio.NewReader(resp.Body)
 	if line, err := br.ReadString('\n'); err != nil || line != "data: one\n" {
@@ -274,7 +276,7 @@ func TestServerClosesTheConnection(t *testing.T) {
 		})
 		c := newClient(t, &http.Transport{})
 		for range 2 {
-			if got := readAll(t, get(t, c, t.Context(), srv.URL)); got != "ok" {
+			if got := readAll(t, post(t, c, t.Context(), srv.URL)); got != "ok" {
 				t.Errorf("body %q", got)
 			}
 		}
@@ -286,10 +288,10 @@ func TestServerClosesTheConnection(t *testing.T) {
 		t.Parallel()
 		srv := newServer(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
 		c := newClient(t, &http.Transport{})
-		readAll(t, get(t, c, t.Context(), srv.URL))
+		readAll(t, post(t, c, t.Context(), srv.URL))
 		srv.CloseClientConnections()
 		// The idle connection is looked at before it is used.
-		if got := readAll(t, get(t, c, t.Context(), srv.URL)); got != "ok" {
+		if got := readAll(t, post(t, c, t.Context(), srv.URL)); got != "ok" {
 			t.Errorf("body %q", got)
 		}
 	})
@@ -303,7 +305,7 @@ func TestServerClosesTheConnection(t *testing.T) {
 			c.Close()
 		})
 		c := newClient(t, &http.Transport{})
-		resp := get(t, c, t.Context(), srv.URL)
+		resp := post(t, c, t.Context(), srv.URL)
 		if _, err := io.ReadAll(resp.Body); !errors.Is(err, io.ErrUnexpectedEOF) {
 			t.Errorf("read: %v, want io.ErrUnexpectedEOF", err)
 		}
@@ -330,9 +332,9 @@ func TestIdleConnectionExpires(t *testing.T) {
 	s.Start()
 	defer s.Close()
 	c := newClient(t, &http.Transport{IdleConnTimeout: time.Millisecond})
-	readAll(t, get(t, c, t.Context(), s.URL))
+	readAll(t, post(t, c, t.Context(), s.URL))
 	<-closed // the transport closed the idle connection
-	if got := readAll(t, get(t, c, t.Context(), s.URL)); got != "ok" {
+	if got := readAll(t, post(t, c, t.Context(), s.URL)); got != "ok" {
 		t.Errorf("body %q", got)
 	}
 	if n := s.conns.Load(); n != 2 {
@@ -378,7 +380,7 @@ func TestResendOnAKeptConnectionClosedUnanswered(t *testing.T) {
 	}()
 	c := newClient(t, &http.Transport{})
 	for i := range 3 {
-		if got := readAll(t, get(t, c, t.Context(), "http://"+ln.Addr().String())); got != "ok" {
+		if got := readAll(t, post(t, c, t.Context(), "http://"+ln.Addr().String())); got != "ok" {
 			t.Errorf("request %d: %q", i, got)
 		}
 	}
@@ -406,8 +408,8 @@ func TestMaxConnsPerHost(t *testing.T) {
 	}
 	defer close(release["/b"])
 	c := newClient(t, &http.Transport{MaxConnsPerHost: 2})
-	a := get(t, c, t.Context(), srv.URL+"/a")
-	b := get(t, c, t.Context(), srv.URL+"/b")
+	a := post(t, c, t.Context(), srv.URL+"/a")
+	b := post(t, c, t.Context(), srv.URL+"/b")
 	defer b.Body.Close()
 
 	// A third call waits for a connection: cancelled, it fails with its
@@ -429,7 +431,7 @@ func TestMaxConnsPerHost(t *testing.T) {
 
 	// Once a's answer has ended, its connection serves the next call.
 	next := make(chan *http.Response, 1)
-	go func() { next <- get(t, c, t.Context(), srv.URL+"/d") }()
+	go func() { next <- post(t, c, t.Context(), srv.URL+"/d") }()
 	close(release["/a"])
 	if got := readAll(t, a); got != "data: one\n\ndata: two\n\n" {
 		t.Errorf("a: %q", got)
@@ -449,14 +451,14 @@ func TestErrorStatusKeepsItsBody(t *testing.T) {
 		http.Error(w, `{"error":{"message":"slow down"}}`, http.StatusTooManyRequests)
 	})
 	c := newClient(t, &http.Transport{})
-	resp := get(t, c, t.Context(), srv.URL)
+	resp := post(t, c, t.Context(), srv.URL)
 	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "3" {
 		t.Errorf("status %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 	if got := readAll(t, resp); !strings.Contains(got, "slow down") {
 		t.Errorf("body %q", got)
 	}
-	readAll(t, get(t, c, t.Context(), srv.URL))
+	readAll(t, post(t, c, t.Context(), srv.URL))
 	if n := srv.conns.Load(); n != 1 {
 		t.Errorf("%d connections, want 1", n)
 	}
@@ -476,7 +478,7 @@ func TestTLS(t *testing.T) {
 	std := srv.Client().Transport.(*http.Transport).Clone()
 	c := newClient(t, std)
 	for range 2 {
-		if got := readAll(t, get(t, c, t.Context(), srv.URL)); got != "ok" {
+		if got := readAll(t, post(t, c, t.Context(), srv.URL)); got != "ok" {
 			t.Errorf("body %q", got)
 		}
 	}
@@ -511,7 +513,7 @@ func TestFallback(t *testing.T) {
 		std.ForceAttemptHTTP2 = true
 		c := newClient(t, std)
 		for range 2 {
-			if got := readAll(t, get(t, c, t.Context(), srv.URL)); got != "HTTP/2.0" {
+			if got := readAll(t, post(t, c, t.Context(), srv.URL)); got != "HTTP/2.0" {
 				t.Errorf("served over %q, want HTTP/2.0", got)
 			}
 		}
@@ -527,7 +529,7 @@ func TestFallback(t *testing.T) {
 		})
 		pu, _ := url.Parse(proxy.URL)
 		c := newClient(t, &http.Transport{Proxy: http.ProxyURL(pu)})
-		if got := readAll(t, get(t, c, t.Context(), "http://upstream.invalid/v1")); got != "via proxy" || proxied.Load() != 1 {
+		if got := readAll(t, post(t, c, t.Context(), "http://upstream.invalid/v1")); got != "via proxy" || proxied.Load() != 1 {
 			t.Errorf("body %q, proxied %d", got, proxied.Load())
 		}
 	})
