@@ -100,9 +100,9 @@ func modelOptions(cfg config.Config, tel *telemetry.Telemetry, maxConns int) age
 		Timeout: cfg.LLMTimeout, MaxRetries: cfg.LLMRetries,
 		// Many runs stream from one provider at once: keep their connections
 		// (the default transport keeps two idle per host and redials the rest).
-		// The calls go over HTTP/1.1 with no goroutine per connection
-		// (package transport); the standard transport serves what that does
-		// not (a proxy, a server without HTTP/1.1) with the same settings.
+		// Cleartext calls go over HTTP/1.1 with no goroutine per connection
+		// (package transport); the standard transport, with the same
+		// settings, serves https (HTTP/2 where offered) and proxies.
 		HTTPClient: &http.Client{Transport: transport.New(&http.Transport{
 			Proxy: http.ProxyFromEnvironment, MaxIdleConns: 1024, MaxIdleConnsPerHost: 512, MaxConnsPerHost: maxConns,
 			IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second, ForceAttemptHTTP2: true,

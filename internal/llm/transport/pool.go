@@ -2,25 +2,16 @@ package transport
 
 import (
 	"context"
-	"crypto/tls"
-	"errors"
 	"net"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
-// errNoHTTP1 is a TLS server that refused HTTP/1.1: the standard transport
-// serves that host from then on.
-var errNoHTTP1 = errors.New("transport: the server refused HTTP/1.1")
-
-// host is the connections to one scheme and address.
+// host is the connections to one address.
 type host struct {
-	t       *Transport
-	addr    string
-	tls     *tls.Config // nil for http
-	noHTTP1 atomic.Bool
+	t    *Transport
+	addr string
 
 	mu   sync.Mutex
 	open int     // connections open or being dialled: the slots taken
@@ -79,7 +70,7 @@ func (h *host) reuse(ctx context.Context, c *conn) (*conn, error) {
 	if c.timer != nil {
 		c.timer.Stop() // if it fired, expire finds c gone from idle and leaves it
 	}
-	if alive(c.raw) {
+	if alive(c.nc) {
 		c.reused = true
 		return c, nil
 	}
@@ -95,34 +86,7 @@ func (h *host) dial(ctx context.Context) (*conn, error) {
 		h.release()
 		return nil, err
 	}
-	c := &conn{h: h, nc: raw, raw: raw}
-	if h.tls == nil {
-		return c, nil
-	}
-	tc := tls.Client(raw, h.tls)
-	hctx := ctx
-	if d := h.t.std.TLSHandshakeTimeout; d > 0 {
-		var cancel context.CancelFunc
-		hctx, cancel = context.WithTimeout(ctx, d)
-		defer cancel()
-	}
-	if err := tc.HandshakeContext(hctx); err != nil {
-		raw.Close()
-		h.release()
-		if refusedHTTP1(err) {
-			h.noHTTP1.Store(true)
-			return nil, errNoHTTP1
-		}
-		return nil, err
-	}
-	if p := tc.ConnectionState().NegotiatedProtocol; p != "" && p != "http/1.1" {
-		tc.Close()
-		h.release()
-		h.noHTTP1.Store(true)
-		return nil, errNoHTTP1
-	}
-	c.nc = tc
-	return c, nil
+	return &conn{h: h, nc: raw}, nil
 }
 
 // put gives back a connection whose response was read to its end: to the
@@ -201,18 +165,7 @@ func (h *host) closeIdle() {
 // conn is one connection to a host.
 type conn struct {
 	h      *host
-	nc     net.Conn // what requests go over: raw, or TLS over it
-	raw    net.Conn // the TCP connection, for alive
+	nc     net.Conn // the TCP connection
 	timer  *time.Timer
 	reused bool // it served a request before this one
-}
-
-// refusedHTTP1 reports whether a handshake failed on the server's
-// no_application_protocol alert: it speaks no protocol offered, i.e. only
-// HTTP/2. crypto/tls reports a received alert as a *net.OpError "remote
-// error" around its unexported alert type, known only by its text.
-func refusedHTTP1(err error) bool {
-	var oe *net.OpError
-	return errors.As(err, &oe) && oe.Op == "remote error" && oe.Err != nil &&
-		oe.Err.Error() == "tls: no application protocol"
 }

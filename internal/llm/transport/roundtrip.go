@@ -147,7 +147,7 @@ func (b *body) Close() error {
 // handshake, anew. It reads only once something has come in, and gives
 // the rest a millisecond (a read deadline) to complete.
 func (b *body) readBuffered() bool {
-	if b.br.Buffered() == 0 && !received(b.c.raw) {
+	if b.br.Buffered() == 0 && !received(b.c.nc) {
 		return false
 	}
 	if b.c.nc.SetReadDeadline(time.Now().Add(time.Millisecond)) != nil {

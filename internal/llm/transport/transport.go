@@ -25,11 +25,14 @@
 // kept connection that closes before any byte of an answer gets the
 // request once more on a new one.
 //
-// What it does not serve it hands to the standard transport it was built
-// from, whose settings it shares: a request the environment's proxy
-// applies to, one that asks for an upgrade or for 100-continue, a scheme
-// other than http and https, and a TLS server that refuses HTTP/1.1 (it is
-// offered only that, by ALPN).
+// It serves cleartext http only: a gateway or model server beside the
+// replica (vLLM, Ollama, LiteLLM, the bench's fake provider). The rest it
+// hands to the standard transport it was built from, whose settings it
+// shares: https, where the standard transport speaks HTTP/2 to providers
+// that offer it (one connection, its buffers and its TLS state, carries
+// many runs' streams, which HTTP/1.1 over TLS, a connection per run, would
+// not); a request the environment's proxy applies to; one that asks for an
+// upgrade or for 100-continue.
 //
 // Invariants:
 //   - No goroutine lives as long as a connection or a response's body: a
@@ -45,7 +48,6 @@ import (
 	"bufio"
 	"cmp"
 	"context"
-	"crypto/tls"
 	"errors"
 	"net"
 	"net/http"
@@ -58,9 +60,8 @@ import (
 type Transport struct {
 	std         *http.Transport
 	dial        func(ctx context.Context, network, addr string) (net.Conn, error)
-	tls         *tls.Config // std's, offering only HTTP/1.1
-	maxConns    int         // per host; 0: no bound
-	maxIdle     int         // per host
+	maxConns    int // per host; 0: no bound
+	maxIdle     int // per host
 	idleTimeout time.Duration
 	readBuffer  int
 	readers     sync.Pool // *bufio.Reader of readBuffer bytes
@@ -70,8 +71,7 @@ type Transport struct {
 }
 
 // New returns a Transport that hands what it does not serve to std and
-// takes these of its settings: Proxy, DialContext, TLSClientConfig,
-// TLSHandshakeTimeout, MaxConnsPerHost, MaxIdleConnsPerHost,
+// takes these of its settings: Proxy, DialContext, MaxConnsPerHost, MaxIdleConnsPerHost,
 // IdleConnTimeout, DisableKeepAlives, ReadBufferSize.
 func New(std *http.Transport) *Transport {
 	t := &Transport{
@@ -90,12 +90,6 @@ func New(std *http.Transport) *Transport {
 		// As http.DefaultTransport dials.
 		t.dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	}
-	if std.TLSClientConfig != nil {
-		t.tls = std.TLSClientConfig.Clone()
-	} else {
-		t.tls = &tls.Config{}
-	}
-	t.tls.NextProtos = []string{"http/1.1"}
 	return t
 }
 
@@ -118,9 +112,6 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		done <- started{resp, err}
 	}()
 	s := <-done
-	if errors.Is(s.err, errNoHTTP1) {
-		return t.std.RoundTrip(req)
-	}
 	return s.resp, s.err
 }
 
@@ -133,9 +124,6 @@ type started struct {
 func (t *Transport) start(h *host, req *http.Request) (*http.Response, error) {
 	for retried := false; ; retried = true {
 		c, err := h.get(req.Context())
-		if errors.Is(err, errNoHTTP1) {
-			return nil, err // the standard transport sends req
-		}
 		if err != nil {
 			closeBody(req)
 			return nil, err
@@ -179,11 +167,8 @@ func (t *Transport) CloseIdleConnections() {
 // transport.
 func (t *Transport) host(req *http.Request) *host {
 	u := req.URL
-	if u == nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") ||
+	if u == nil || u.Host == "" || u.Scheme != "http" ||
 		req.Header.Get("Upgrade") != "" || req.Header.Get("Expect") != "" {
-		return nil
-	}
-	if u.Scheme == "https" && t.std.DialTLSContext != nil {
 		return nil
 	}
 	if t.std.Proxy != nil {
@@ -191,31 +176,13 @@ func (t *Transport) host(req *http.Request) *host {
 			return nil // the standard transport reports a proxy's error
 		}
 	}
-	port := u.Port()
-	if port == "" {
-		port = "80"
-		if u.Scheme == "https" {
-			port = "443"
-		}
-	}
-	addr := net.JoinHostPort(u.Hostname(), port)
-	key := u.Scheme + "://" + addr
+	addr := net.JoinHostPort(u.Hostname(), cmp.Or(u.Port(), "80"))
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	h := t.hosts[key]
+	h := t.hosts[addr]
 	if h == nil {
 		h = &host{t: t, addr: addr}
-		if u.Scheme == "https" {
-			h.tls = t.tls
-			if h.tls.ServerName == "" {
-				h.tls = t.tls.Clone()
-				h.tls.ServerName = u.Hostname()
-			}
-		}
-		t.hosts[key] = h
-	}
-	if h.noHTTP1.Load() {
-		return nil
+		t.hosts[addr] = h
 	}
 	return h
 }
