@@ -39,7 +39,10 @@
 // every earlier one of the thread: the thread's next events may come from
 // another replica, and an earlier seq arriving after them would be refused.
 // A queue past maxQueued makes each Publish wait for its own too, so that
-// a slow Redis slows the runs rather than the queue growing.
+// a slow Redis slows the runs rather than the queue growing; a pipeline not
+// sent within sendTimeout fails, so that an outage is the runs' error
+// (they pause publishing, and streams fill from the log) rather than a
+// backlog.
 //
 // What a replica that dies publishes and Redis never gets reached at most
 // its own subscriptions, whose clients reconnect elsewhere: the replica

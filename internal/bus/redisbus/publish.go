@@ -171,6 +171,13 @@ type publishReq struct {
 // maxPipeline bounds the commands of one publishing round trip.
 const maxPipeline = 1000
 
+// sendTimeout bounds go-redis's retries of one pipeline (dialling again,
+// backing off): while Redis is away, a pipeline fails within it, and the
+// runs learn of the outage from their next publish (they pause publishing;
+// streams fill from the log) instead of the shard's publishes waiting out
+// every retry.
+const sendTimeout = time.Second
+
 // maxQueued is how many publishes a shard's queue holds before a Publish
 // waits for its own: several round trips' worth, which a publisher keeping
 // up with a thousand streams never has queued.
@@ -218,13 +225,15 @@ func (b *Bus) send(q *publishQueue, batch []*publishReq) {
 	now := time.Now()
 	adds := make([]*redis.StringCmd, len(batch))
 	var expires []*redis.BoolCmd
-	_, _ = b.rdb.Pipelined(b.ctx, func(p redis.Pipeliner) error {
+	ctx, cancel := context.WithTimeout(b.ctx, sendTimeout)
+	defer cancel()
+	_, _ = b.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, r := range batch {
-			adds[i] = p.XAdd(b.ctx, &redis.XAddArgs{Stream: r.key, ID: entryID(r.seq), MaxLen: b.opts.MaxLen, Approx: true,
+			adds[i] = p.XAdd(ctx, &redis.XAddArgs{Stream: r.key, ID: entryID(r.seq), MaxLen: b.opts.MaxLen, Approx: true,
 				Values: []any{"ev", r.data}})
 			if now.Sub(q.expireSeen[r.key]) > expireEvery {
 				q.expireSeen[r.key] = now
-				expires = append(expires, p.Expire(b.ctx, r.key, b.opts.TTL))
+				expires = append(expires, p.Expire(ctx, r.key, b.opts.TTL))
 			}
 		}
 		return nil
@@ -258,6 +267,8 @@ func (b *Bus) send(q *publishQueue, batch []*publishReq) {
 			continue
 		case b.ctx.Err() != nil:
 			err = bus.ErrClosed
+		case ctx.Err() != nil:
+			err = fmt.Errorf("%w: not sent within %s: %w", bus.ErrUnavailable, sendTimeout, err)
 		default:
 			err = unavailable(err)
 		}
