@@ -221,14 +221,19 @@ func testSlowConsumer(t *testing.T, newBus func(*testing.T) bus.Bus) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The fast subscriber drains every chunk before the next is published:
+	// collected concurrently, it overflowed too on a loaded machine (and
+	// Collect's Fatalf, off the test's goroutine, left the test hanging).
 	n := int64(bus.DefaultQueueLimit + 100)
-	done := make(chan []event.Event)
-	go func() { done <- Collect(t, fast, 0, int(n)) }()
-	for i := int64(1); i <= n; i++ {
-		publish(t, b, ev("acme", "slow", i)) // never blocks on the stalled subscriber
-	}
-	if got := <-done; len(got) != int(n) {
-		t.Fatalf("fast subscriber got %d", len(got))
+	const chunk = 500
+	for from := int64(1); from <= n; from += chunk {
+		to := min(from+chunk-1, n)
+		for i := from; i <= to; i++ {
+			publish(t, b, ev("acme", "slow", i)) // never blocks on the stalled subscriber
+		}
+		if got := Collect(t, fast, from-1, int(to-from+1)); got[len(got)-1].Seq != to {
+			t.Fatalf("fast subscriber at %d, want %d", got[len(got)-1].Seq, to)
+		}
 	}
 	// The stalled one is ended: it drains what it had, then learns why.
 	deadline := time.After(10 * time.Second)
