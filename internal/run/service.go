@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -537,6 +538,11 @@ func (s *Service) launchEarly(t *term, sc chat.Scope, in *store.RunStart, req St
 	x.placed, x.early = true, true
 	x.opening = &opening{decided: make(chan struct{})}
 	s.launch(x, s.newRunBody(x, sc, req, ag, r, conv, userMsg, req.State, userMsg.ID, true, false))
+	// The run's goroutine is next on this thread: yielding lets it send
+	// the model request before the start's write takes the thread (a
+	// group commit's leader runs SQLite for the whole batch). The start
+	// has until the model's first token to be stored.
+	runtime.Gosched()
 	return x
 }
 

@@ -272,7 +272,8 @@ func collect[T any](scan func(scanner) (T, error)) func(*sql.Rows, error) ([]T, 
 // ---- conversations ----
 
 // conversationCols are those a conversation is read from; a new one is
-// written with conversationInsertCols (its active leaf starts empty).
+// written with conversationInsertCols (and its active leaf, when its start
+// writes its first message).
 const (
 	conversationCols       = `id, tenant, owner, title, engine, agent_id, created_at, updated_at, active_leaf`
 	conversationInsertCols = `id, tenant, owner, title, engine, agent_id, created_at, updated_at`
@@ -515,7 +516,7 @@ func (s *Store) CreateRun(ctx context.Context, sc chat.Scope, r chat.Run) (chat.
 		if n == 0 {
 			return store.ErrNotFound
 		}
-		return s.insertRun(ctx, tx, sc, &r, now())
+		return s.insertRun(ctx, tx, sc, &r, now(), false)
 	})
 	if err != nil {
 		return chat.Run{}, fmt.Errorf("create run: %w", err)
@@ -525,14 +526,16 @@ func (s *Store) CreateRun(ctx context.Context, sc chat.Scope, r chat.Run) (chat.
 
 // insertRun fills in r's defaults and inserts it into a conversation the
 // caller has checked is sc's, refusing a second active run.
-func (s *Store) insertRun(ctx context.Context, tx *sql.Tx, sc chat.Scope, r *chat.Run, at time.Time) error {
+func (s *Store) insertRun(ctx context.Context, tx *sql.Tx, sc chat.Scope, r *chat.Run, at time.Time, newConversation bool) error {
 	store.FillRun(r, sc, at)
-	var active string
-	switch err := s.prep.queryRow(ctx, tx, activeRunSQL, r.ConversationID).Scan(&active); {
-	case err == nil:
-		return &store.BusyError{ActiveRunID: active}
-	case !errors.Is(err, sql.ErrNoRows):
-		return err
+	if !newConversation { // a conversation this transaction created has no run
+		var active string
+		switch err := s.prep.queryRow(ctx, tx, activeRunSQL, r.ConversationID).Scan(&active); {
+		case err == nil:
+			return &store.BusyError{ActiveRunID: active}
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
 	}
 	_, err := s.prep.exec(ctx, tx, insertRunSQL,
 		r.ID, r.Tenant, r.Owner, r.ConversationID, r.TurnID, r.Status, r.Input, r.Engine, r.Model, nullJSON(r.State),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 
 	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/store"
@@ -15,7 +16,7 @@ const (
 	insertMessageSQL      = `INSERT INTO messages (` + messageCols + `, tenant) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	activeRunSQL          = `SELECT id FROM runs WHERE conversation_id = ? AND status IN ('queued','running','awaiting_input')`
 	insertRunSQL          = `INSERT INTO runs (` + runCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, ?, ?, ?, NULL, ?, ?, 0, ?, ?, ?, ?, ?, ?)`
-	insertConversationSQL = `INSERT INTO conversations (` + conversationInsertCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	insertConversationSQL = `INSERT INTO conversations (` + conversationInsertCols + `, active_leaf) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	selectConversationSQL = `SELECT ` + conversationCols + ` FROM conversations WHERE id = ? AND tenant = ? AND owner = ?`
 	countExecutingSQL     = `SELECT count(*) FROM runs WHERE tenant = ? AND status IN ('queued','running')`
 	savepointSQL          = `SAVEPOINT start`
@@ -48,11 +49,24 @@ func (s *Store) StartRun(ctx context.Context, sc chat.Scope, in store.RunStart) 
 func (s *Store) startRunTx(ctx context.Context, tx *sql.Tx, sc chat.Scope, in store.RunStart) (store.RunStarted, error) {
 	var out store.RunStarted
 	at := now()
+	// A new conversation's first message has no parent and is its active
+	// leaf, and the new conversation has no run: its start writes the
+	// three rows and reads nothing but the thread's last seq (a thread may
+	// outlive a conversation of the same id), where a start in an existing
+	// conversation looks at its runs, its leaf and the run's messages.
+	var first *chat.Message
 	if c := in.NewConversation; c != nil {
 		c.CreatedAt = at // whatever the caller set: the conversation begins with its run
 		store.FillConversation(c, sc, at)
+		leaf, updated := "", at
+		if in.Message.Role != "" && in.Parent == nil {
+			m := in.Message
+			store.FillMessage(&m, at)
+			m.CreatedAt = m.CreatedAt.UTC().Truncate(time.Millisecond)
+			first, leaf, updated = &m, m.ID, later(m.CreatedAt, at)
+		}
 		if _, err := s.prep.exec(ctx, tx, insertConversationSQL,
-			c.ID, c.Tenant, c.Owner, c.Title, c.Engine, c.AgentID, ms(at), ms(at)); err != nil {
+			c.ID, c.Tenant, c.Owner, c.Title, c.Engine, c.AgentID, ms(at), ms(updated), leaf); err != nil {
 			return out, err
 		}
 		out.Conversation = *c
@@ -91,7 +105,7 @@ func (s *Store) startRunTx(ctx context.Context, tx *sql.Tx, sc chat.Scope, in st
 	if in.Parent != nil {
 		r.ParentID = *in.Parent
 	}
-	if err := s.insertRun(ctx, tx, sc, &r, at); err != nil {
+	if err := s.insertRun(ctx, tx, sc, &r, at, in.NewConversation != nil); err != nil {
 		return out, err
 	}
 	if in.Parent != nil {
@@ -107,7 +121,13 @@ func (s *Store) startRunTx(ctx context.Context, tx *sql.Tx, sc chat.Scope, in st
 	}
 	m := in.Message
 	m.ConversationID, m.RunID = r.ConversationID, r.ID
-	if err := s.insertMessage(ctx, tx, sc, &m, at); err != nil {
+	if first != nil {
+		m.ID, m.CreatedAt, m.ParentID = first.ID, first.CreatedAt, ""
+		if _, err := s.prep.exec(ctx, tx, insertMessageSQL,
+			m.ID, m.ConversationID, m.Role, m.Content, nullJSON(m.Parts), nullJSON(m.Metadata), m.RunID, m.ToolName, m.ToolCallID, ms(m.CreatedAt), m.ParentID, sc.Tenant); err != nil {
+			return out, err
+		}
+	} else if err := s.insertMessage(ctx, tx, sc, &m, at); err != nil {
 		return out, err
 	}
 	out.Message = m
