@@ -32,6 +32,7 @@ import (
 	"github.com/agentchat/agentchat/internal/fdbudget"
 	"github.com/agentchat/agentchat/internal/httpapi"
 	"github.com/agentchat/agentchat/internal/llm"
+	"github.com/agentchat/agentchat/internal/llm/transport"
 	"github.com/agentchat/agentchat/internal/lockfile"
 	"github.com/agentchat/agentchat/internal/run"
 	"github.com/agentchat/agentchat/internal/store"
@@ -99,16 +100,18 @@ func modelOptions(cfg config.Config, tel *telemetry.Telemetry, maxConns int) age
 		Timeout: cfg.LLMTimeout, MaxRetries: cfg.LLMRetries,
 		// Many runs stream from one provider at once: keep their connections
 		// (the default transport keeps two idle per host and redials the rest).
-		HTTPClient: &http.Client{Transport: &http.Transport{
+		// Cleartext calls go over HTTP/1.1 with no goroutine per connection
+		// (package transport); the standard transport, with the same
+		// settings, serves https (HTTP/2 where offered) and proxies.
+		HTTPClient: &http.Client{Transport: transport.New(&http.Transport{
 			Proxy: http.ProxyFromEnvironment, MaxIdleConns: 1024, MaxIdleConnsPerHost: 512, MaxConnsPerHost: maxConns,
 			IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second, ForceAttemptHTTP2: true,
-			// A connection's write buffer holds a request only until it is
-			// sent (a larger body is written past it), yet lives as long as
-			// the connection: 1 KiB, not 4, at one connection per
-			// streaming run. Reads keep the default 4 KiB, which takes a
-			// burst of tokens in one read.
+			// The standard transport's write buffer holds a request only
+			// until it is sent, yet lives as long as the connection: 1 KiB,
+			// not 4 (package transport shares its write buffers). Reads keep
+			// the default 4 KiB, which takes a burst of tokens in one read.
 			WriteBufferSize: 1 << 10,
-		}},
+		})},
 		ScriptedTokenDelay: cfg.ScriptedTokenDelay,
 		ScriptedHint:       "Set OPENAI_API_KEY (and OPENAI_BASE_URL for other OpenAI-compatible servers) or ANTHROPIC_API_KEY to use a real model.",
 		Observe:            tel.Model,

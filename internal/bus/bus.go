@@ -58,7 +58,13 @@ const ReasonInterrupt = "interrupt"
 
 // Bus is the live fan-out of events and control messages.
 type Bus interface {
-	// Publish delivers ev to the subscribers of its thread.
+	// Publish delivers ev to the subscribers of its thread. It may return
+	// before the bus holds ev (or has failed to): an error publishing ev
+	// may be returned by a later Publish of the thread instead, once. A
+	// thread's end (ev.Terminal) or pause for a decision
+	// (event.ToolAwaiting) is held when Publish returns, with every earlier
+	// event of the thread, or Publish returns an error: the thread's next
+	// events may be published by another replica.
 	Publish(ctx context.Context, ev event.Event) error
 	// Subscribe follows a thread of a tenant. The subscription receives every
 	// event published after Subscribe returns, in order; it may first receive
@@ -67,9 +73,12 @@ type Bus interface {
 	Subscribe(ctx context.Context, tenant, thread string, after int64) (*Queue, error)
 	// Retained returns the events of a thread the bus still holds with seq >
 	// after, in seq order: a suffix, without holes, of what was published
-	// (the newest last), possibly empty, and always empty for a bus that
-	// retains nothing. A replica taking over a run reads it to learn what the
-	// dead executor published but may not have written to the log.
+	// (the newest last; what was published since the thread's last end or
+	// pause may not all be held yet), possibly empty, and always empty for
+	// a bus that retains nothing. A replica taking over a run reads it to
+	// learn what the dead executor published but may not have written to
+	// the log; what it published and the bus never held, the run's reserved
+	// seqs cover (run/recovery.go).
 	Retained(ctx context.Context, tenant, thread string, after int64) ([]event.Event, error)
 	// PublishControl sends a control message to every replica.
 	PublishControl(ctx context.Context, c Control) error

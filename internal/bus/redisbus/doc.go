@@ -23,15 +23,31 @@
 // replica. Publishing an event whose seq
 // is not above the stream's last id (a retry, or a re-publish after a
 // takeover) is accepted as a no-op rather than an error, which also makes
-// go-redis's network retries of XADD safe. Each publish is one pipelined round
-// trip: XADD with MAXLEN ~ Options.MaxLen, and EXPIRE Options.TTL.
+// go-redis's network retries of XADD safe. Each publish is an XADD with
+// MAXLEN ~ Options.MaxLen; a stream's EXPIRE Options.TTL is refreshed at
+// most once a minute rather than with every event.
 //
-// Publishing is group-committed: every Publish waits for its own XADD, but
-// a writer per shard of the threads sends whatever publishes accumulated
-// while its previous pipeline was in flight as one pipeline, so a thousand
-// streams publishing at once cost a few round trips and syscalls, not a
-// thousand, and no one writer's turn in the scheduler holds them all. A stream's
-// EXPIRE is refreshed at most once a minute rather than with every event.
+// Publishing is group-committed: a writer per shard of the threads sends
+// whatever publishes accumulated while its previous pipeline was in flight
+// as one pipeline, so a thousand streams publishing at once cost a few
+// round trips and syscalls, not a thousand, and no one writer's turn in the
+// scheduler holds them all. A Publish does not wait for its XADD: a run
+// parked and woken per event was 5 % of a replica's CPU, and a
+// wait per event is one round trip per event again when a run's tokens
+// come in a burst. A failed XADD is the thread's next Publish's error. A
+// run's end and a pause for a decision wait for their own XADD, and with it
+// every earlier one of the thread: the thread's next events may come from
+// another replica, and an earlier seq arriving after them would be refused.
+// A queue past maxQueued makes each Publish wait for its own too, so that
+// a slow Redis slows the runs rather than the queue growing; a pipeline not
+// sent within sendTimeout fails, so that an outage is the runs' error
+// (they pause publishing, and streams fill from the log) rather than a
+// backlog.
+//
+// What a replica that dies publishes and Redis never gets reached at most
+// its own subscriptions, whose clients reconnect elsewhere: the replica
+// ending the run skips every seq the run reserved (run/recovery.go), so no
+// seq a client saw is given to other content.
 //
 // # Subscriptions
 //

@@ -1,6 +1,11 @@
 package redisbus
 
-import "time"
+import (
+	"context"
+	"time"
+
+	"github.com/agentchat/agentchat/internal/event"
+)
 
 // Shards is how many shards a bus spreads its subscriptions over.
 const Shards = shardCount
@@ -28,4 +33,11 @@ func ReadBack(b *Bus) int64 {
 		sh.mu.Unlock()
 	}
 	return n
+}
+
+// PublishWaited publishes ev as a run's end is published: it returns once
+// Redis has ev and every earlier event of its thread, so that a test can
+// read the stream next.
+func PublishWaited(ctx context.Context, b *Bus, ev event.Event) error {
+	return b.publish(ctx, ev, true)
 }

@@ -13,10 +13,19 @@ import (
 	"github.com/agentchat/agentchat/internal/event"
 )
 
-// Publish appends ev to its thread's stream, and returns once Redis has it
-// (or refused it). Publishes of one thread must not overlap; they are sent
-// in the order they arrive.
+// Publish appends ev to its thread's stream. It does not wait for Redis,
+// except for an event that ends a run or pauses it for a decision
+// (mustWait), or while its shard's publisher is far behind: those return
+// once Redis has ev, and with it every earlier event of the thread. An
+// XADD that fails is the thread's next Publish's error (ev then reaches
+// only this process's subscriptions). Publishes of one thread must not
+// overlap; they are sent in the order they arrive.
 func (b *Bus) Publish(ctx context.Context, ev event.Event) error {
+	return b.publish(ctx, ev, mustWait(ev))
+}
+
+// publish is Publish, waiting for Redis when wait is set.
+func (b *Bus) publish(ctx context.Context, ev event.Event, wait bool) error {
 	if b.isClosed() {
 		return bus.ErrClosed
 	}
@@ -29,31 +38,63 @@ func (b *Bus) Publish(ctx context.Context, ev event.Event) error {
 	if err != nil {
 		return fmt.Errorf("redisbus: publish %s: %w", ev.Type, err)
 	}
-	req := &publishReq{key: StreamKey(b.opts.Prefix, ev.Tenant, ev.Thread), seq: ev.Seq, data: data, done: make(chan error, 1)}
-	sh := b.shard(req.key)
-	b.deliverLocal(sh, req.key, ev)
+	key := StreamKey(b.opts.Prefix, ev.Tenant, ev.Thread)
+	sh := b.shard(key)
 	q := &sh.pub
+	req := &publishReq{key: key, seq: ev.Seq, data: data}
+	// Delivered here before Redis can have it, so the reader never brings
+	// it back first; if an earlier XADD failed, it reaches only these
+	// subscriptions, which the log (where the run wrote it) backs like any
+	// gap of the others.
+	b.deliverLocal(sh, key, ev)
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
 		return bus.ErrClosed
 	}
+	if err := q.failed[key]; err != nil {
+		delete(q.failed, key)
+		q.mu.Unlock()
+		return err
+	}
+	// Far behind (Redis slow or unreachable): wait, so that the runs slow
+	// down with Redis rather than the queue growing without bound.
+	wait = wait || len(q.reqs) >= maxQueued
+	if wait {
+		req.done = make(chan struct{})
+	}
 	q.reqs = append(q.reqs, req)
 	q.mu.Unlock()
 	signal(q.wake)
-	// req.done is always answered, ErrClosed once the bus closes (see
-	// publishQueue.closed), so the wait needs no case for b.ctx: a thousand
-	// publishers all selecting on that one channel contended for its lock on
-	// every publish.
-	select {
-	case err := <-req.done:
-		if err != nil {
-			return fmt.Errorf("redisbus: publish seq %d to %s: %w", ev.Seq, req.key, err)
-		}
+	if !wait {
 		return nil
+	}
+	// req.done is always closed, with ErrClosed once the bus closes (see
+	// publishQueue.closed), so the wait needs no case for b.ctx: a thousand
+	// publishers all selecting on that one channel contended for its lock.
+	select {
+	case <-req.done:
 	case <-ctx.Done():
 		return ctx.Err() // it may still be sent
 	}
+	q.mu.Lock()
+	if err = q.failed[key]; err != nil { // this one's, or an earlier one's of the thread
+		delete(q.failed, key)
+	}
+	q.mu.Unlock()
+	if err == nil {
+		err = req.err // refused as the bus closed, or a failure past maxFailed
+	}
+	return err
+}
+
+// mustWait reports whether a publish of ev returns only once Redis has it:
+// a run's end (the run's publisher retries it until it is taken, and the
+// thread's next run may publish from another replica) and a pause for a
+// decision (the continuation may publish from another replica: an earlier
+// seq arriving after its events would be refused as stale).
+func mustWait(ev event.Event) bool {
+	return ev.Terminal() || ev.Type == event.ToolAwaiting
 }
 
 // deliverLocal hands ev to this process's subscriptions of its thread at
@@ -110,21 +151,42 @@ type publishQueue struct {
 	// closed is set, under mu, once the publisher has ended and answered
 	// every queued request: a Publish after that is refused rather than
 	// queued, so every queued request is answered.
-	closed     bool
+	closed bool
+	// failed is, by stream key, the first failed XADD of a thread that no
+	// Publish has returned yet (at most maxFailed of them).
+	failed     map[string]error
 	wake       chan struct{}
 	expireSeen map[string]time.Time // by the publisher only: when each key's EXPIRE was last refreshed
 }
 
-// publishReq is one Publish waiting for the publisher.
+// publishReq is one publish waiting for the publisher.
 type publishReq struct {
 	key  string
 	seq  int64
 	data []byte
-	done chan error
+	done chan struct{} // for a publish that waits: closed once err is set; nil otherwise
+	err  error
 }
 
 // maxPipeline bounds the commands of one publishing round trip.
 const maxPipeline = 1000
+
+// sendTimeout bounds go-redis's retries of one pipeline (dialling again,
+// backing off): while Redis is away, a pipeline fails within it, and the
+// runs learn of the outage from their next publish (they pause publishing;
+// streams fill from the log) instead of the shard's publishes waiting out
+// every retry.
+const sendTimeout = time.Second
+
+// maxQueued is how many publishes a shard's queue holds before a Publish
+// waits for its own: several round trips' worth, which a publisher keeping
+// up with a thousand streams never has queued.
+const maxQueued = 4 * maxPipeline
+
+// maxFailed bounds the failures a shard keeps for the threads' next
+// publishes: past it (a long outage over many threads) a failure goes
+// unreported, and subscribers fill the gap from the log as for any gap.
+const maxFailed = 4096
 
 // expireEvery is how often a published stream's EXPIRE is refreshed.
 const expireEvery = time.Minute
@@ -163,13 +225,15 @@ func (b *Bus) send(q *publishQueue, batch []*publishReq) {
 	now := time.Now()
 	adds := make([]*redis.StringCmd, len(batch))
 	var expires []*redis.BoolCmd
-	_, _ = b.rdb.Pipelined(b.ctx, func(p redis.Pipeliner) error {
+	ctx, cancel := context.WithTimeout(b.ctx, sendTimeout)
+	defer cancel()
+	_, _ = b.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, r := range batch {
-			adds[i] = p.XAdd(b.ctx, &redis.XAddArgs{Stream: r.key, ID: entryID(r.seq), MaxLen: b.opts.MaxLen, Approx: true,
+			adds[i] = p.XAdd(ctx, &redis.XAddArgs{Stream: r.key, ID: entryID(r.seq), MaxLen: b.opts.MaxLen, Approx: true,
 				Values: []any{"ev", r.data}})
 			if now.Sub(q.expireSeen[r.key]) > expireEvery {
 				q.expireSeen[r.key] = now
-				expires = append(expires, p.Expire(b.ctx, r.key, b.opts.TTL))
+				expires = append(expires, p.Expire(ctx, r.key, b.opts.TTL))
 			}
 		}
 		return nil
@@ -189,6 +253,7 @@ func (b *Bus) send(q *publishQueue, batch []*publishReq) {
 			}
 		}
 	}
+	var failed []*publishReq
 	for i, r := range batch {
 		err := adds[i].Err()
 		if err != nil && isStaleID(err) {
@@ -198,12 +263,31 @@ func (b *Bus) send(q *publishQueue, batch []*publishReq) {
 			err = expireErr
 		}
 		switch {
-		case err != nil && b.ctx.Err() != nil:
+		case err == nil:
+			continue
+		case b.ctx.Err() != nil:
 			err = bus.ErrClosed
-		case err != nil:
+		case ctx.Err() != nil:
+			err = fmt.Errorf("%w: not sent within %s: %w", bus.ErrUnavailable, sendTimeout, err)
+		default:
 			err = unavailable(err)
 		}
-		r.done <- err
+		r.err = fmt.Errorf("redisbus: publish seq %d to %s: %w", r.seq, r.key, err)
+		failed = append(failed, r)
+	}
+	if len(failed) > 0 {
+		q.mu.Lock()
+		for _, r := range failed {
+			if _, ok := q.failed[r.key]; !ok && len(q.failed) < maxFailed {
+				q.failed[r.key] = r.err
+			}
+		}
+		q.mu.Unlock()
+	}
+	for _, r := range batch {
+		if r.done != nil {
+			close(r.done)
+		}
 	}
 }
 
@@ -215,7 +299,10 @@ func (q *publishQueue) fail(err error) {
 	q.closed = true
 	q.mu.Unlock()
 	for _, r := range reqs {
-		r.done <- err
+		if r.done != nil {
+			r.err = err
+			close(r.done)
+		}
 	}
 }
 

@@ -127,7 +127,7 @@ func Open(ctx context.Context, url string, opts Options) (*Bus, error) {
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	for i := range b.shards {
 		q := &b.shards[i].pub
-		q.wake, q.expireSeen = make(chan struct{}, 1), map[string]time.Time{}
+		q.wake, q.expireSeen, q.failed = make(chan struct{}, 1), map[string]time.Time{}, map[string]error{}
 		b.wg.Add(1)
 		go b.publisher(q)
 	}

@@ -94,10 +94,16 @@ func ev(thread string, seq int64) event.Event {
 		Type: event.TextDelta, Payload: event.TextDeltaData{MessageID: "m", Delta: fmt.Sprintf("t%d", seq)}}
 }
 
-func publish(t *testing.T, b bus.Bus, thread string, from, to int64) {
+// publish publishes the thread's events from..to, the last as a run's end
+// is published: the tests here read the stream next.
+func publish(t *testing.T, b *redisbus.Bus, thread string, from, to int64) {
 	t.Helper()
 	for i := from; i <= to; i++ {
-		if err := b.Publish(t.Context(), ev(thread, i)); err != nil {
+		pub := b.Publish
+		if i == to {
+			pub = func(ctx context.Context, ev event.Event) error { return redisbus.PublishWaited(ctx, b, ev) }
+		}
+		if err := pub(t.Context(), ev(thread, i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -412,6 +418,61 @@ func TestPublishesDuringCloseReturn(t *testing.T) {
 	}
 }
 
+// A publish does not wait for its own XADD: one that fails is returned by
+// a later publish of the thread (once), which is then not published; a
+// run's end is waited for, and returns the thread's failures too.
+func TestFailedSendIsReturnedLater(t *testing.T) {
+	t.Parallel()
+	url := testenv.Redis(t)
+	prefix := newPrefix(t, url)
+	b := open(t, url, redisbus.Options{Prefix: prefix})
+	rdb := admin(t, url)
+	key := redisbus.StreamKey(prefix, "acme", "th")
+	if err := rdb.Set(t.Context(), key, "not a stream", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Publish(t.Context(), ev("th", 1)); err != nil {
+		t.Fatalf("first publish: %v (it does not wait for its XADD)", err)
+	}
+	// Later publishes return nil until the publisher has answered the first
+	// (a full queue makes one wait for that), then its failure.
+	seq := int64(2)
+	var err error
+	for ; err == nil; seq++ {
+		err = b.Publish(t.Context(), ev("th", seq))
+	}
+	if !errors.Is(err, bus.ErrUnavailable) || !strings.Contains(err.Error(), "seq 1 ") {
+		t.Fatalf("publish %d: %v, want the first one's failure", seq-1, err)
+	}
+	end := func(seq int64) event.Event {
+		e := ev("th", seq)
+		e.Type, e.Payload = event.RunFinished, event.RunFinishedData{Status: "succeeded"}
+		return e
+	}
+	// A run's end returns the failures still unreturned (those after the first).
+	if err := b.Publish(t.Context(), end(seq)); !errors.Is(err, bus.ErrUnavailable) {
+		t.Fatalf("end: %v, want a failure", err)
+	}
+	if err := rdb.Del(t.Context(), key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Publish(t.Context(), ev("th", seq+1)); err != nil {
+		t.Fatalf("publish after the failures were returned: %v", err)
+	}
+	if err := b.Publish(t.Context(), end(seq+2)); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := rdb.XRange(t.Context(), key, "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 2 || msgs[0].ID != entryID(seq+1) || msgs[1].ID != entryID(seq+2) {
+		t.Fatalf("stream holds %v, want seqs %d and %d", msgs, seq+1, seq+2)
+	}
+}
+
+func entryID(seq int64) string { return fmt.Sprint(seq, "-0") }
+
 // Retained is exact on Redis: everything the stream holds after a position,
 // even more than a subscription would replay.
 func TestRetainedReadsTheWholeStream(t *testing.T) {
@@ -466,7 +527,14 @@ func TestLocalPublishesAreNotReadBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	publish(t, b, "th", 1, 100)
+	// Each XADD lands before the next publish, as a run's paced by its
+	// model do: a burst landing at once would be one XREAD, whatever it
+	// returned.
+	for i := int64(1); i <= 100; i++ {
+		if err := redisbus.PublishWaited(t.Context(), b, ev("th", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	collectExactly(t, q, 1, 100)
 	// Only the reader can bring this one, so it has followed the thread by
 	// now. Had it followed it all along, each XADD would have woken it with

@@ -14,16 +14,25 @@ import (
 	"github.com/agentchat/agentchat/internal/llm"
 	"github.com/agentchat/agentchat/internal/llm/anthropic"
 	"github.com/agentchat/agentchat/internal/llm/llmtest"
+	"github.com/agentchat/agentchat/internal/llm/transport"
 )
 
 func newModel(serverURL, apiKey string, maxRetries int, timeout time.Duration) (llm.Model, error) {
-	return anthropic.New(anthropic.Config{
-		BaseURL:    serverURL,
-		APIKey:     apiKey,
-		Model:      "claude-test",
-		MaxRetries: maxRetries,
-		Timeout:    timeout,
-	})
+	return newModelWith(nil)(serverURL, apiKey, maxRetries, timeout)
+}
+
+// newModelWith builds the adapter with client (nil: http.DefaultClient).
+func newModelWith(client *http.Client) func(serverURL, apiKey string, maxRetries int, timeout time.Duration) (llm.Model, error) {
+	return func(serverURL, apiKey string, maxRetries int, timeout time.Duration) (llm.Model, error) {
+		return anthropic.New(anthropic.Config{
+			BaseURL:    serverURL,
+			APIKey:     apiKey,
+			Model:      "claude-test",
+			MaxRetries: maxRetries,
+			Timeout:    timeout,
+			HTTPClient: client,
+		})
+	}
 }
 
 var adapter = llmtest.Adapter{NewHandler: llmtest.AnthropicHandler, Path: "/v1/messages", NewModel: newModel, Model: "claude-test"}
@@ -31,6 +40,16 @@ var adapter = llmtest.Adapter{NewHandler: llmtest.AnthropicHandler, Path: "/v1/m
 func TestAdapter(t *testing.T) {
 	t.Parallel()
 	llmtest.RunAdapter(t, adapter)
+}
+
+// TestAdapterOverTransport runs the contract over the HTTP client the
+// server gives models: package transport's, which reads the answer on the
+// caller's goroutine.
+func TestAdapterOverTransport(t *testing.T) {
+	t.Parallel()
+	a := adapter
+	a.NewModel = newModelWith(&http.Client{Transport: transport.New(&http.Transport{})})
+	llmtest.RunAdapter(t, a)
 }
 
 // TestIgnoresEnvironment: the SDK's NewClient reads ANTHROPIC_API_KEY and

@@ -13,16 +13,25 @@ import (
 	"github.com/agentchat/agentchat/internal/llm"
 	"github.com/agentchat/agentchat/internal/llm/llmtest"
 	"github.com/agentchat/agentchat/internal/llm/openai"
+	"github.com/agentchat/agentchat/internal/llm/transport"
 )
 
 func newModel(serverURL, apiKey string, maxRetries int, timeout time.Duration) (llm.Model, error) {
-	return openai.New(openai.Config{
-		BaseURL:    serverURL + "/v1",
-		APIKey:     apiKey,
-		Model:      "gpt-test",
-		MaxRetries: maxRetries,
-		Timeout:    timeout,
-	})
+	return newModelWith(nil)(serverURL, apiKey, maxRetries, timeout)
+}
+
+// newModelWith builds the adapter with client (nil: http.DefaultClient).
+func newModelWith(client *http.Client) func(serverURL, apiKey string, maxRetries int, timeout time.Duration) (llm.Model, error) {
+	return func(serverURL, apiKey string, maxRetries int, timeout time.Duration) (llm.Model, error) {
+		return openai.New(openai.Config{
+			BaseURL:    serverURL + "/v1",
+			APIKey:     apiKey,
+			Model:      "gpt-test",
+			MaxRetries: maxRetries,
+			Timeout:    timeout,
+			HTTPClient: client,
+		})
+	}
 }
 
 var adapter = llmtest.Adapter{NewHandler: llmtest.OpenAIHandler, Path: "/v1/chat/completions", NewModel: newModel, Model: "gpt-test"}
@@ -30,6 +39,16 @@ var adapter = llmtest.Adapter{NewHandler: llmtest.OpenAIHandler, Path: "/v1/chat
 func TestAdapter(t *testing.T) {
 	t.Parallel()
 	llmtest.RunAdapter(t, adapter)
+}
+
+// TestAdapterOverTransport runs the contract over the HTTP client the
+// server gives models: package transport's, which reads the answer on the
+// caller's goroutine.
+func TestAdapterOverTransport(t *testing.T) {
+	t.Parallel()
+	a := adapter
+	a.NewModel = newModelWith(&http.Client{Transport: transport.New(&http.Transport{})})
+	llmtest.RunAdapter(t, a)
 }
 
 // TestIgnoresEnvironment: the SDK's NewClient reads OPENAI_API_KEY and
