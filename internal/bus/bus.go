@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/agentchat/agentchat/internal/event"
 )
@@ -115,6 +116,7 @@ type Queue struct {
 	err    error
 	ready  chan struct{}
 	onStop func()
+	notify atomic.Pointer[func()] // see Notify
 }
 
 // NewQueue makes a queue holding at most limit events (DefaultQueueLimit when
@@ -155,7 +157,17 @@ func (q *Queue) signal() {
 	case q.ready <- struct{}{}:
 	default:
 	}
+	if f := q.notify.Load(); f != nil {
+		(*f)()
+	}
 }
+
+// Notify makes f run each time Ready is signalled, for a consumer that
+// waits with no goroutine on Ready: f wakes it, and it then takes Ready's
+// signal without blocking. f runs on the producer's goroutine, sometimes
+// under the queue's lock: it must not block or call the queue. A signal
+// sent before Notify is on Ready only.
+func (q *Queue) Notify(f func()) { q.notify.Store(&f) }
 
 // Ready is signalled when events or the end are waiting.
 func (q *Queue) Ready() <-chan struct{} { return q.ready }

@@ -149,6 +149,10 @@ func (c *conn) CloseWrite() error {
 	return nil
 }
 
+// NetConn is the connection it wraps, for a server that watches a hijacked
+// connection's socket itself (httpapi's parked streams).
+func (c *conn) NetConn() net.Conn { return c.Conn }
+
 func (c *conn) Close() error {
 	err := c.Conn.Close()
 	c.close.Do(func() {

@@ -109,6 +109,11 @@ type Server struct {
 	// closing is closed when the server begins to shut down, so streams end cleanly.
 	closing   chan struct{}
 	closeOnce sync.Once
+	// detached holds the streams parked off net/http (detach.go), so
+	// Close can wake them and wait for their goodbyes:
+	// http.Server.Shutdown knows them not.
+	detached detachedSet
+	leave    leaveWatcher // hears parked streams' clients leave
 }
 
 // New builds the server and its routes.
@@ -148,7 +153,9 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 func (s *Server) routes() {
 	open := func(pattern string, h handlerFunc) { s.mux.Handle(pattern, s.wrap(pattern, h)) }
 	api := func(pattern string, h handlerFunc) { s.mux.Handle(pattern, s.authenticate(s.wrap(pattern, h), false)) }
-	stream := func(pattern string, h handlerFunc) { s.mux.Handle(pattern, s.authenticate(s.wrap(pattern, h), true)) }
+	stream := func(pattern string, h handlerFunc) {
+		s.mux.Handle(pattern, detachable(s.authenticate(s.wrap(pattern, h), true))) // detach.go
+	}
 
 	open("GET /healthz", s.healthz)
 	open("GET /readyz", s.readyz)
@@ -292,13 +299,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				writeError(rec, r, s.log, &Error{Status: http.StatusInternalServerError, Code: errcode.InternalError, Message: "something went wrong on our side"})
 			}
 		}
-		observed(rec.code())
-		info.mu.Lock()
-		tenant := info.tenant
-		info.mu.Unlock()
-		s.log.LogAttrs(ctx, slog.LevelInfo, "request",
-			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", rec.code()),
-			slog.Duration("duration", time.Since(start)), slog.String("tenant", tenant)) // request_id: telemetry.LogHandler
+		// A stream detached from its handler (detach.go) ends the request
+		// when it ends; the closure keeps neither the request nor rec,
+		// which hold net/http's buffers.
+		code, method, path := rec.code(), r.Method, r.URL.Path
+		end := func() {
+			observed(code)
+			info.mu.Lock()
+			tenant := info.tenant
+			info.mu.Unlock()
+			s.log.LogAttrs(ctx, slog.LevelInfo, "request",
+				slog.String("method", method), slog.String("path", path), slog.Int("status", code),
+				slog.Duration("duration", time.Since(start)), slog.String("tenant", tenant)) // request_id: telemetry.LogHandler
+		}
+		if !info.deferEnd(end) {
+			end()
+		}
 	}()
 	if r.Body != nil && r.Body != http.NoBody {
 		r.Body = http.MaxBytesReader(rec, r.Body, s.bodyLimit(pattern))
@@ -343,7 +359,14 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 }
 
 // Close ends open streams: each sends its dialect's closing frame and returns.
-func (s *Server) Close() { s.closeOnce.Do(func() { close(s.closing) }) }
+// It waits for the streams detached from net/http (detach.go) to have
+// written theirs and closed their connections, each write bounded by
+// writeTimeout, then stops the goroutine that hears their clients leave.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() { close(s.closing) })
+	s.detached.close()
+	s.leave.stop()
+}
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -392,6 +415,11 @@ type bodyDeadlineKey struct{}
 type logInfo struct {
 	mu     sync.Mutex
 	tenant string
+	// A stream detached from its handler ends the request (detach.go):
+	// detached, ended and finish, the request's end once its handler
+	// has returned.
+	detached, ended bool
+	finish          func()
 }
 
 type logInfoKey struct{}

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -41,9 +42,15 @@ var frames = sync.Pool{New: func() any { return new([frameBuf]byte) }}
 func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *run.Stream, enc dialect.Exchange) {
 	ss := &sseStream{s: s, w: w, rc: http.NewResponseController(w), ctx: r.Context(), st: st, enc: enc,
 		closed: s.tel.StreamOpened(dialect.Name(enc))}
-	defer ss.close()
+	detached := false // the stream goes on, detached (detach.go)
+	defer func() {
+		if !detached {
+			ss.close()
+		}
+	}()
 	if ss.open() {
-		ss.serve()
+		ss.d = canDetach(r, w.Header())
+		detached = ss.serve()
 	}
 }
 
@@ -63,7 +70,16 @@ type sseStream struct {
 	st       *run.Stream
 	enc      dialect.Exchange
 	deadline time.Time // the connection's write deadline
-	ping     *time.Ticker
+	// d is set when the stream may detach from net/http; conn and pk once
+	// it has (detach.go), with info, its request's log, watched, its
+	// leaveWatcher token, and broken once a write to conn failed.
+	d       *detacher
+	pk      *parking
+	conn    net.Conn
+	info    *logInfo
+	watched int32
+	broken  bool
+	ping    *time.Ticker
 	// check wakes a stream that heard nothing for a while to look at the
 	// log itself: a run's end reaches it even when its publish was lost.
 	check  *time.Timer
@@ -74,10 +90,18 @@ type sseStream struct {
 func (ss *sseStream) close() {
 	if ss.ping != nil {
 		ss.ping.Stop()
+	}
+	if ss.check != nil {
 		ss.check.Stop()
+	}
+	if ss.pk != nil && ss.pk.ping != nil {
+		ss.pk.ping.Stop()
 	}
 	ss.closed()
 	ss.st.Close()
+	if ss.conn != nil {
+		ss.closeConn()
+	}
 }
 
 // open writes the headers and the preamble, and starts the timers; false if
@@ -105,21 +129,25 @@ func (ss *sseStream) open() bool {
 }
 
 // serve is the stream's loop: it waits for events, a ping, a check, the
-// client leaving or the server closing.
-func (ss *sseStream) serve() {
+// client leaving or the server closing. It reports whether the stream
+// detached (detach.go) to wait elsewhere.
+func (ss *sseStream) serve() (detached bool) {
 	done := ss.ctx.Done()
 	wait := !ss.st.Pending()
 	for {
 		if wait {
+			if ss.d != nil && ss.conn == nil && ss.st.Idle() && ss.detach() {
+				return true
+			}
 			select {
 			case <-done:
-				return
+				return false
 			case <-ss.s.closing:
 				ss.abort(event.ErrorInfo{Code: errcode.ServerShutdown, Message: "the server is restarting; reconnect with Last-Event-ID to continue"})
-				return
+				return false
 			case now := <-ss.ping.C:
 				if !ss.keepAlive(now) {
-					return
+					return false
 				}
 				continue
 			case <-ss.check.C:
@@ -131,7 +159,7 @@ func (ss *sseStream) serve() {
 		}
 		var more bool
 		if wait, more = ss.deliver(); !more {
-			return
+			return false
 		}
 	}
 }
@@ -221,6 +249,9 @@ func (ss *sseStream) write(out []byte) bool {
 	defer putFrames(out)
 	if len(out) == 0 {
 		return true
+	}
+	if ss.conn != nil {
+		return ss.writeChunk(out)
 	}
 	// The deadline moves once per deadlineSlack, not per write: a write is
 	// still cut off within writeTimeout, and a stream does not reset its

@@ -164,6 +164,10 @@ func (st *Stream) Thread() string { return st.thread }
 // Ready is signalled when Next has something to return.
 func (st *Stream) Ready() <-chan struct{} { return st.q.Ready() }
 
+// Notify makes f run whenever Ready is signalled (see bus.Queue.Notify),
+// for a consumer that parks with no goroutine.
+func (st *Stream) Notify(f func()) { st.q.Notify(f) }
+
 // Done reports whether a run-scoped stream has delivered its run's end.
 func (st *Stream) Done() bool { return st.done }
 
@@ -254,6 +258,11 @@ func (st *Stream) take(buf []event.Event, ev event.Event) []event.Event {
 	}
 	return append(buf, ev)
 }
+
+// Idle reports whether the stream waits between runs: it follows a whole
+// thread, the last run it saw has ended, and nothing is pending. Such a
+// stream may wait for hours; what it holds meanwhile is what it costs.
+func (st *Stream) Idle() bool { return st.runID == "" && !st.inRun && !st.Pending() }
 
 // Pending reports whether Next would return events (or finish) without waiting.
 func (st *Stream) Pending() bool { return len(st.backlog) > 0 || st.ended || st.gone }

@@ -1,0 +1,156 @@
+package httpapi
+
+import (
+	"net"
+	"sync"
+	"syscall"
+)
+
+// leaveWatcher hears parked streams' clients leave with no goroutine per
+// stream: one epoll set holds their sockets for EPOLLRDHUP (the client's
+// FIN) and one goroutine waits on it, as net/http's backgroundRead did for
+// each connection. A socket is added once (EPOLLONESHOT): its stream ends
+// when it fires. The runtime's own poller cannot be asked for this without
+// a goroutine blocked in a Read.
+type leaveWatcher struct {
+	mu      sync.Mutex
+	epfd    int
+	wake    [2]int // a pipe in the set, written to stop the watcher
+	streams map[int32]*sseStream
+	next    int32
+	started bool
+	stopped chan struct{}
+}
+
+// watch adds ss's connection; 0 when it cannot (the stream is then left to
+// find its client's leave by its pings' writes).
+func (w *leaveWatcher) watch(ss *sseStream, conn net.Conn) int32 {
+	raw := rawConn(conn)
+	if raw == nil {
+		return 0
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.started && !w.start() {
+		return 0
+	}
+	for { // a token not in use: 0 is the pipe's, and the count may wrap
+		if w.next++; w.next <= 0 {
+			w.next = 1
+		}
+		if _, used := w.streams[w.next]; !used {
+			break
+		}
+	}
+	token := w.next
+	var err error
+	cerr := raw.Control(func(fd uintptr) {
+		err = syscall.EpollCtl(w.epfd, syscall.EPOLL_CTL_ADD, int(fd),
+			&syscall.EpollEvent{Events: syscall.EPOLLRDHUP | syscall.EPOLLONESHOT, Fd: token})
+	})
+	if cerr != nil || err != nil {
+		return 0
+	}
+	w.streams[token] = ss
+	return token
+}
+
+// unwatch removes the connection of the stream watched as token; before
+// the connection closes.
+func (w *leaveWatcher) unwatch(token int32, conn net.Conn) {
+	if token == 0 {
+		return
+	}
+	w.mu.Lock()
+	delete(w.streams, token)
+	epfd := w.epfd
+	w.mu.Unlock()
+	if raw := rawConn(conn); raw != nil {
+		_ = raw.Control(func(fd uintptr) { _ = syscall.EpollCtl(epfd, syscall.EPOLL_CTL_DEL, int(fd), nil) })
+	}
+}
+
+// start makes the set and its goroutine; w.mu is held.
+func (w *leaveWatcher) start() bool {
+	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		return false
+	}
+	if err := syscall.Pipe2(w.wake[:], syscall.O_CLOEXEC|syscall.O_NONBLOCK); err != nil {
+		syscall.Close(epfd)
+		return false
+	}
+	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, w.wake[0], &syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: 0}); err != nil {
+		syscall.Close(epfd)
+		syscall.Close(w.wake[0])
+		syscall.Close(w.wake[1])
+		return false
+	}
+	w.epfd, w.started, w.streams, w.stopped = epfd, true, map[int32]*sseStream{}, make(chan struct{})
+	go w.run()
+	return true
+}
+
+// run waits for leaves and ends their streams, until stop.
+func (w *leaveWatcher) run() {
+	defer close(w.stopped)
+	events := make([]syscall.EpollEvent, 64)
+	for {
+		n, err := syscall.EpollWait(w.epfd, events, -1)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return
+		}
+		for _, ev := range events[:n] {
+			if ev.Fd == 0 {
+				return // stop
+			}
+			w.mu.Lock()
+			ss := w.streams[ev.Fd]
+			w.mu.Unlock()
+			if ss != nil {
+				ss.d.cancel() // the client is gone: the stream's next round ends it
+				ss.wake(nil)
+			}
+		}
+	}
+}
+
+// stop ends the watcher's goroutine, once no stream is parked.
+func (w *leaveWatcher) stop() {
+	w.mu.Lock()
+	started := w.started
+	w.started = false
+	w.mu.Unlock()
+	if !started {
+		return
+	}
+	_, _ = syscall.Write(w.wake[1], []byte{0})
+	<-w.stopped
+	syscall.Close(w.epfd)
+	syscall.Close(w.wake[0])
+	syscall.Close(w.wake[1])
+}
+
+// rawConn is conn's socket, through the wrappers that expose NetConn
+// (fdbudget's); nil if it has none.
+func rawConn(conn net.Conn) syscall.RawConn {
+	for {
+		u, ok := conn.(interface{ NetConn() net.Conn })
+		if !ok {
+			break
+		}
+		conn = u.NetConn()
+	}
+	sc, ok := conn.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return raw
+}
