@@ -93,9 +93,7 @@ func (h *host) dial(ctx context.Context) (*conn, error) {
 // first waiter, else to the idle list (closed if that is full).
 func (h *host) put(c *conn) {
 	h.mu.Lock()
-	if len(h.wait) > 0 {
-		ch := h.wait[0]
-		h.wait = slices.Delete(h.wait, 0, 1)
+	if ch := h.firstWaiter(); ch != nil {
 		h.mu.Unlock()
 		ch <- c
 		return
@@ -118,13 +116,22 @@ func (h *host) put(c *conn) {
 	h.mu.Unlock()
 }
 
+// firstWaiter takes the first call waiting for a slot off the queue: its
+// channel, nil if none waits. h.mu is held.
+func (h *host) firstWaiter() chan *conn {
+	if len(h.wait) == 0 {
+		return nil
+	}
+	ch := h.wait[0]
+	h.wait = slices.Delete(h.wait, 0, 1)
+	return ch
+}
+
 // release frees the slot of a connection that was closed or never opened:
 // it goes to the first waiter, who dials with it.
 func (h *host) release() {
 	h.mu.Lock()
-	if len(h.wait) > 0 {
-		ch := h.wait[0]
-		h.wait = slices.Delete(h.wait, 0, 1)
+	if ch := h.firstWaiter(); ch != nil {
 		h.mu.Unlock()
 		ch <- nil
 		return
