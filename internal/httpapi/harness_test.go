@@ -247,6 +247,7 @@ func setup(t *testing.T, o options) *env {
 		srv.Listener = o.budget.Listen(srv.Listener)
 		srv.Config.ConnContext = fdbudget.ConnContext
 	}
+	srv.Listener = api.Listen(srv.Listener, 0)
 	srv.Start()
 	e := &env{t: t, url: srv.URL, client: &http.Client{Transport: validating{t, &http.Transport{}}}, store: st, runs: runs, api: api, srv: srv, dbPath: o.dbPath, tel: tel,
 		agents: agents, authn: authn}

@@ -113,7 +113,8 @@ type Server struct {
 	// Close can wake them and wait for their goodbyes:
 	// http.Server.Shutdown knows them not.
 	detached detachedSet
-	leave    leaveWatcher // hears parked streams' clients leave
+	leave    leaveWatcher // hears parked streams' clients leave, and kept connections' next requests
+	keep     keeper       // connections kept for the client's next request (keep.go)
 }
 
 // New builds the server and its routes.
@@ -156,6 +157,10 @@ func (s *Server) routes() {
 	stream := func(pattern string, h handlerFunc) {
 		s.mux.Handle(pattern, detachable(s.authenticate(s.wrap(pattern, h), true))) // detach.go
 	}
+	// A POST that answers with a stream; the token only in its header.
+	streamPost := func(pattern string, h handlerFunc) {
+		s.mux.Handle(pattern, detachable(s.authenticate(s.wrap(pattern, h), false)))
+	}
 
 	open("GET /healthz", s.healthz)
 	open("GET /readyz", s.readyz)
@@ -178,7 +183,7 @@ func (s *Server) routes() {
 	api("GET /v1/feedback", s.listFeedback)                    // feedback.go
 	stream("GET /v1/conversations/{id}/events", s.conversationEvents)
 
-	api("POST /v1/agent/chat", s.chat)
+	streamPost("POST /v1/agent/chat", s.chat)
 	stream("GET /v1/agent/chat/{chatId}/stream", s.vercelResume) // AI SDK resume: vercel.go
 	api("GET /v1/agent/runs/{runId}", s.getRun)
 	stream("GET /v1/agent/runs/{runId}/events", s.runEvents)
@@ -190,13 +195,13 @@ func (s *Server) routes() {
 	api("GET /v1/tools", s.listTools)
 
 	// AG-UI (seeds 001 and 004): agui.go, history.go.
-	api("POST /api/v1/agent/runs", s.aguiRun)
+	streamPost("POST /api/v1/agent/runs", s.aguiRun)
 	stream("GET /api/v1/agent/runs/{threadId}/events", s.aguiEvents)
 	api("GET /api/v1/agent/history", s.aguiHistory)
 
 	// Chain stream (seed 003): chain.go.
 	stream("GET /v1/chain/stream", s.chainStream)
-	api("POST /v1/chain/stream", s.chainStream)
+	streamPost("POST /v1/chain/stream", s.chainStream)
 	s.contextRoutes(api)      // knowledge.go
 	s.agentRoutes(api)        // agents.go
 	s.fileRoutes(api, stream) // files.go
@@ -365,6 +370,7 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 func (s *Server) Close() {
 	s.closeOnce.Do(func() { close(s.closing) })
 	s.detached.close()
+	s.closeKept()
 	s.leave.stop()
 }
 

@@ -136,7 +136,7 @@ func (ss *sseStream) serve() (detached bool) {
 	wait := !ss.st.Pending()
 	for {
 		if wait {
-			if ss.d != nil && ss.conn == nil && ss.st.Idle() && ss.detach() {
+			if ss.d != nil && ss.conn == nil && ss.detach() {
 				return true
 			}
 			select {
