@@ -259,6 +259,11 @@ func (st *Stream) take(buf []event.Event, ev event.Event) []event.Event {
 	return append(buf, ev)
 }
 
+// Idle reports whether the stream waits between runs: it follows a whole
+// thread, the last run it saw has ended, and nothing is pending. Such a
+// stream may wait for hours; what it holds meanwhile is what it costs.
+func (st *Stream) Idle() bool { return st.runID == "" && !st.inRun && !st.Pending() }
+
 // Pending reports whether Next would return events (or finish) without waiting.
 func (st *Stream) Pending() bool { return len(st.backlog) > 0 || st.ended || st.gone }
 
