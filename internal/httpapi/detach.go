@@ -33,22 +33,20 @@ import (
 // two of them (the first write after the client's close may still be taken
 // by the socket).
 //
-// Every stream detaches: thread streams between runs at once, and any
-// stream that waits once it has been open for detachAfter: thread streams
-// while a run streams, run streams, and the streams a POST starts (a chat,
-// an AG-UI run, a chain), whose body was read whole. Only on HTTP/1.1, where net/http
-// chunks the body: HTTP/2 cannot hijack. A detached stream writes the
-// chunked body itself and, when it ends, the body's last chunk; then its
-// connection waits for the client's next request and goes back to net/http
-// (keep.go), or is closed.
-
-// detachAfter is how long a stream is served by its handler before it
-// detaches while it has a run to follow. Detaching and keeping the
-// connection for the next request cost a hijack, epoll calls and a new
-// net/http connection: nothing beside a run of seconds, but a fifth more
-// CPU for a one-token chat (docs/benchmarks.md, seventh round), which ends
-// before this.
-const detachAfter = 250 * time.Millisecond
+// Every stream detaches: thread streams between runs (run.Stream.Idle) at
+// once, and any stream that waits once it has been open for Config.DetachAfter:
+// thread streams while a run streams, run streams, and the streams a POST
+// starts (a chat, an AG-UI run, a chain), whose body was read whole. Only
+// on HTTP/1.1, where net/http chunks the body: HTTP/2 cannot hijack. A
+// detached stream writes the chunked body itself and, when it ends, the
+// body's last chunk; then its connection waits for the client's next
+// request and goes back to net/http (keep.go), or is closed.
+//
+// A stream with a run to follow detaches only once it has been open for
+// Config.DetachAfter (250 ms): detaching and keeping the connection for the
+// next request cost a hijack, epoll calls and a new net/http connection,
+// nothing beside a run of seconds but a fifth more CPU for a one-token chat
+// (docs/benchmarks.md, seventh round), which ends before.
 
 // detacher is a stream route's context, which a detached stream keeps
 // after its handler returned: net/http cancels the request's context then.

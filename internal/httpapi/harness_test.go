@@ -240,6 +240,7 @@ func setup(t *testing.T, o options) *env {
 		}
 	}
 	api := httpapi.New(httpapi.Config{Runs: runs, Tools: reg, Auth: authn, PingInterval: o.ping, MaxBodyBytes: 64 << 10,
+		DetachAfter: time.Nanosecond, // every HTTP/1.1 stream serves the suite detached (detach.go)
 		CORSOrigins: o.corsOrigins, BodyTimeout: o.bodyTimeout, Retrieval: parts.retrieval, Compactor: parts.compactor,
 		Telemetry: tel, Health: health, MetricsToken: metricsToken, Agents: agents, Models: models, Files: files, Usage: st, Limits: limits})
 	srv := httptest.NewUnstartedServer(api)

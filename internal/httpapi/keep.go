@@ -124,7 +124,7 @@ type kept struct {
 	done    atomic.Bool // the wait is over: handed back or closed
 }
 
-// keep waits for conn's next request and then hands it back; false, and
+// keepConn waits for conn's next request and then hands it back; false, and
 // conn is the caller's to close, when the server is closing or has no
 // listener to hand it to.
 func (s *Server) keepConn(conn net.Conn) bool {
@@ -133,6 +133,11 @@ func (s *Server) keepConn(conn net.Conn) bool {
 	defer k.mu.Unlock()
 	if k.ln == nil || k.closed {
 		return false
+	}
+	select {
+	case <-s.closing: // a stream's goodbye: the server is going
+		return false
+	default:
 	}
 	// The stream's last write deadline would cut the next response short;
 	// net/http sets its own deadlines per request.

@@ -34,6 +34,7 @@ const (
 	DefaultMaxBodyBytes = 1 << 20
 	DefaultBodyTimeout  = 30 * time.Second
 	DefaultPingInterval = 15 * time.Second
+	DefaultDetachAfter  = 250 * time.Millisecond
 )
 
 // Config configures the HTTP surface. Zero values mean the defaults.
@@ -49,6 +50,10 @@ type Config struct {
 	// a connection and a goroutine for as long as it likes.
 	BodyTimeout  time.Duration
 	PingInterval time.Duration // default DefaultPingInterval
+	// DetachAfter is how long a stream with a run to follow is served by
+	// its handler before it detaches from net/http (detach.go); default
+	// DefaultDetachAfter.
+	DetachAfter time.Duration
 	// HistoryLocation is the time zone that cuts the history's days. Default UTC.
 	HistoryLocation *time.Location
 	// ChainHardLimit caps a chain's max_steps (CHAIN_HARD_LIMIT). Default chain.DefaultHardLimit.
@@ -91,6 +96,7 @@ type Server struct {
 	maxBody        int64
 	bodyTimeout    time.Duration
 	ping           time.Duration
+	detachAfter    time.Duration // Config.DetachAfter
 	historyLoc     *time.Location
 	chainHardLimit int
 	mux            *http.ServeMux
@@ -121,7 +127,7 @@ type Server struct {
 func New(cfg Config) *Server {
 	s := &Server{
 		runs: cfg.Runs, auth: cfg.Auth, tools: cfg.Tools, log: cfg.Logger,
-		tenantHeader: cfg.TenantHeader, maxBody: cfg.MaxBodyBytes, bodyTimeout: cfg.BodyTimeout, ping: cfg.PingInterval, historyLoc: cfg.HistoryLocation,
+		tenantHeader: cfg.TenantHeader, maxBody: cfg.MaxBodyBytes, bodyTimeout: cfg.BodyTimeout, ping: cfg.PingInterval, detachAfter: cfg.DetachAfter, historyLoc: cfg.HistoryLocation,
 		chainHardLimit: cfg.ChainHardLimit, retrieval: cfg.Retrieval, compactor: cfg.Compactor,
 		tel: cfg.Telemetry, health: cfg.Health, metricsToken: cfg.MetricsToken, agents: cfg.Agents, models: cfg.Models, files: cfg.Files,
 		usage: cfg.Usage, limits: cfg.Limits,
@@ -134,6 +140,7 @@ func New(cfg Config) *Server {
 	s.maxBody = cmp.Or(s.maxBody, DefaultMaxBodyBytes)
 	s.bodyTimeout = cmp.Or(s.bodyTimeout, DefaultBodyTimeout)
 	s.ping = cmp.Or(s.ping, DefaultPingInterval)
+	s.detachAfter = cmp.Or(s.detachAfter, DefaultDetachAfter)
 	if s.historyLoc == nil {
 		s.historyLoc = time.UTC
 	}

@@ -135,16 +135,16 @@ func (ss *sseStream) open() bool {
 // detached (detach.go) to wait elsewhere.
 func (ss *sseStream) serve() (detached bool) {
 	done := ss.ctx.Done()
-	var later <-chan time.Time // a stream that may detach looks again after detachAfter
+	var later <-chan time.Time // a stream that may detach looks again after Config.DetachAfter
 	if ss.d != nil {
-		t := time.NewTimer(detachAfter)
+		t := time.NewTimer(ss.s.detachAfter)
 		defer t.Stop()
 		later = t.C
 	}
 	wait := !ss.st.Pending()
 	for {
 		if wait {
-			if ss.d != nil && ss.conn == nil && (ss.st.Idle() || time.Since(ss.opened) >= detachAfter) && ss.detach() {
+			if ss.d != nil && ss.conn == nil && (ss.st.Idle() || time.Since(ss.opened) >= ss.s.detachAfter) && ss.detach() {
 				return true
 			}
 			select {
