@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"sync"
+	"time"
 )
 
 // The writes every run makes (its start, its answer, its end) are
@@ -70,7 +71,9 @@ func (s *Store) leadGroup() {
 	q.queue = append([]*groupReq(nil), q.queue[n:]...)
 	q.mu.Unlock()
 
-	s.commitGroup(batch)
+	// The batch's transaction is labelled as the writer's (busy.go): the
+	// leader is whichever caller came first, any goroutine.
+	labelled(context.WithoutCancel(batch[0].ctx), partRuns, func(context.Context) { s.commitGroup(batch) })
 
 	q.mu.Lock()
 	var next *groupReq
@@ -105,6 +108,7 @@ func (s *Store) commitGroup(batch []*groupReq) {
 		fail(interpret(err))
 		return
 	}
+	defer s.held(partRuns, time.Now(), len(batch))
 	single := len(batch) == 1
 	wrote := 0
 	for _, r := range batch {

@@ -32,10 +32,11 @@ var migrations embed.FS
 type Store struct {
 	write *sql.DB
 	read  *sql.DB
-	prep  *prepared // the write pool's hot statements
-	rprep *prepared // the read pool's hot statements
-	group group     // the runs' writes' group commit (group.go)
-	docs  documents // knowledge documents per tenant (knowledge.go)
+	prep  *prepared           // the write pool's hot statements
+	rprep *prepared           // the read pool's hot statements
+	group group               // the runs' writes' group commit (group.go)
+	busy  [numParts]busyCount // the write connection's work (busy.go)
+	docs  documents           // knowledge documents per tenant (knowledge.go)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -192,16 +193,28 @@ func (s *Store) Ping(ctx context.Context) error {
 	return interpret(s.read.QueryRowContext(ctx, `SELECT 1`).Scan(&one))
 }
 
+// tx runs fn in a write transaction of its own.
 func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := s.write.BeginTx(ctx, nil)
-	if err != nil {
-		return interpret(err)
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return interpret(err)
-	}
-	return interpret(tx.Commit())
+	return s.txFor(ctx, partOther, 1, fn)
+}
+
+// txFor is tx counted as writes writes of part p (busy.go).
+func (s *Store) txFor(ctx context.Context, p writerPart, writes int, fn func(*sql.Tx) error) (err error) {
+	labelled(ctx, p, func(context.Context) {
+		var tx *sql.Tx
+		if tx, err = s.write.BeginTx(ctx, nil); err != nil {
+			err = interpret(err)
+			return
+		}
+		defer s.held(p, time.Now(), writes)
+		if err = fn(tx); err != nil {
+			tx.Rollback()
+			err = interpret(err)
+			return
+		}
+		err = interpret(tx.Commit())
+	})
+	return err
 }
 
 // interpret maps driver errors to store sentinels, in one place.
