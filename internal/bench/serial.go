@@ -129,8 +129,11 @@ func SerialLine(parts []Serial) string {
 			b.WriteString(", ")
 		}
 		fmt.Fprintf(&b, "%s %.1f %%", name, 100*p.Busy)
-		if !sub {
+		switch {
+		case !sub:
 			fmt.Fprintf(&b, " %.0f/s", p.PerSecond)
+		case p.PerSecond > 0:
+			fmt.Fprintf(&b, " %.1f per tx", p.WritesPerSecond/p.PerSecond)
 		}
 	}
 	if strings.HasPrefix(parts[len(parts)-1].Name, "store writer: ") {
