@@ -51,8 +51,15 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// A 16 MiB page cache (per connection) keeps the event log's index pages
 	// in memory under load. Temporary tables and sorts stay in memory too:
 	// a temporary file is a file descriptor, which a busy process may not
-	// have to spare.
-	pragmas := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-16384)&_pragma=temp_store(MEMORY)"
+	// have to spare. The WAL is checkpointed (copied into the database, with
+	// two fsyncs) by the write connection after the commit that takes it
+	// past wal_autocheckpoint pages, inside the writer's turn: an event-log
+	// commit at a thousand streams dirties an index page per stream, so at
+	// SQLite's default (1000 pages) nearly every other commit checkpointed,
+	// copying the same hot pages again each time. At 10000 pages (40 MiB of
+	// WAL at most, between checkpoints) each hot page is copied once per
+	// ten times as many commits (docs/benchmarks.md, "seventh round").
+	pragmas := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-16384)&_pragma=temp_store(MEMORY)&_pragma=wal_autocheckpoint(10000)"
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + pragmas
 	write, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
 	if err != nil {
