@@ -54,11 +54,12 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// have to spare. The WAL is checkpointed (copied into the database, with
 	// two fsyncs) by the write connection after the commit that takes it
 	// past wal_autocheckpoint pages, inside the writer's turn: an event-log
-	// commit at a thousand streams dirties an index page per stream, so at
-	// SQLite's default (1000 pages) nearly every other commit checkpointed,
-	// copying the same hot pages again each time. At 10000 pages (40 MiB of
-	// WAL at most, between checkpoints) each hot page is copied once per
-	// ten times as many commits (docs/benchmarks.md, "seventh round").
+	// commit at a thousand streams can dirty an index leaf per active
+	// thread, hundreds of pages, so at SQLite's default (1000 pages) every
+	// few commits checkpointed, copying the same hot pages again each time.
+	// At 10000 pages (about 40 MiB of WAL between checkpoints) a hot page
+	// is copied once per ten times as many commits (docs/benchmarks.md,
+	// "seventh round").
 	pragmas := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-16384)&_pragma=temp_store(MEMORY)&_pragma=wal_autocheckpoint(10000)"
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + pragmas
 	write, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
