@@ -174,11 +174,18 @@ func (q *Queue) Ready() <-chan struct{} { return q.ready }
 
 // Drain appends the waiting events to buf and returns it, with the error that
 // ended the queue once nothing is left to deliver (nil while it is open).
+// Given a nil buf it hands over the queue's own array instead of copying it
+// (every token of a live stream is drained): an event.GetBatch array, or
+// one a burst grew, which the caller may give back with event.PutBatch.
 func (q *Queue) Drain(buf []event.Event) ([]event.Event, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	buf = append(buf, q.items...)
-	event.PutBatch(q.items)
+	if buf == nil {
+		buf = q.items
+	} else {
+		buf = append(buf, q.items...)
+		event.PutBatch(q.items)
+	}
 	q.items = nil
 	if len(buf) > 0 {
 		if q.err != nil {

@@ -31,7 +31,8 @@ type publisher struct {
 const pausePublishing = 250 * time.Millisecond
 
 func (p *publisher) publish(ctx context.Context, ev event.Event) {
-	if time.Now().UnixNano() < p.downUntil.Load() {
+	// The clock is read only once the bus has failed: every token passes here.
+	if until := p.downUntil.Load(); until != 0 && time.Now().UnixNano() < until {
 		return
 	}
 	p.try(ctx, ev)

@@ -199,11 +199,9 @@ func (st *Stream) Next(ctx context.Context, buf []event.Event) ([]event.Event, e
 		st.done = true
 		return buf, nil
 	}
-	if in == nil {
-		// Every token wakes the stream: its scratch comes from a pool,
-		// not a fresh slice per wake, and is not held between wakes.
-		in = event.GetBatch()
-	}
+	// Every token wakes the stream: with no backlog, Drain hands over the
+	// queue's own pooled array rather than copying it into another, and
+	// it goes back to the pool here, not held between wakes.
 	var qerr error
 	in, qerr = st.q.Drain(in)
 	defer func() { event.PutBatch(in) }() // the events are in buf: drop in's references

@@ -215,7 +215,9 @@ func (r *Run) Event(ev event.Event) {
 	}
 	switch p := ev.Payload.(type) {
 	case event.TextDeltaData:
-		if !r.resumed.Load() && r.first.CompareAndSwap(false, true) {
+		// A load before the swap: every token passes here, and a failed
+		// compare-and-swap still takes the cache line for writing.
+		if !r.first.Load() && !r.resumed.Load() && r.first.CompareAndSwap(false, true) {
 			r.t.m.ttft.WithLabelValues(r.engineName()).Observe(time.Since(r.start).Seconds())
 			r.span.AddEvent("first_token")
 		}

@@ -6,6 +6,7 @@ package membus
 import (
 	"context"
 	"hash/maphash"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -33,8 +34,11 @@ type Bus struct {
 
 // topicShard holds the subscriptions of the threads hashed to it.
 type topicShard struct {
-	mu     sync.RWMutex
-	topics map[topicKey]map[*bus.Queue]struct{}
+	mu sync.RWMutex
+	// topics holds each thread's queues in a slice, not a set: every
+	// token of every stream walks it, a thread rarely has more than one
+	// or two subscribers, and a map's iterator cost more than the push.
+	topics map[topicKey][]*bus.Queue
 	_      [40]byte // keeps neighbouring shards' locks off one cache line
 }
 
@@ -47,7 +51,7 @@ var _ bus.Bus = (*Bus)(nil)
 func New(queueLimit int) *Bus {
 	b := &Bus{seed: maphash.MakeSeed(), controls: map[chan bus.Control]struct{}{}, limit: queueLimit}
 	for i := range b.shards {
-		b.shards[i].topics = map[topicKey]map[*bus.Queue]struct{}{}
+		b.shards[i].topics = map[topicKey][]*bus.Queue{}
 	}
 	return b
 }
@@ -66,7 +70,7 @@ func (b *Bus) Publish(_ context.Context, ev event.Event) error {
 		sh.mu.RUnlock()
 		return bus.ErrClosed
 	}
-	for q := range sh.topics[key] {
+	for _, q := range sh.topics[key] {
 		if !q.Push(ev) {
 			ended = append(ended, q)
 		}
@@ -95,12 +99,7 @@ func (b *Bus) Subscribe(ctx context.Context, tenant, thread string, _ int64) (*b
 		sh.mu.Unlock()
 		return nil, bus.ErrClosed
 	}
-	subs := sh.topics[key]
-	if subs == nil {
-		subs = map[*bus.Queue]struct{}{}
-		sh.topics[key] = subs
-	}
-	subs[q] = struct{}{}
+	sh.topics[key] = append(sh.topics[key], q)
 	sh.mu.Unlock()
 	context.AfterFunc(ctx, func() { q.Stop(ctx.Err()) })
 	return q, nil
@@ -110,12 +109,16 @@ func (b *Bus) remove(key topicKey, q *bus.Queue) {
 	sh := b.shard(key.thread)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if subs := sh.topics[key]; subs != nil {
-		delete(subs, q)
-		if len(subs) == 0 {
-			delete(sh.topics, key)
-		}
+	subs := sh.topics[key]
+	i := slices.Index(subs, q)
+	if i < 0 {
+		return // removed already (a queue may end more than once: Stop, then a failed Push)
 	}
+	if len(subs) == 1 {
+		delete(sh.topics, key)
+		return
+	}
+	sh.topics[key] = slices.Delete(subs, i, i+1) // in place: every walk of it holds the lock
 }
 
 // Retained returns nothing: the in-process bus holds no events.
@@ -180,7 +183,7 @@ func (b *Bus) Close() error {
 		sh := &b.shards[i]
 		sh.mu.Lock()
 		for _, subs := range sh.topics {
-			for q := range subs {
+			for _, q := range subs {
 				queues = append(queues, q)
 			}
 		}

@@ -14,24 +14,29 @@
 // in a tenant are percent-escaped so that no two (tenant, thread) pairs share
 // a key; the thread, last in the key, needs no escaping.
 //
-// A stream entry's id is "<seq>-0" and its one field is "ev" (the event as
-// event.Event.MarshalJSON encodes it; the seq is in the id and in the event,
-// and entries written with a "seq" field besides, before it was dropped,
-// read the same). Seq increases per thread
-// across runs, so these ids increase as Redis requires, and the seq of a
-// Last-Event-ID (dialect.ID.Replay) is directly a stream position on every
-// replica. Publishing an event whose seq
-// is not above the stream's last id (a retry, or a re-publish after a
-// takeover) is accepted as a no-op rather than an error, which also makes
-// go-redis's network retries of XADD safe. Each publish is an XADD with
-// MAXLEN ~ Options.MaxLen; a stream's EXPIRE Options.TTL is refreshed at
-// most once a minute rather than with every event.
+// A stream entry holds one event or several consecutive ones of its thread:
+// its id is "<seq>-0", seq being its (last) event's, and its one field is
+// "ev" (the event as event.Event.MarshalJSON encodes it) or "evs" (a JSON
+// array of such events, in increasing seq). Entries written with a "seq"
+// field besides, before it was dropped, read the same. Seq increases per
+// thread across runs, so these ids increase as Redis requires, and the seq
+// of a Last-Event-ID (dialect.ID.Replay) is directly a stream position on
+// every replica: a position inside an entry reads the entry and drops its
+// events at or before the position (and any event a republish stored
+// twice). Publishing an entry whose seq is not above the stream's last id
+// (a retry, or a re-publish after a takeover) is accepted as a no-op rather
+// than an error, which also makes go-redis's network retries of XADD safe.
+// Each entry is an XADD with MAXLEN ~ Options.MaxLen (in entries); a
+// stream's EXPIRE Options.TTL is refreshed at most once a minute rather
+// than with every event.
 //
 // Publishing is group-committed: a writer per shard of the threads sends
 // whatever publishes accumulated while its previous pipeline was in flight
 // as one pipeline, so a thousand streams publishing at once cost a few
 // round trips and syscalls, not a thousand, and no one writer's turn in the
-// scheduler holds them all. A Publish does not wait for its XADD: a run
+// scheduler holds them all. A thread's publishes in one pipeline are one
+// entry, one XADD: at a thousand streams, two or three events each. A
+// Publish does not wait for its XADD: a run
 // parked and woken per event was 5 % of a replica's CPU, and a
 // wait per event is one round trip per event again when a run's tokens
 // come in a burst. A failed XADD is the thread's next Publish's error. A

@@ -41,3 +41,30 @@ func ReadBack(b *Bus) int64 {
 func PublishWaited(ctx context.Context, b *Bus, ev event.Event) error {
 	return b.publish(ctx, ev, true)
 }
+
+// SendAsOneEntry sends evs, one thread's in increasing seq, in one pipeline,
+// as a publisher does with the publishes that queued while its previous
+// pipeline was in flight, and waits for it.
+func SendAsOneEntry(b *Bus, evs ...event.Event) error {
+	reqs := make([]*publishReq, len(evs))
+	var q *publishQueue
+	for i, ev := range evs {
+		data, err := ev.MarshalJSON()
+		if err != nil {
+			return err
+		}
+		key := StreamKey(b.opts.Prefix, ev.Tenant, ev.Thread)
+		reqs[i] = &publishReq{key: key, seq: ev.Seq, data: data}
+		q = &b.shard(key).pub
+	}
+	b.send(q, reqs)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, r := range reqs {
+		if err := q.failed[r.key]; err != nil {
+			delete(q.failed, r.key)
+			return err
+		}
+	}
+	return nil
+}

@@ -209,9 +209,7 @@ func (r *reader) deliver(snap map[string]*topic, res []redis.XStream) {
 					continue
 				}
 			}
-			if ev, ok := r.b.decode(st.Stream, m); ok {
-				bt.evs = append(bt.evs, ev)
-			}
+			bt.evs = r.b.decode(bt.evs, st.Stream, m)
 		}
 		batches = append(batches, bt)
 	}

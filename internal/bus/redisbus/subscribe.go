@@ -110,28 +110,49 @@ func (b *Bus) fetch(ctx context.Context, key string, after int64, until string) 
 	}
 	out := make([]event.Event, 0, len(msgs))
 	for _, m := range msgs {
-		if ev, ok := b.decode(key, m); ok && ev.Seq > after {
-			out = append(out, ev)
+		// An entry of several events may start at or before after; a
+		// republish may have stored some twice.
+		for _, ev := range b.decode(nil, key, m) {
+			if ev.Seq > after {
+				out = append(out, ev)
+				after = ev.Seq
+			}
 		}
 	}
 	return out, nil
 }
 
-// decode reads one stream entry. An entry that is not an event of this
-// stream's thread (written by something else) is skipped and logged.
-func (b *Bus) decode(key string, m redis.XMessage) (event.Event, bool) {
-	var ev event.Event
+// decode appends the events of one stream entry to dst: its "ev" (one
+// event) or its "evs" (several, in increasing seq, the last one's seq the
+// entry's id). An entry that is not events of this stream's thread (written
+// by something else) is skipped and logged.
+func (b *Bus) decode(dst []event.Event, key string, m redis.XMessage) []event.Event {
 	seq, ok := seqOf(m.ID)
-	data, _ := m.Values["ev"].(string)
 	if !ok {
 		b.log.Warn("redisbus: skipping foreign stream entry", "key", key, "id", m.ID)
-		return ev, false
+		return dst
 	}
-	if err := json.Unmarshal([]byte(data), &ev); err != nil || ev.Seq != seq || StreamKey(b.opts.Prefix, ev.Tenant, ev.Thread) != key {
+	var evs []event.Event
+	var err error
+	if data, one := m.Values["ev"].(string); one {
+		evs = make([]event.Event, 1)
+		err = json.Unmarshal([]byte(data), &evs[0])
+	} else {
+		data, _ := m.Values["evs"].(string)
+		err = json.Unmarshal([]byte(data), &evs)
+	}
+	valid := err == nil && len(evs) > 0 && evs[len(evs)-1].Seq == seq
+	for i, ev := range evs {
+		if !valid || (i > 0 && ev.Seq <= evs[i-1].Seq) || StreamKey(b.opts.Prefix, ev.Tenant, ev.Thread) != key {
+			valid = false
+			break
+		}
+	}
+	if !valid {
 		b.log.Warn("redisbus: skipping foreign stream entry", "key", key, "id", m.ID, "err", err)
-		return ev, false
+		return dst
 	}
-	return ev, true
+	return append(dst, evs...)
 }
 
 // assign gives a new topic to a reader of its shard with room, starting one

@@ -11,33 +11,55 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentchat/agentchat/internal/chat"
+	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/store"
 )
 
-// recordUsage writes the usage records of r, when it ended, in tx: the
-// transaction that records its end. Repeating it (a retried end) replaces
-// them.
-func recordUsage(ctx context.Context, tx pgx.Tx, r chat.Run) error {
-	recs := store.UsageRecords(r)
-	if len(recs) == 0 {
-		return nil
+// usageFromRunSQL writes the usage records of the run that a CTE r (an
+// UPDATE … RETURNING of runs) returns, when it ended: one per model, from
+// usageArgs' arrays ($14–$23), the run's own columns from r. A NULL model
+// is the run's model as r has it, or "unknown" (store.UsageRecords' rule
+// for a usage that names no model). Repeating it (a retried end) replaces
+// the records.
+const usageFromRunSQL = `INSERT INTO usage_records (run_id, provider, model, tenant, user_id, agent_id, engine, conversation_id,
+		calls, input_tokens, output_tokens, reasoning_tokens, cached_input_tokens, estimated, cost, currency, at)
+	SELECT r.id, m.provider, COALESCE(m.model, NULLIF(r.model, ''), 'unknown'), r.tenant, r.owner, r.agent_id, r.engine, r.conversation_id,
+		m.calls, m.input, m.output, m.reasoning, m.cached, m.estimated, m.cost, m.currency, r.ended_at
+	FROM r, unnest($14::text[], $15::text[], $16::bigint[], $17::bigint[], $18::bigint[], $19::bigint[], $20::bigint[], $21::boolean[], $22::bigint[], $23::text[])
+		AS m (provider, model, calls, input, output, reasoning, cached, estimated, cost, currency)
+	WHERE r.ended_at IS NOT NULL AND r.status NOT IN ` + activeStatuses + `
+	ON CONFLICT (run_id, provider, model) DO UPDATE SET calls = excluded.calls, input_tokens = excluded.input_tokens,
+		output_tokens = excluded.output_tokens, reasoning_tokens = excluded.reasoning_tokens,
+		cached_input_tokens = excluded.cached_input_tokens, estimated = excluded.estimated, cost = excluded.cost,
+		currency = excluded.currency, at = excluded.at`
+
+// usageArgs are usageFromRunSQL's arrays for an end recording usage u:
+// store.UsageRecords' models, the model left NULL where the usage names
+// none (the record is then the run's model's, which the row has once
+// updated). A model named twice keeps its last figures, as when each
+// record was an INSERT of its own: one statement may not touch a row twice.
+func usageArgs(u event.Usage) []any {
+	// Only the models are read from these records: the run's columns,
+	// status and end come from the row the UPDATE returns.
+	recs := store.UsageRecords(chat.Run{Status: chat.RunSucceeded, EndedAt: new(time.Time), Usage: u})
+	kept := recs[:0]
+	for i, r := range recs {
+		if !slices.ContainsFunc(recs[i+1:], func(o store.UsageRecord) bool { return o.Provider == r.Provider && o.Model == r.Model }) {
+			kept = append(kept, r)
+		}
 	}
-	b := &pgx.Batch{}
-	for _, u := range recs {
-		b.Queue(`INSERT INTO usage_records (run_id, provider, model, tenant, user_id, agent_id, engine, conversation_id,
-				calls, input_tokens, output_tokens, reasoning_tokens, cached_input_tokens, estimated, cost, currency, at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
-			ON CONFLICT (run_id, provider, model) DO UPDATE SET calls = excluded.calls, input_tokens = excluded.input_tokens,
-				output_tokens = excluded.output_tokens, reasoning_tokens = excluded.reasoning_tokens,
-				cached_input_tokens = excluded.cached_input_tokens, estimated = excluded.estimated, cost = excluded.cost,
-				currency = excluded.currency, at = excluded.at`,
-			u.RunID, u.Provider, u.Model, u.Tenant, u.User, u.AgentID, u.Engine, u.ConversationID,
-			u.Calls, u.InputTokens, u.OutputTokens, u.ReasoningTokens, u.CachedInputTokens, u.Estimated, u.Cost, u.Currency, ms(u.At))
+	n := len(kept)
+	providers, models := make([]string, n), make([]*string, n)
+	calls, inputs, outputs, reasoning, cached := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	estimated, costs, currencies := make([]bool, n), make([]int64, n), make([]string, n)
+	for i, r := range kept {
+		providers[i], calls[i], inputs[i], outputs[i] = r.Provider, int64(r.Calls), int64(r.InputTokens), int64(r.OutputTokens)
+		reasoning[i], cached[i], estimated[i], costs[i], currencies[i] = int64(r.ReasoningTokens), int64(r.CachedInputTokens), r.Estimated, r.Cost, r.Currency
+		if len(u.Models) > 0 {
+			models[i] = &r.Model
+		}
 	}
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("record usage of run %s: %w", r.ID, err)
-	}
-	return nil
+	return []any{providers, models, calls, inputs, outputs, reasoning, cached, estimated, costs, currencies}
 }
 
 // usageKeys are the SQL of each grouping's key.

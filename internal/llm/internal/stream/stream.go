@@ -148,9 +148,13 @@ type stream[D any, P interface {
 
 func (s *stream[D, P]) Next() bool {
 	for {
-		if !s.ended && s.ctx.Err() != nil {
+		// ctx is looked at before a chunk is delivered, not before each
+		// read too (every token passes here): a read after ctx ended fails,
+		// since its cancellation closes the request's body.
+		if s.queued < len(s.queue) && !s.ended && s.ctx.Err() != nil {
 			// Once ctx has ended, nothing more is delivered, not even
 			// chunks already received: the caller has moved on.
+			clear(s.queue)
 			s.queue, s.queued = s.queue[:0], 0
 			s.end(s.ctx.Err())
 		}
