@@ -11,9 +11,17 @@
 #   scripts/bench-cores.sh                 # from the repository root
 #   STREAMS="5000 5000 5000" scripts/bench-cores.sh
 #   AGENTCHAT_BIN=./agentchat scripts/bench-cores.sh   # no Go on this machine
+#   PROFILE_DIR=/tmp/prof scripts/bench-cores.sh       # the last run's profiles
+#
+# With PROFILE_DIR, the last run writes the server's CPU, heap, goroutine and
+# mutex profiles there; `go tool pprof -tags PROFILE_DIR/cpu.pprof` gives
+# the CPU of the labelled serial goroutines (role=event-log, sqlite_writer).
 #
 # Aim (issue 25): at 5000 streams the server delivers >= 90 % of the floor's
-# tokens/s. The server's CPU use is reported as cores busy on average.
+# tokens/s. The server's CPU use is reported as cores busy on average, and
+# the parts every stream passes through one at a time (SQLite's one write
+# connection, by kind of work, and the event log's writer) as the fraction
+# of the load's wall time each was busy: one near 100 % is what serialises.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -39,21 +47,26 @@ else
 fi
 echo "$(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)" >&2
 
+runs=$(echo $STREAMS | wc -w)
 i=0
 for n in $STREAMS; do
   i=$((i + 1))
   echo "run $i: $n streams" >&2
+  extra=()
+  if [ -n "${PROFILE_DIR:-}" ] && [ "$i" = "$runs" ]; then
+    extra=(--profile "$PROFILE_DIR")
+  fi
   set +e
   timeout --signal=INT --kill-after=10 "$RUN_LIMIT" \
-    "$out/agentchat" bench --streams "$n" --tokens "$TOKENS" --pace "$PACE" >"$out/run$i.txt" 2>"$out/run$i.log"
+    "$out/agentchat" bench --streams "$n" --tokens "$TOKENS" --pace "$PACE" "${extra[@]}" >"$out/run$i.txt" 2>"$out/run$i.log"
   echo $? >"$out/run$i.rc"
   set -e
 done
 
 printf '\n%s, %s cores, %s tokens at %s, all streams at once, embedded store, every event persisted\n\n' \
   "$(date -u +%FT%TZ)" "$(nproc)" "$TOKENS" "$PACE"
-printf '| run | streams | tokens/s (floor) | share of floor | errors | added first text p50 / p99 | CPU per 1000 tokens | cores busy | peak RSS | per active stream |\n'
-printf '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n'
+printf '| run | streams | tokens/s (floor) | share of floor | errors | added first text p50 / p99 | CPU per 1000 tokens | cores busy | peak RSS | per active stream | serial parts busy |\n'
+printf '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n'
 i=0
 for n in $STREAMS; do
   i=$((i + 1))
@@ -61,7 +74,7 @@ for n in $STREAMS; do
   if ! grep -q '^  delivered' "$out/run$i.txt"; then
     why="exit $rc"
     [ "$rc" = 124 ] && why="cut at ${RUN_LIMIT} s"
-    printf '| %d | %d | (%s: %s) | | | | | | | |\n' "$i" "$n" "$why" "$(tail -n 1 "$out/run$i.log" | cut -c1-80)"
+    printf '| %d | %d | (%s: %s) | | | | | | | | |\n' "$i" "$n" "$why" "$(tail -n 1 "$out/run$i.log" | cut -c1-80)"
     continue
   fi
   awk -v run="$i" -v n="$n" '
@@ -72,10 +85,11 @@ for n in $STREAMS; do
     /^  errors/ { errs = $2 }
     /^  server CPU/ { cpu = $3; per1k = $6 }
     /^  server memory/ { peak = $7; active = $9 }
+    /^  serial parts busy/ { serial = $0; sub(/^  serial parts busy +/, "", serial) }
     END {
       cores = (secs > 0) ? cpu / 1000 / secs : 0
-      printf "| %d | %d | %s (%s) | %s %% | %s | %s / %s ms | %s ms | %.1f | %s MiB | %s KiB |\n",
-        run, n, tps, floor, share, errs, p50, p99, per1k, cores, peak, active
+      printf "| %d | %d | %s (%s) | %s %% | %s | %s / %s ms | %s ms | %.1f | %s MiB | %s KiB | %s |\n",
+        run, n, tps, floor, share, errs, p50, p99, per1k, cores, peak, active, serial
     }' "$out/run$i.txt"
 done
 printf '\ntotal %d s\n' "$(($(date +%s) - t0))"

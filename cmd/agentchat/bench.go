@@ -96,7 +96,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *idle {
 		fmt.Fprintf(stdout, ", %.1f KiB per idle stream", res.KiBPerIdle)
 	}
-	fmt.Fprintln(stdout)
+	fmt.Fprintf(stdout, "\n  serial parts busy        %s\n", bench.SerialLine(res.Serial))
 	if res.Errors > 0 {
 		return fmt.Errorf("%d chats failed", res.Errors)
 	}

@@ -249,7 +249,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	defer stopAuth()
-	tel := telemetry.New(telemetry.Config{TracerProvider: tracer, TenantLabels: cfg.MetricsTenantLabels, Health: health, ProcessMetrics: true})
+	writer, _ := st.(store.SerialWriter) // SQLite's one write connection; PostgreSQL has none
+	tel := telemetry.New(telemetry.Config{TracerProvider: tracer, TenantLabels: cfg.MetricsTenantLabels, Health: health, ProcessMetrics: true, Writer: writer})
 	tools, closeTools, err := newTools(ctx, cfg, log, tel)
 	if err != nil {
 		return err

@@ -233,11 +233,14 @@ func NewModels(cfg ModelsConfig) (*Models, error) {
 
 // current is the set in force, reloaded first when the file changed.
 func (m *Models) current() modelSet {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	// Without a models file the set never changes after NewModels: every
+	// run's start asks, and a lock here made a burst of starts queue on it
+	// (docs/benchmarks.md, "seventh round").
 	if m.path == "" {
 		return m.set
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	fi, err := os.Stat(m.path)
 	if err != nil {
 		if m.seen.fi != nil {

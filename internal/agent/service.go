@@ -77,7 +77,12 @@ type Service struct {
 	log *slog.Logger
 	now func() time.Time
 
-	mu       sync.Mutex
+	// mu is read-locked by every run's start (its agent and its tenant's
+	// settings are looked up here): a plain mutex made a burst of starts
+	// queue on it, handed from one starting goroutine to the next, a
+	// convoy that the mutex profile of a thousand starts at once showed
+	// waiting seconds (docs/benchmarks.md, "seventh round").
+	mu       sync.RWMutex
 	agents   map[agentKey]cachedAgent
 	settings map[string]cachedSettings
 	versions map[versionKey]Spec
@@ -216,10 +221,10 @@ func (s *Service) announce(ctx context.Context, tenant, id string) {
 // agent reads an agent through the cache.
 func (s *Service) agent(ctx context.Context, sc chat.Scope, id string) (store.Agent, error) {
 	key := agentKey{sc.Tenant, id}
-	s.mu.Lock()
+	s.mu.RLock()
 	c, ok := s.agents[key]
 	gen, caching := s.generation, s.caching
-	s.mu.Unlock()
+	s.mu.RUnlock()
 	if ok && s.now().Sub(c.at) < s.cfg.MaxStale {
 		return c.a, nil
 	}
@@ -237,10 +242,10 @@ func (s *Service) agent(ctx context.Context, sc chat.Scope, id string) (store.Ag
 
 // tenantSettings reads a tenant's settings through the cache.
 func (s *Service) tenantSettings(ctx context.Context, tenant string) (store.TenantSettings, error) {
-	s.mu.Lock()
+	s.mu.RLock()
 	c, ok := s.settings[tenant]
 	gen, caching := s.generation, s.caching
-	s.mu.Unlock()
+	s.mu.RUnlock()
 	if ok && s.now().Sub(c.at) < s.cfg.MaxStale {
 		return c.s, nil
 	}
@@ -264,9 +269,9 @@ func (s *Service) spec(ctx context.Context, sc chat.Scope, a store.Agent, versio
 		return sp, true, err
 	}
 	key := versionKey{sc.Tenant, a.ID, version}
-	s.mu.Lock()
+	s.mu.RLock()
 	sp, ok := s.versions[key]
-	s.mu.Unlock()
+	s.mu.RUnlock()
 	if ok {
 		return sp, true, nil
 	}

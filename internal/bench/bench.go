@@ -84,6 +84,9 @@ type Result struct {
 	PeakRSSMiB           float64 `json:"peakRSSMiB"`
 	KiBPerActive         float64 `json:"kibPerActiveStream"`
 	KiBPerIdle           float64 `json:"kibPerIdleStream,omitempty"`
+	// Serial are the servers' parts that every stream passes through one
+	// at a time, with how busy the load kept each (from their metrics).
+	Serial []Serial `json:"serial,omitempty"`
 	// Soak is set by a soak run.
 	Soak *SoakResult `json:"soak,omitempty"`
 }
@@ -189,6 +192,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		cpu0 += ms
 		s.proc.resetPeak()
 	}
+	// The serial parts' counters before the load; a server whose metrics
+	// cannot be read (an older binary) reports none.
+	before := make([]metricsSample, len(servers))
+	for i, s := range servers {
+		before[i], _ = scrape(ctx, client, s.metricsURL)
+	}
 	logf("load: %d concurrent chats of %d tokens at %s/token over %d server(s)", cfg.Streams, cfg.Tokens, cfg.Pace, len(servers))
 	profiled := make(chan error, 1)
 	if cfg.ProfileDir != "" {
@@ -261,6 +270,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	close(stopSampling)
+	after := make([]metricsSample, len(servers))
+	for i, s := range servers {
+		after[i], _ = scrape(ctx, client, s.metricsURL)
+	}
+	res.Serial = serialParts(before, after, elapsed.Seconds())
 	if err := <-profiled; err != nil {
 		return res, fmt.Errorf("profiles: %w", err)
 	}
@@ -525,11 +539,12 @@ func totalRSS(servers []*server) (int64, error) {
 
 // server is one agentchat process.
 type server struct {
-	cmd      *exec.Cmd
-	url      string
-	debugURL string // its pprof listener
-	proc     procReader
-	idleRSS  int64 // KiB
+	cmd        *exec.Cmd
+	url        string
+	debugURL   string // its pprof listener
+	metricsURL string // its metrics listener
+	proc       procReader
+	idleRSS    int64 // KiB
 }
 
 func freePort() (string, error) {
@@ -551,8 +566,13 @@ func startServer(ctx context.Context, cfg Config, upURL, dataDir string, i int) 
 	if err != nil {
 		return nil, err
 	}
+	// The metrics listener gives the serial parts' busy time.
+	metricsAddr, err := freePort()
+	if err != nil {
+		return nil, err
+	}
 	cmd := exec.Command(cfg.Binary, "serve")
-	cmd.Env = append(os.Environ(), "AGENTCHAT_DEBUG_ADDR="+debugAddr,
+	cmd.Env = append(os.Environ(), "AGENTCHAT_DEBUG_ADDR="+debugAddr, "AGENTCHAT_METRICS_ADDR="+metricsAddr,
 		"AGENTCHAT_ADDR="+addr, "AGENTCHAT_DATA_DIR="+dataDir, "AGENTCHAT_TOKENS=bench-token:bench:bench",
 		"AGENTCHAT_LLM=openai", "OPENAI_BASE_URL="+upURL, "OPENAI_API_KEY=bench", "AGENTCHAT_MODEL=bench",
 		"AGENTCHAT_LOG_LEVEL=warn", "AGENTCHAT_STORE="+cfg.Store, "AGENTCHAT_BUS="+cfg.Bus,
@@ -561,7 +581,7 @@ func startServer(ctx context.Context, cfg Config, upURL, dataDir string, i int) 
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	s := &server{cmd: cmd, url: "http://" + addr, debugURL: "http://" + debugAddr}
+	s := &server{cmd: cmd, url: "http://" + addr, debugURL: "http://" + debugAddr, metricsURL: "http://" + metricsAddr}
 	if s.proc, err = newProcReader(procfs.DefaultMountPoint, cmd.Process.Pid); err != nil {
 		s.stop()
 		return nil, fmt.Errorf("bench reads server CPU time and memory from %s: %w", procfs.DefaultMountPoint, err)

@@ -2,12 +2,7 @@ package chat
 
 import (
 	"time"
-
-	"github.com/google/uuid"
 )
-
-// NewID returns a new sortable opaque id (UUIDv7).
-func NewID() string { return uuid.Must(uuid.NewV7()).String() }
 
 // Scope is the principal a query acts for: a tenant, a user in it, and
 // the user's role there. Stores key rows by Tenant and User only; Role is

@@ -160,7 +160,8 @@ func setup(t *testing.T, o options) *env {
 	parts := contextParts(o, st)
 	b := membus.New(0)
 	health := &telemetry.Health{Store: st, Bus: b}
-	tel := telemetry.New(telemetry.Config{TracerProvider: o.tracer, Health: health})
+	writer, _ := st.(store.SerialWriter) // as serve passes it: SQLite's, none on PostgreSQL
+	tel := telemetry.New(telemetry.Config{TracerProvider: o.tracer, Health: health, Writer: writer})
 	reg, err := tool.NewRegistry(tool.RegistryConfig{Observer: tel})
 	if err != nil {
 		t.Fatal(err)

@@ -72,6 +72,15 @@ func TestMetricsMoveWithARun(t *testing.T) {
 	moved(`agentchat_event_log_batch_size_count`, 1)
 	moved(`agentchat_event_log_commit_seconds_count`, 1)
 	moved(`agentchat_http_requests_total{code="200",route="POST /v1/agent/chat"}`, 1)
+	// SQLite's one write connection counts its work: the run's start and
+	// end (group-committed), its events, the stream's look at the last seq.
+	moved(`agentchat_store_writer_transactions_total{part="runs"}`, 2)
+	moved(`agentchat_store_writer_writes_total{part="runs"}`, 2)
+	moved(`agentchat_store_writer_transactions_total{part="events"}`, 1)
+	moved(`agentchat_store_writer_writes_total{part="events"}`, 3)
+	if after[`agentchat_store_writer_busy_seconds_total{part="events"}`] <= before[`agentchat_store_writer_busy_seconds_total{part="events"}`] {
+		t.Errorf("the event log's busy time did not grow")
+	}
 	if after[`agentchat_store_up`] != 1 || after[`agentchat_bus_up`] != 1 || after[`agentchat_runs_executing`] != 0 {
 		t.Errorf("store_up %v bus_up %v executing %v", after[`agentchat_store_up`], after[`agentchat_bus_up`], after[`agentchat_runs_executing`])
 	}

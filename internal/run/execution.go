@@ -102,7 +102,7 @@ func (s *Service) launch(x *execution, body func(ctx context.Context) engine.Out
 	if !x.placed {
 		s.exec.take()
 	}
-	ctx, cancel := context.WithCancelCause(s.ctx)
+	ctx, cancel := context.WithCancelCause(s.runs.pick())
 	x.cancel = cancel
 	ctx = x.tel.Begin(ctx)
 	s.mu.Lock()
@@ -123,7 +123,7 @@ func (s *Service) launch(x *execution, body func(ctx context.Context) engine.Out
 			cancel(nil)
 		}()
 		// A fenced term stops the engine too: its events would be dropped.
-		defer context.AfterFunc(x.term.ctx, func() { cancel(errLeaseLost) })()
+		defer context.AfterFunc(x.term.execs.pick(), func() { cancel(errLeaseLost) })()
 		o := body(ctx)
 		if !x.started() {
 			return // an early run whose start failed: nothing of it is recorded (early.go)

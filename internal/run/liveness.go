@@ -50,6 +50,7 @@ type term struct {
 	// store calls of its executions give up.
 	ctx    context.Context
 	cancel context.CancelFunc
+	execs  *spread // ctx's children, which executions hang from (spread.go)
 
 	mu       sync.Mutex
 	actUntil time.Time // this process's clock; past it the term is fenced (not when sole)
@@ -58,6 +59,7 @@ type term struct {
 func (s *Service) newTerm(epoch int64, start time.Time) *term {
 	t := &term{s: s, epoch: epoch, sole: s.cfg.Sole, stop: make(chan struct{})}
 	t.ctx, t.cancel = context.WithCancel(s.halt) // outlives Shutdown's cancel, not its giving up
+	t.execs = newSpread(t.ctx)
 	t.extend(start)
 	return t
 }

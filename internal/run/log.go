@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"log/slog"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -125,9 +126,15 @@ const (
 func newEventLog(st store.Store, log *slog.Logger) *eventLog {
 	l := &eventLog{st: st, log: log, limit: maxPending, seed: maphash.MakeSeed(), wake: make(chan struct{}, 1), hurry: make(chan struct{}, 1),
 		giveUp: make(chan struct{}), done: make(chan struct{})}
-	l.quit, l.quitNow = context.WithCancel(context.Background())
+	// The writer is one goroutine every event passes through: its pprof
+	// label gives its CPU in a profile, the store's writes it makes under
+	// quit included (their labels are added to quit's).
+	l.quit, l.quitNow = context.WithCancel(pprof.WithLabels(context.Background(), pprof.Labels("role", "event-log")))
 	l.flushed = sync.NewCond(&l.mu)
-	go l.loop()
+	go func() {
+		pprof.SetGoroutineLabels(l.quit)
+		l.loop()
+	}()
 	return l
 }
 

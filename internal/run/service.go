@@ -140,11 +140,13 @@ type Service struct {
 
 	ctx    context.Context // the service's life; runs derive from it
 	cancel context.CancelCauseFunc
+	runs   *spread        // ctx's children, which runs derive from (spread.go)
 	wg     sync.WaitGroup // executions and background loops
 	// halt ends when Shutdown gives up on what still runs: store calls of
 	// executions and starts end, and nothing retries an unavailable store.
 	halt    context.Context
 	haltNow context.CancelFunc
+	halts   *spread // halt's children, which starts hang from (spread.go)
 
 	mu        sync.Mutex
 	executing map[string]*execution // run id → execution in this process
@@ -193,6 +195,7 @@ func New(cfg Config) *Service {
 		executing: map[string]*execution{}, live: liveness{ready: make(chan struct{}), next: make(chan struct{}), recovered: make(chan struct{})},
 		exec: capacity{max: int64(max(cfg.MaxExecutions, 0))},
 	}
+	s.runs, s.halts = newSpread(ctx), newSpread(halt)
 	s.lossless = cfg.Sole && bus.Lossless(cfg.Bus)
 	s.pub = &publisher{bus: cfg.Bus, s: s, bounded: !s.lossless}
 	context.AfterFunc(halt, s.evlog.GiveUp) // an execution waiting for room in the log stops waiting
@@ -650,7 +653,7 @@ func (s *Service) release() { s.admitted.Done() }
 // releases it.
 func (s *Service) haltable(ctx context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(ctx)
-	unhook := context.AfterFunc(s.halt, cancel)
+	unhook := context.AfterFunc(s.halts.pick(), cancel)
 	return ctx, func() {
 		unhook()
 		cancel()

@@ -1,7 +1,9 @@
 // Package telemetry is agentchat's operational signals: Prometheus metrics
 // and OpenTelemetry traces, defined in one place and fed at a few
 // well-defined points (the HTTP middleware, each run's execution, the model
-// adapter, the tool registry, the event log's store and the bus).
+// adapter, the tool registry, the event log's store and the bus), and
+// read at scrape time from the store's serial writer (SQLite's one write
+// connection: how long each kind of work held it).
 //
 // Invariants:
 //   - A nil *Telemetry is valid and records nothing, so packages and tests

@@ -9,6 +9,8 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/agentchat/agentchat/internal/store"
 )
 
 // Config configures the signals.
@@ -24,6 +26,9 @@ type Config struct {
 	Health *Health
 	// ProcessMetrics adds the Go runtime and process collectors.
 	ProcessMetrics bool
+	// Writer, when set, is the store's serial writer (SQLite's one write
+	// connection), whose busy time is exported at every scrape.
+	Writer store.SerialWriter
 }
 
 // Telemetry holds the metrics registry and the tracer. Create it with New.
@@ -52,6 +57,9 @@ func New(cfg Config) *Telemetry {
 	t.m = newMetrics(t.reg, cfg.TenantLabels)
 	if cfg.Health != nil {
 		t.reg.MustRegister(cfg.Health.collector())
+	}
+	if cfg.Writer != nil {
+		t.reg.MustRegister(writerCollector{cfg.Writer})
 	}
 	if cfg.ProcessMetrics {
 		t.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 
 	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/event"
@@ -37,7 +38,7 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 	if err != nil {
 		return fmt.Errorf("append %d events: %w", len(evs), err)
 	}
-	err = s.tx(ctx, func(tx *sql.Tx) error { return s.insertEventRows(ctx, tx, rows) })
+	err = s.txFor(ctx, partEvents, len(evs), func(tx *sql.Tx) error { return s.insertEventRows(ctx, tx, rows) })
 	if err != nil {
 		return fmt.Errorf("append %d events: %w", len(evs), err)
 	}
@@ -127,8 +128,14 @@ func scanEventRow(row scanner) (store.EventRow, error) {
 // LastSeq is the thread's highest stored seq.
 func (s *Store) LastSeq(ctx context.Context, tenant, thread string) (int64, error) {
 	var n int64
+	var err error
 	// The write pool sees every committed batch, including one committed an instant ago.
-	if err := s.write.QueryRowContext(ctx, lastSeqSQL, thread, tenant).Scan(&n); err != nil {
+	labelled(ctx, partReads, func(ctx context.Context) {
+		start := time.Now()
+		err = s.write.QueryRowContext(ctx, lastSeqSQL, thread, tenant).Scan(&n)
+		s.held(partReads, start, 1)
+	})
+	if err != nil {
 		return 0, fmt.Errorf("last seq of %s: %w", thread, interpret(err))
 	}
 	return n, nil

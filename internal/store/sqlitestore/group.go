@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"sync"
+	"time"
 )
 
 // The writes every run makes (its start, its answer, its end) are
@@ -62,15 +63,40 @@ func (s *Store) grouped(ctx context.Context, fn func(context.Context, *sql.Tx) e
 
 // leadGroup commits the queued writes (the leader's own among them), then
 // hands the lead to the first write queued meanwhile, if any.
+//
+// The batch is taken once the leader holds the write connection, not
+// before: while the event log's commit holds it, the writes that queue
+// meanwhile join this batch rather than wait for the next one, so a busy
+// connection commits more writes per transaction instead of more
+// transactions (each commit writes its pages to the WAL again).
 func (s *Store) leadGroup() {
 	q := &s.group
 	q.mu.Lock()
-	n := min(len(q.queue), maxGroup)
-	batch := q.queue[:n:n]
-	q.queue = append([]*groupReq(nil), q.queue[n:]...)
+	// The leader's own write is the queue's first: writes leave the queue
+	// only in batches, and the lead goes to the first one left.
+	// The transaction is the batch's, not one caller's: a caller that goes
+	// away must not roll back the others (each is looked at before its turn).
+	ctx := context.WithoutCancel(q.queue[0].ctx)
 	q.mu.Unlock()
 
-	s.commitGroup(batch)
+	var batch []*groupReq
+	// The batch's transaction is labelled as the writer's (busy.go): the
+	// leader is whichever caller came first, any goroutine.
+	labelled(ctx, partRuns, func(context.Context) {
+		tx, err := s.write.BeginTx(ctx, nil)
+		q.mu.Lock()
+		n := min(len(q.queue), maxGroup)
+		batch = q.queue[:n:n]
+		q.queue = append([]*groupReq(nil), q.queue[n:]...)
+		q.mu.Unlock()
+		if err != nil {
+			for _, r := range batch {
+				r.err = interpret(err)
+			}
+			return
+		}
+		s.commitGroup(ctx, tx, batch)
+	})
 
 	q.mu.Lock()
 	var next *groupReq
@@ -88,11 +114,8 @@ func (s *Store) leadGroup() {
 	}
 }
 
-// commitGroup runs batch in one transaction, setting each write's err.
-func (s *Store) commitGroup(batch []*groupReq) {
-	// The transaction is the batch's, not one caller's: a caller that goes
-	// away must not roll back the others (each is looked at before its turn).
-	ctx := context.WithoutCancel(batch[0].ctx)
+// commitGroup runs batch in tx, setting each write's err, and ends tx.
+func (s *Store) commitGroup(ctx context.Context, tx *sql.Tx, batch []*groupReq) {
 	fail := func(err error) {
 		for _, r := range batch {
 			if r.err == nil {
@@ -100,11 +123,7 @@ func (s *Store) commitGroup(batch []*groupReq) {
 			}
 		}
 	}
-	tx, err := s.write.BeginTx(ctx, nil)
-	if err != nil {
-		fail(interpret(err))
-		return
-	}
+	defer s.held(partRuns, time.Now(), len(batch))
 	single := len(batch) == 1
 	wrote := 0
 	for _, r := range batch {

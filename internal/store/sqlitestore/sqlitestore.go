@@ -32,10 +32,11 @@ var migrations embed.FS
 type Store struct {
 	write *sql.DB
 	read  *sql.DB
-	prep  *prepared // the write pool's hot statements
-	rprep *prepared // the read pool's hot statements
-	group group     // the runs' writes' group commit (group.go)
-	docs  documents // knowledge documents per tenant (knowledge.go)
+	prep  *prepared           // the write pool's hot statements
+	rprep *prepared           // the read pool's hot statements
+	group group               // the runs' writes' group commit (group.go)
+	busy  [numParts]busyCount // the write connection's work (busy.go)
+	docs  documents           // knowledge documents per tenant (knowledge.go)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -50,8 +51,16 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// A 16 MiB page cache (per connection) keeps the event log's index pages
 	// in memory under load. Temporary tables and sorts stay in memory too:
 	// a temporary file is a file descriptor, which a busy process may not
-	// have to spare.
-	pragmas := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-16384)&_pragma=temp_store(MEMORY)"
+	// have to spare. The WAL is checkpointed (copied into the database, with
+	// two fsyncs) by the write connection after the commit that takes it
+	// past wal_autocheckpoint pages, inside the writer's turn: an event-log
+	// commit at a thousand streams can dirty an index leaf per active
+	// thread, hundreds of pages, so at SQLite's default (1000 pages) every
+	// few commits checkpointed, copying the same hot pages again each time.
+	// At 10000 pages (about 40 MiB of WAL between checkpoints) a hot page
+	// is copied once per ten times as many commits (docs/benchmarks.md,
+	// "seventh round").
+	pragmas := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-16384)&_pragma=temp_store(MEMORY)&_pragma=wal_autocheckpoint(10000)"
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + pragmas
 	write, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
 	if err != nil {
@@ -192,16 +201,28 @@ func (s *Store) Ping(ctx context.Context) error {
 	return interpret(s.read.QueryRowContext(ctx, `SELECT 1`).Scan(&one))
 }
 
+// tx runs fn in a write transaction of its own.
 func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := s.write.BeginTx(ctx, nil)
-	if err != nil {
-		return interpret(err)
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return interpret(err)
-	}
-	return interpret(tx.Commit())
+	return s.txFor(ctx, partOther, 1, fn)
+}
+
+// txFor is tx counted as writes writes of part p (busy.go).
+func (s *Store) txFor(ctx context.Context, p writerPart, writes int, fn func(*sql.Tx) error) (err error) {
+	labelled(ctx, p, func(context.Context) {
+		var tx *sql.Tx
+		if tx, err = s.write.BeginTx(ctx, nil); err != nil {
+			err = interpret(err)
+			return
+		}
+		defer s.held(p, time.Now(), writes)
+		if err = fn(tx); err != nil {
+			tx.Rollback()
+			err = interpret(err)
+			return
+		}
+		err = interpret(tx.Commit())
+	})
+	return err
 }
 
 // interpret maps driver errors to store sentinels, in one place.
