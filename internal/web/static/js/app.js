@@ -82,7 +82,7 @@ async function signIn(tok) {
   state.agentId = defaultAgentId();
   await loadConversations(true);
   startPendingPoll();
-  await route();
+  await route({ initial: true });
 }
 
 // refreshAgents reads the tenant's agents again (after an edit, or at
@@ -316,10 +316,14 @@ function go(hash) {
   else location.hash = hash;
 }
 
-async function route() {
+// route shows the view of the location's hash. A change of route closes the
+// phone's drawer; the first one, at sign-in, does not: it comes after the
+// agents and conversations have loaded, and a drawer opened meanwhile was
+// opened by the person, who is using it.
+async function route({ initial = false } = {}) {
   if (!state.me) return;
   if (location.hash && !location.hash.startsWith('#/')) return; // not a route
-  if ($('sidebar').classList.contains('open')) setDrawer(false);
+  if (!initial && $('sidebar').classList.contains('open')) setDrawer(false);
   // The usage view (usage.js) takes the page as the agents view does.
   const us = location.hash === '#/usage';
   $('usage').hidden = !us;
