@@ -48,12 +48,19 @@ type eventLog struct {
 	// lock of its own).
 	asleep atomic.Bool
 
-	// mu guards outage and the waits on flushed: a Flush for its shards'
-	// events to be written, an Enqueue for room (past limit) or for its
-	// owner to be fenced. Enqueue's fast path never takes it.
-	mu       sync.Mutex
-	flushed  *sync.Cond // events were written or taken, an outage began, an owner was fenced, or the log closed
-	outage   time.Time  // when the store became unavailable; zero while it answers
+	// mu guards outage and the waits on flushed: an Enqueue's for room
+	// (past limit) or for its owner to be fenced. Neither Enqueue's fast
+	// path nor Flush takes it: Flush waits on its own channel, closed by
+	// the writer (flushWaiter), since a thousand runs ending at once all
+	// woken by every batch to re-take this one lock was a convoy (the
+	// mutex profile, docs/benchmarks.md "the event log's Flush").
+	mu      sync.Mutex
+	flushed *sync.Cond // events were written or taken, an owner was fenced, or the log closed
+	outage  time.Time  // when the store became unavailable; zero while it answers
+	// down is closed when an outage begins (so that a waiting Flush
+	// answers "unavailable" at once) and replaced when it ends; swapped
+	// under mu, read without it.
+	down     atomic.Pointer[chan struct{}]
 	wake     chan struct{}
 	hurry    chan struct{} // a Flush is waiting: commit without lingering
 	giveUp   chan struct{} // closed by GiveUp: stop retrying
@@ -74,8 +81,65 @@ type logShard struct {
 	pending  []logEntry
 	spare    []logEntry    // the last batch's array, reused for the next pending
 	enqueued uint64        // events ever enqueued here
-	written  atomic.Uint64 // events ever written (or given up on) from here: a prefix of them
+	written  atomic.Uint64 // events ever written (or given up on) from here: a prefix of them; moved under mu
+	waiters  []shardWait   // Flush calls waiting for written to reach their target here
 	_        [64]byte      // keeps neighbouring shards' locks off one cache line
+}
+
+// shardWait is a Flush's wait on one shard: until written reaches target.
+type shardWait struct {
+	target uint64
+	w      *flushWaiter
+}
+
+// flushWaiter is one Flush call's wait: done is closed once every shard it
+// waits on has written its target, so the writer wakes each Flush once, when
+// its events are stored, rather than every Flush on every batch.
+type flushWaiter struct {
+	// left counts the shards still behind, plus one that Flush holds
+	// while registering, so that done cannot close before it has
+	// registered in every shard.
+	left atomic.Int32
+	done chan struct{}
+}
+
+// release drops one count of w, closing done at the last.
+func (w *flushWaiter) release() {
+	if w.left.Add(-1) == 0 {
+		close(w.done)
+	}
+}
+
+// advanceLocked counts n more of sh's events written (or given up on) and
+// releases the Flush calls that waited for them. sh.mu is held.
+func (sh *logShard) advanceLocked(n uint64) {
+	written := sh.written.Add(n)
+	// Waits are registered in the order of their targets (enqueued only
+	// grows, and both move under mu), so those met are a prefix.
+	met := 0
+	for met < len(sh.waiters) && sh.waiters[met].target <= written {
+		sh.waiters[met].w.release()
+		met++
+	}
+	if met > 0 {
+		rest := copy(sh.waiters, sh.waiters[met:])
+		clear(sh.waiters[rest:])
+		sh.waiters = sh.waiters[:rest]
+	}
+}
+
+// forget removes w's wait from sh (its Flush stopped waiting).
+func (sh *logShard) forget(w *flushWaiter) {
+	sh.mu.Lock()
+	keep := sh.waiters[:0]
+	for _, sw := range sh.waiters {
+		if sw.w != w {
+			keep = append(keep, sw)
+		}
+	}
+	clear(sh.waiters[len(keep):])
+	sh.waiters = keep
+	sh.mu.Unlock()
 }
 
 // logEntry is an event and the execution that emitted it (nil for events
@@ -131,6 +195,8 @@ func newEventLog(st store.Store, log *slog.Logger) *eventLog {
 	// quit included (their labels are added to quit's).
 	l.quit, l.quitNow = context.WithCancel(pprof.WithLabels(context.Background(), pprof.Labels("role", "event-log")))
 	l.flushed = sync.NewCond(&l.mu)
+	up := make(chan struct{})
+	l.down.Store(&up)
 	go func() {
 		pprof.SetGoroutineLabels(l.quit)
 		l.loop()
@@ -179,7 +245,8 @@ func (l *eventLog) waitForRoom(owner fencer) bool {
 	return true
 }
 
-// poke wakes whoever waits in Enqueue or Flush to look again (an owner was fenced).
+// poke wakes whoever waits in Enqueue to look again, and the writer to drop
+// the fenced owner's events (an owner was fenced).
 func (l *eventLog) poke() {
 	l.broadcast()
 	signal(l.hurry)
@@ -203,39 +270,52 @@ func signal(c chan struct{}) {
 // the store is unavailable it fails at once with store.ErrUnavailable (the
 // events stay queued), so that a request answers 503 rather than hanging.
 func (l *eventLog) Flush(ctx context.Context) error {
-	var target [logShards]uint64
-	behind := false
+	down := *l.down.Load() // before registering: an outage that begins later closes it
+	var (
+		w     *flushWaiter
+		waits uint64 // bit i: registered in shard i
+	)
 	for i := range l.shards {
 		sh := &l.shards[i]
 		sh.mu.Lock()
-		target[i] = sh.enqueued
+		if target := sh.enqueued; sh.written.Load() < target {
+			if w == nil {
+				w = &flushWaiter{done: make(chan struct{})}
+				w.left.Store(1)
+			}
+			w.left.Add(1)
+			sh.waiters = append(sh.waiters, shardWait{target, w})
+			waits |= 1 << i
+		}
 		sh.mu.Unlock()
-		behind = behind || sh.written.Load() < target[i]
 	}
-	if !behind {
+	if w == nil {
 		return nil
 	}
-	caughtUp := func() bool {
-		for i := range l.shards {
-			if l.shards[i].written.Load() < target[i] {
-				return false
-			}
-		}
-		return true
-	}
+	w.release() // registered everywhere: the writer may close done now
 	signal(l.hurry)
-	stop := context.AfterFunc(ctx, l.broadcast)
-	defer stop()
-	l.mu.Lock()
-	for !caughtUp() && ctx.Err() == nil && l.outage.IsZero() {
-		l.flushed.Wait()
+	select {
+	case <-w.done:
+		return nil
+	case <-down:
+	case <-ctx.Done():
 	}
-	down := !caughtUp() && !l.outage.IsZero()
-	l.mu.Unlock()
-	if down {
+	select {
+	case <-w.done: // written after all: as if it had been seen first
+		return nil
+	default:
+	}
+	for i := range l.shards {
+		if waits&(1<<i) != 0 {
+			l.shards[i].forget(w)
+		}
+	}
+	select {
+	case <-down:
 		return store.ErrUnavailable
+	default:
+		return ctx.Err()
 	}
-	return ctx.Err()
 }
 
 // gathered is the part of a batch taken from one shard.
@@ -290,15 +370,15 @@ func (l *eventLog) loop() {
 			sh := &l.shards[p.shard]
 			if p.whole != nil {
 				clear(p.whole)
-				sh.mu.Lock()
-				if sh.spare == nil {
-					sh.spare = p.whole[:0]
-				}
-				sh.mu.Unlock()
 			}
-			sh.written.Add(uint64(p.n))
+			sh.mu.Lock()
+			if p.whole != nil && sh.spare == nil {
+				sh.spare = p.whole[:0]
+			}
+			sh.advanceLocked(uint64(p.n))
+			sh.mu.Unlock()
 		}
-		l.broadcast()
+		l.broadcast() // for an Enqueue waiting past the limit
 	}
 }
 
@@ -440,7 +520,7 @@ func (l *eventLog) unavailable(err error) {
 	first := l.outage.IsZero()
 	if first {
 		l.outage = time.Now()
-		l.flushed.Broadcast() // Flush callers answer "unavailable" now
+		close(*l.down.Load()) // Flush callers answer "unavailable" now
 	}
 	l.mu.Unlock()
 	if first {
@@ -454,7 +534,11 @@ func (l *eventLog) unavailable(err error) {
 func (l *eventLog) available() {
 	l.mu.Lock()
 	since := l.outage
-	l.outage = time.Time{}
+	if !since.IsZero() {
+		l.outage = time.Time{}
+		up := make(chan struct{})
+		l.down.Store(&up)
+	}
 	l.mu.Unlock()
 	if !since.IsZero() {
 		l.log.Info("event log: store available again; held events written", "outage", time.Since(since).Round(time.Millisecond))
@@ -469,7 +553,7 @@ func (l *eventLog) drop() {
 		n := len(sh.pending)
 		clear(sh.pending)
 		sh.pending = sh.pending[:0]
-		sh.written.Add(uint64(n))
+		sh.advanceLocked(uint64(n))
 		sh.mu.Unlock()
 		l.held.Add(-int64(n))
 	}
