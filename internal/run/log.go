@@ -7,6 +7,7 @@ import (
 	"hash/maphash"
 	"log/slog"
 	"runtime/pprof"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,6 +58,13 @@ type eventLog struct {
 	mu      sync.Mutex
 	flushed *sync.Cond // events were written or taken, an owner was fenced, or the log closed
 	outage  time.Time  // when the store became unavailable; zero while it answers
+	// waitMu guards waiters: the Flush calls waiting for their events,
+	// each taking it once to register (and once more if it stops waiting
+	// early), the writer once per batch to release those whose events are
+	// all written.
+	waitMu  sync.Mutex
+	waiters []*flushWaiter
+	met     []*flushWaiter // release's list of the waits to close, kept between batches (the writer's alone)
 	// down is closed when an outage begins (so that a waiting Flush
 	// answers "unavailable" at once) and replaced when it ends; swapped
 	// under mu, read without it.
@@ -80,66 +88,61 @@ type logShard struct {
 	mu       sync.Mutex
 	pending  []logEntry
 	spare    []logEntry    // the last batch's array, reused for the next pending
-	enqueued uint64        // events ever enqueued here
-	written  atomic.Uint64 // events ever written (or given up on) from here: a prefix of them; moved under mu
-	waiters  []shardWait   // Flush calls waiting for written to reach their target here
+	enqueued atomic.Uint64 // events ever enqueued here; moved under mu, read without it
+	written  atomic.Uint64 // events ever written (or given up on) from here: a prefix of them
 	_        [64]byte      // keeps neighbouring shards' locks off one cache line
 }
 
-// shardWait is a Flush's wait on one shard: until written reaches target.
-type shardWait struct {
-	target uint64
-	w      *flushWaiter
-}
-
-// flushWaiter is one Flush call's wait: done is closed once every shard it
-// waits on has written its target, so the writer wakes each Flush once, when
-// its events are stored, rather than every Flush on every batch.
+// flushWaiter is one Flush call's wait: done is closed once every shard has
+// written target. The writer closes it, once, when that is so, rather than
+// waking every Flush on every batch to look.
 type flushWaiter struct {
-	// left counts the shards still behind, plus one that Flush holds
-	// while registering, so that done cannot close before it has
-	// registered in every shard.
-	left atomic.Int32
-	done chan struct{}
+	target [logShards]uint64
+	done   chan struct{}
 }
 
-// release drops one count of w, closing done at the last.
-func (w *flushWaiter) release() {
-	if w.left.Add(-1) == 0 {
-		close(w.done)
-	}
-}
-
-// advanceLocked counts n more of sh's events written (or given up on) and
-// releases the Flush calls that waited for them. sh.mu is held.
-func (sh *logShard) advanceLocked(n uint64) {
-	written := sh.written.Add(n)
-	// Waits are registered in the order of their targets (enqueued only
-	// grows, and both move under mu), so those met are a prefix.
-	met := 0
-	for met < len(sh.waiters) && sh.waiters[met].target <= written {
-		sh.waiters[met].w.release()
-		met++
-	}
-	if met > 0 {
-		rest := copy(sh.waiters, sh.waiters[met:])
-		clear(sh.waiters[rest:])
-		sh.waiters = sh.waiters[:rest]
-	}
-}
-
-// forget removes w's wait from sh (its Flush stopped waiting).
-func (sh *logShard) forget(w *flushWaiter) {
-	sh.mu.Lock()
-	keep := sh.waiters[:0]
-	for _, sw := range sh.waiters {
-		if sw.w != w {
-			keep = append(keep, sw)
+// caughtUp reports whether every event enqueued before target was read is
+// written (or given up on).
+func (l *eventLog) caughtUp(target *[logShards]uint64) bool {
+	for i := range l.shards {
+		if l.shards[i].written.Load() < target[i] {
+			return false
 		}
 	}
-	clear(sh.waiters[len(keep):])
-	sh.waiters = keep
-	sh.mu.Unlock()
+	return true
+}
+
+// release closes the waits of the Flush calls whose events are all written
+// now; the writer calls it after counting events written.
+func (l *eventLog) release() {
+	l.waitMu.Lock()
+	keep := l.waiters[:0]
+	for _, w := range l.waiters {
+		if l.caughtUp(&w.target) {
+			l.met = append(l.met, w)
+		} else {
+			keep = append(keep, w)
+		}
+	}
+	clear(l.waiters[len(keep):])
+	l.waiters = keep
+	l.waitMu.Unlock()
+	// Closed once the list is let go: a Flush registering need not wait
+	// for the woken ones to be readied.
+	for _, w := range l.met {
+		close(w.done)
+	}
+	clear(l.met)
+	l.met = l.met[:0]
+}
+
+// forget removes w from the waits (its Flush stopped waiting).
+func (l *eventLog) forget(w *flushWaiter) {
+	l.waitMu.Lock()
+	defer l.waitMu.Unlock()
+	if i := slices.Index(l.waiters, w); i >= 0 {
+		l.waiters = slices.Delete(l.waiters, i, i+1)
+	}
 }
 
 // logEntry is an event and the execution that emitted it (nil for events
@@ -215,7 +218,7 @@ func (l *eventLog) Enqueue(ev event.Event, owner fencer) {
 	sh := &l.shards[maphash.String(l.seed, ev.Thread)%logShards]
 	sh.mu.Lock()
 	sh.pending = append(sh.pending, logEntry{ev, owner})
-	sh.enqueued++
+	sh.enqueued.Add(1)
 	sh.mu.Unlock()
 	l.held.Add(1)
 	if l.asleep.Load() && l.asleep.CompareAndSwap(true, false) {
@@ -271,28 +274,26 @@ func signal(c chan struct{}) {
 // events stay queued), so that a request answers 503 rather than hanging.
 func (l *eventLog) Flush(ctx context.Context) error {
 	down := *l.down.Load() // before registering: an outage that begins later closes it
-	var (
-		w     *flushWaiter
-		waits uint64 // bit i: registered in shard i
-	)
+	// Every Enqueue that returned before this call counted its event in
+	// enqueued: these targets cover them, without a shard's lock.
+	w := &flushWaiter{}
 	for i := range l.shards {
-		sh := &l.shards[i]
-		sh.mu.Lock()
-		if target := sh.enqueued; sh.written.Load() < target {
-			if w == nil {
-				w = &flushWaiter{done: make(chan struct{})}
-				w.left.Store(1)
-			}
-			w.left.Add(1)
-			sh.waiters = append(sh.waiters, shardWait{target, w})
-			waits |= 1 << i
-		}
-		sh.mu.Unlock()
+		w.target[i] = l.shards[i].enqueued.Load()
 	}
-	if w == nil {
+	if l.caughtUp(&w.target) {
 		return nil
 	}
-	w.release() // registered everywhere: the writer may close done now
+	w.done = make(chan struct{})
+	l.waitMu.Lock()
+	// Looked at again under waitMu: the writer counts a batch written
+	// before it takes waitMu to release, so either this sees the count or
+	// that release sees w.
+	if l.caughtUp(&w.target) {
+		l.waitMu.Unlock()
+		return nil
+	}
+	l.waiters = append(l.waiters, w)
+	l.waitMu.Unlock()
 	signal(l.hurry)
 	select {
 	case <-w.done:
@@ -300,15 +301,9 @@ func (l *eventLog) Flush(ctx context.Context) error {
 	case <-down:
 	case <-ctx.Done():
 	}
-	select {
-	case <-w.done: // written after all: as if it had been seen first
+	l.forget(w)
+	if l.caughtUp(&w.target) { // written after all: as if it had been seen first
 		return nil
-	default:
-	}
-	for i := range l.shards {
-		if waits&(1<<i) != 0 {
-			l.shards[i].forget(w)
-		}
 	}
 	select {
 	case <-down:
@@ -375,9 +370,10 @@ func (l *eventLog) loop() {
 			if p.whole != nil && sh.spare == nil {
 				sh.spare = p.whole[:0]
 			}
-			sh.advanceLocked(uint64(p.n))
 			sh.mu.Unlock()
+			sh.written.Add(uint64(p.n))
 		}
+		l.release()
 		l.broadcast() // for an Enqueue waiting past the limit
 	}
 }
@@ -553,10 +549,11 @@ func (l *eventLog) drop() {
 		n := len(sh.pending)
 		clear(sh.pending)
 		sh.pending = sh.pending[:0]
-		sh.advanceLocked(uint64(n))
+		sh.written.Add(uint64(n))
 		sh.mu.Unlock()
 		l.held.Add(-int64(n))
 	}
+	l.release()
 	l.broadcast()
 }
 
