@@ -333,6 +333,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	ln = budget.Listen(ln)
+	ln = api.Listen(ln, srv.IdleTimeout) // a detached stream's connection comes back for the next request
 	log.Info("agentchat listening", "addr", ln.Addr().String(), "store", mustKind(cfg), "llm", model.Name(), "models", len(models.List("")), "tools", len(tools.List()))
 	fmt.Fprintf(stdout, "agentchat is listening on http://%s (model: %s)\n", ln.Addr(), model.Name())
 	fmt.Fprintf(stdout, "Open the console in a browser: %s\n", consoleURL(ln.Addr()))

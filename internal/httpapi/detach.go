@@ -12,37 +12,53 @@ import (
 	"github.com/agentchat/agentchat/internal/event"
 )
 
-// An idle stream on HTTP/1.1 is detached from net/http: once its headers
-// and preamble are out and it has nothing to send, it takes its connection
+// A stream on HTTP/1.1 is detached from net/http: once its headers and
+// preamble are out and it has nothing to send, it takes its connection
 // (Hijack), its handler returns, and it parks with no goroutine at all. While
 // a handler runs, net/http holds the connection's buffers (4 KiB read, 4 KiB
 // write, 2 KiB for the response), the connection's goroutine with the stack
 // the request grew, and a goroutine reading ahead for the client's leave:
 // about 25 KiB a stream, before the collector's headroom, for a stream that
-// may wait for hours. Parked, a stream holds its own state, its
-// subscription, its connection and two timers.
+// may wait for hours, or follow a run for minutes. Parked, a stream holds
+// its own state, its subscription, its connection and two timers.
 //
 // A parked stream is woken by its subscription (run.Stream.Notify), its
 // ping and check timers, and the server's Close; a short-lived goroutine
 // then does what the stream's loop (sseStream.serve) would do on that wake,
-// without blocking, and parks it again (step). A client that left is heard
-// by one goroutine for all parked streams (leaveWatcher: an epoll set on
-// Linux), and else found by the next write: the keep-alive pings write
+// without blocking: it writes everything queued by then, so a burst of
+// tokens is one wake, and parks it again (step). A client that left is
+// heard by one goroutine for all parked streams (leaveWatcher: an epoll set
+// on Linux), and else found by the next write: the keep-alive pings write
 // every ping interval, so a parked stream of a client gone is freed within
 // two of them (the first write after the client's close may still be taken
 // by the socket).
 //
-// Only thread streams between runs detach (run.Stream.Idle), and only on
-// HTTP/1.1 GETs whose body net/http chunks: HTTP/2 cannot hijack, and a
-// chat's stream, which ends with its run, keeps its connection for the
-// client's next request. A detached stream writes the chunked body itself
-// and closes its connection when it ends, after the body's last chunk.
+// Every stream detaches: thread streams between runs (run.Stream.Idle) at
+// once, and any stream that waits once it has been open for Config.DetachAfter:
+// thread streams while a run streams, run streams, and the streams a POST
+// starts (a chat, an AG-UI run, a chain), whose body was read whole. Only
+// on HTTP/1.1, where net/http chunks the body: HTTP/2 cannot hijack. A
+// detached stream writes the chunked body itself and, when it ends, the
+// body's last chunk; then its connection waits for the client's next
+// request and goes back to net/http (keep.go), or is closed.
+//
+// A stream with a run to follow detaches only once it has been open for
+// Config.DetachAfter (250 ms): detaching and keeping the connection for the
+// next request cost a hijack, epoll calls and a new net/http connection,
+// nothing beside a run of seconds but a fifth more CPU for a one-token chat
+// (docs/benchmarks.md, seventh round), which ends before.
 
 // detacher is a stream route's context, which a detached stream keeps
 // after its handler returned: net/http cancels the request's context then.
 type detacher struct {
 	cancel context.CancelFunc // ends the stream's context
 	unhook func() bool        // stops the request's context from cancelling it
+	// read is set once the request's body was read whole (readBody): what
+	// follows on the connection is the client's next request.
+	read bool
+	// keep is set when the connection may serve the client's next request
+	// after the stream (keep.go).
+	keep bool
 }
 
 type detacherKey struct{}
@@ -63,11 +79,24 @@ func detachable(h http.Handler) http.Handler {
 // its detacher if so.
 func canDetach(r *http.Request, h http.Header) *detacher {
 	d, _ := r.Context().Value(detacherKey{}).(*detacher)
-	if d == nil || r.ProtoMajor != 1 || r.ProtoMinor < 1 || r.Method != http.MethodGet ||
+	if d == nil || r.ProtoMajor != 1 || r.ProtoMinor < 1 || (r.Method != http.MethodGet && r.Method != http.MethodPost) ||
 		h.Get("Content-Length") != "" || h.Get("Transfer-Encoding") != "" {
 		return nil // net/http would not chunk the body, or cannot hand the connection over
 	}
+	if r.Body != http.NoBody && !d.read {
+		return nil // the body's rest would be read as the next request
+	}
+	// As net/http: a connection the client asked to close is closed. A TLS
+	// connection cannot be handed back under the listener's TLS.
+	d.keep = !r.Close && r.TLS == nil
 	return d
+}
+
+// bodyRead notes that r's body was read whole, for canDetach.
+func bodyRead(r *http.Request) {
+	if d, ok := r.Context().Value(detacherKey{}).(*detacher); ok {
+		d.read = true
+	}
 }
 
 // parking is a detached stream's wake state. Its goroutine runs only
@@ -93,15 +122,22 @@ func (ss *sseStream) detach() bool {
 	conn, brw, err := ss.rc.Hijack() // flushes what net/http holds
 	if err != nil {
 		ss.s.detached.remove(ss)
+		ss.d = nil // it will not detach later either
 		return false
 	}
 	// From here the stream's context ends only with the stream: the
 	// handler's return cancels the request's. A client that sent more than
-	// its GET (a pipelined request) is not served further: brw is dropped.
-	_ = brw
+	// its request (a pipelined one) is not served further: brw is dropped,
+	// and the connection closed at the stream's end.
+	if brw.Reader.Buffered() > 0 {
+		ss.d.keep = false
+	}
 	ss.d.unhook()
 	ss.conn, ss.w, ss.rc, ss.deadline = conn, nil, nil, time.Time{}
-	ss.watched = ss.s.leave.watch(ss, conn)
+	ss.watched = ss.s.leave.watch(conn, forLeave, func(bool) {
+		ss.d.cancel() // the client is gone: the stream's next round ends it
+		ss.wake(nil)
+	})
 	if info, ok := ss.ctx.Value(logInfoKey{}).(*logInfo); ok {
 		ss.info = info
 		info.detach()
@@ -240,13 +276,17 @@ func (ss *sseStream) writeConn(b []byte) bool {
 	return true
 }
 
-// closeConn ends a detached stream's body and closes its connection.
+// closeConn ends a detached stream's body, and keeps its connection for the
+// client's next request (keep.go) or closes it.
 func (ss *sseStream) closeConn() {
+	keep := ss.d.keep && ss.ctx.Err() == nil
 	if !ss.broken {
 		ss.writeConn([]byte("0\r\n\r\n")) // the body's last chunk
 	}
 	ss.s.leave.unwatch(ss.watched, ss.conn)
-	ss.conn.Close()
+	if ss.broken || !keep || !ss.s.keepConn(ss.conn) {
+		ss.conn.Close()
+	}
 	ss.d.cancel()
 	if ss.info != nil {
 		ss.info.end()

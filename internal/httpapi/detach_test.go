@@ -2,10 +2,15 @@ package httpapi_test
 
 import (
 	"bufio"
+	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
+	"regexp"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,7 +28,13 @@ func streamGoroutines() int {
 		}
 		buf = make([]byte, 2*len(buf))
 	}
-	return strings.Count(string(buf), "httpapi.(*sseStream)")
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") { // a goroutine's stack may hold several of its frames
+		if strings.Contains(g, "httpapi.(*sseStream)") {
+			n++
+		}
+	}
+	return n
 }
 
 // waitFor polls cond until it holds, failing the test after a bounded
@@ -176,5 +187,193 @@ func TestShutdownEndsParkedStreams(t *testing.T) {
 		if len(frames) != 1 || frames[0].Event != "error" || frames[0].Data["code"] != "server_shutdown" {
 			t.Fatalf("stream ended with %v", frames)
 		}
+	}
+}
+
+// Streams whose run is in progress detach too, in every dialect: the chats
+// a POST starts (native, the observable stream, the AI SDK's, AG-UI's run)
+// and a run's event stream. While the runs stream no goroutine serves them;
+// the frames go on to each dialect's end; and each connection then serves
+// the client's next request (keep.go). Not parallel: it counts the
+// process's goroutines.
+func TestActiveStreamsDetach(t *testing.T) {
+	g := newGate()
+	e := setup(t, options{model: g, ping: time.Hour})
+	serving0 := streamGoroutines()
+	formats := []string{"native", "conversation", "vercel", "agui"}
+	gauge := func(f string) string { return `agentchat_streams_open{format="` + f + `"}` }
+	before := e.scrape()
+
+	var reused atomic.Int32
+	trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) {
+		if i.Reused {
+			reused.Add(1)
+		}
+	}}
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	send := func(method, path, body string) *http.Response {
+		r, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), method, e.url+path, strings.NewReader(body))
+		r.Header.Set("Authorization", "Bearer "+alice)
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "text/event-stream")
+		resp, err := client.Do(r)
+		if err != nil || resp.StatusCode != 200 || resp.TransferEncoding == nil {
+			t.Fatalf("%s %s: %v %v", method, path, resp, err)
+		}
+		return resp
+	}
+	type stream struct {
+		name, end string // a line of the stream's last frame
+		resp      *http.Response
+		rd        *bufio.Reader
+		head      string // what came up to the first text
+	}
+	streams := []*stream{
+		{name: "native", end: `"event":"agent.end"`, resp: send("POST", "/v1/agent/chat", `{"input":"hi"}`)},
+		{name: "conversation", end: `"type":"done"`, resp: send("POST", "/v1/agent/chat?format=conversation", `{"input":"hi"}`)},
+		{name: "vercel", end: "data: [DONE]", resp: send("POST", "/v1/agent/chat?format=vercel-ai", `{"input":"hi"}`)},
+		{name: "agui", end: `"type":"RUN_FINISHED"`, resp: send("POST", "/api/v1/agent/runs",
+			`{"threadId":"","runId":"r1","messages":[{"id":"m1","role":"user","content":"hi"}],"tools":[],"context":[],"state":{},"forwardedProps":{}}`)},
+	}
+	firstText := func(st *stream) {
+		st.rd = bufio.NewReader(st.resp.Body)
+		for !strings.Contains(st.head, "Hello") {
+			line, err := st.rd.ReadString('\n')
+			if err != nil {
+				t.Fatalf("%s: %v after %q", st.name, err, st.head)
+			}
+			st.head += line
+		}
+	}
+	for _, st := range streams {
+		firstText(st)
+	}
+	// A run's event stream, opened while its run waits for the gate.
+	runID := regexp.MustCompile(`"runId":"([^"]+)"`).FindStringSubmatch(streams[0].head)
+	if runID == nil {
+		t.Fatalf("no run id in %q", streams[0].head)
+	}
+	events := &stream{name: "run events", end: `"event":"agent.end"`, resp: send("GET", "/v1/agent/runs/"+runID[1]+"/events", "")}
+	firstText(events)
+	streams = append(streams, events)
+
+	waitFor(t, "active streams parked", func() bool { return streamGoroutines() == serving0 })
+	open := e.scrape()
+	for _, f := range formats {
+		want := before[gauge(f)] + 1
+		if f == "native" {
+			want++ // the chat's and the run's event stream
+		}
+		if open[gauge(f)] != want {
+			t.Errorf("%s: %v open streams, want %v", gauge(f), open[gauge(f)], want)
+		}
+	}
+
+	close(g.release)
+	for _, st := range streams {
+		rest, err := io.ReadAll(st.rd)
+		if err != nil || !strings.Contains(string(rest), st.end) || !strings.Contains(string(rest), "gate.") {
+			t.Fatalf("%s ended with %q, %v; want the rest of the text and %s", st.name, rest, err, st.end)
+		}
+		st.resp.Body.Close()
+	}
+	waitFor(t, "streams closed", func() bool {
+		now := e.scrape()
+		for _, f := range formats {
+			if now[gauge(f)] != before[gauge(f)] {
+				return false
+			}
+		}
+		return true
+	})
+	// The connections serve the client's next requests.
+	reused.Store(0)
+	for range streams {
+		resp := send("POST", "/v1/agent/chat", `{"input":"again"}`)
+		if rest, err := io.ReadAll(resp.Body); err != nil || !strings.Contains(string(rest), `"event":"agent.end"`) {
+			t.Fatalf("next chat: %q, %v", rest, err)
+		}
+		resp.Body.Close()
+	}
+	if reused.Load() != int32(len(streams)) {
+		t.Fatalf("%d of %d requests reused a connection after the detached streams ended", reused.Load(), len(streams))
+	}
+}
+
+// A client that leaves while its run streams frees its detached stream at
+// once (the open-stream gauge and the goroutines return); the run goes on
+// to its end, and the client can watch it again by its events.
+func TestActiveStreamLeaveKeepsTheRun(t *testing.T) {
+	g := newGate()
+	e := setup(t, options{model: g, ping: time.Hour})
+	serving0 := streamGoroutines()
+	gauge := `agentchat_streams_open{format="native"}`
+	open0 := e.scrape()[gauge]
+	rd, resp := e.stream(req{method: "POST", path: "/v1/agent/chat", token: alice, body: map[string]any{"input": "hi"}})
+	start := readNative(t, rd, "agent.start")
+	runID, _ := start[len(start)-1].Data["runId"].(string)
+	<-g.started
+	waitFor(t, "stream parked", func() bool { return streamGoroutines() == serving0 && e.scrape()[gauge] == open0+1 })
+	resp.Body.Close()
+	e.client.CloseIdleConnections()
+	waitFor(t, "stream freed", func() bool { return e.scrape()[gauge] == open0 })
+	close(g.release)
+	rd, resp = e.stream(req{method: "GET", path: "/v1/agent/runs/" + runID + "/events", token: alice})
+	defer resp.Body.Close()
+	frames := readNative(t, rd, "")
+	if end := frames[len(frames)-1]; end.Event != "agent.end" || end.Data["status"] != "succeeded" {
+		t.Fatalf("the run ended with %v", end)
+	}
+	if got := streamGoroutines(); got != serving0 {
+		t.Fatalf("%d goroutines serve streams, want %d", got, serving0)
+	}
+}
+
+// Close during a run: a detached chat stream says why it ends, in its
+// dialect, and ends its body cleanly.
+func TestShutdownEndsActiveStreams(t *testing.T) {
+	g := newGate()
+	e := setup(t, options{model: g, ping: time.Hour})
+	t.Cleanup(func() { close(g.release) })
+	serving0 := streamGoroutines()
+	rd, _ := e.stream(req{method: "POST", path: "/v1/agent/chat", token: alice, body: map[string]any{"input": "hi"}})
+	readNative(t, rd, "agent.delta")
+	waitFor(t, "stream parked", func() bool { return streamGoroutines() == serving0 })
+	e.api.Close()
+	frames := readNative(t, rd, "") // to the body's end: a cut body fails here
+	if len(frames) == 0 || frames[len(frames)-1].Event != "error" || frames[len(frames)-1].Data["code"] != "server_shutdown" {
+		t.Fatalf("stream ended with %v", frames)
+	}
+}
+
+// On HTTP/2 a chat's stream is served by its handler, as before.
+func TestActiveStreamOnHTTP2StaysInItsHandler(t *testing.T) {
+	g := newGate()
+	e := setup(t, options{model: g, ping: time.Hour})
+	srv := httptest.NewUnstartedServer(e.api)
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	serving0 := streamGoroutines()
+	r, _ := http.NewRequest("POST", srv.URL+"/v1/agent/chat", strings.NewReader(`{"input":"hi"}`))
+	r.Header.Set("Authorization", "Bearer "+alice)
+	resp, err := srv.Client().Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.ProtoMajor != 2 || resp.StatusCode != 200 {
+		t.Fatalf("%s %d", resp.Proto, resp.StatusCode)
+	}
+	rd := ssetest.NewReader(resp.Body)
+	readNative(t, rd, "agent.delta")
+	<-g.started
+	if got := streamGoroutines(); got != serving0+1 {
+		t.Fatalf("%d goroutines serve streams, want %d", got, serving0+1)
+	}
+	close(g.release)
+	if frames := readNative(t, rd, ""); frames[len(frames)-1].Event != "agent.end" {
+		t.Fatalf("the HTTP/2 stream ended with %v", frames[len(frames)-1])
 	}
 }

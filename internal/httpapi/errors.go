@@ -178,6 +178,9 @@ func readBody(r *http.Request) ([]byte, error) {
 		// the server's discard of the rest fails fast and drops the connection.)
 		_ = rc.SetReadDeadline(time.Time{})
 	}
+	if err == nil {
+		bodyRead(r) // a stream answering r may detach (detach.go)
+	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return nil, apiErr(http.StatusRequestTimeout, errcode.BodyTimeout, "the request body did not arrive in time")
 	}

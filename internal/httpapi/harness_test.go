@@ -241,6 +241,7 @@ func setup(t *testing.T, o options) *env {
 		}
 	}
 	api := httpapi.New(httpapi.Config{Runs: runs, Tools: reg, Auth: authn, PingInterval: o.ping, MaxBodyBytes: 64 << 10,
+		DetachAfter: time.Nanosecond, // every HTTP/1.1 stream serves the suite detached (detach.go)
 		CORSOrigins: o.corsOrigins, BodyTimeout: o.bodyTimeout, Retrieval: parts.retrieval, Compactor: parts.compactor,
 		Telemetry: tel, Health: health, MetricsToken: metricsToken, Agents: agents, Models: models, Files: files, Usage: st, Limits: limits})
 	srv := httptest.NewUnstartedServer(api)
@@ -248,6 +249,7 @@ func setup(t *testing.T, o options) *env {
 		srv.Listener = o.budget.Listen(srv.Listener)
 		srv.Config.ConnContext = fdbudget.ConnContext
 	}
+	srv.Listener = api.Listen(srv.Listener, 0)
 	srv.Start()
 	e := &env{t: t, url: srv.URL, client: &http.Client{Transport: validating{t, &http.Transport{}}}, store: st, runs: runs, api: api, srv: srv, dbPath: o.dbPath, tel: tel,
 		agents: agents, authn: authn}

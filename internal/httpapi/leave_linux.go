@@ -6,25 +6,36 @@ import (
 	"syscall"
 )
 
-// leaveWatcher hears parked streams' clients leave with no goroutine per
-// stream: one epoll set holds their sockets for EPOLLRDHUP (the client's
-// FIN) and one goroutine waits on it, as net/http's backgroundRead did for
-// each connection. A socket is added once (EPOLLONESHOT): its stream ends
-// when it fires. The runtime's own poller cannot be asked for this without
-// a goroutine blocked in a Read.
+// leaveWatcher hears parked connections with no goroutine per connection:
+// one epoll set holds their sockets and one goroutine waits on it, as
+// net/http's backgroundRead did for each connection. A parked stream's
+// socket is watched for EPOLLRDHUP (the client's FIN: the stream ends); a
+// kept connection's (keep.go) for that or EPOLLIN (the client's next
+// request). A socket is added once (EPOLLONESHOT): its callback runs when
+// it fires, on the watcher's goroutine. The runtime's own poller cannot be
+// asked for this without a goroutine blocked in a Read.
 type leaveWatcher struct {
 	mu      sync.Mutex
 	epfd    int
 	wake    [2]int // a pipe in the set, written to stop the watcher
-	streams map[int32]*sseStream
+	fired   map[int32]func(leave bool)
 	next    int32
 	started bool
 	stopped chan struct{}
 }
 
-// watch adds ss's connection; 0 when it cannot (the stream is then left to
-// find its client's leave by its pings' writes).
-func (w *leaveWatcher) watch(ss *sseStream, conn net.Conn) int32 {
+// Whether a watch waits for the client's leave only, or for its next
+// request too.
+const (
+	forLeave   = syscall.EPOLLRDHUP
+	forRequest = syscall.EPOLLRDHUP | syscall.EPOLLIN
+)
+
+// watch adds conn for what (forLeave, forRequest): fired runs once, with
+// leave set when the client closed its side or the socket failed. It
+// returns 0 when it cannot (the caller is then left without: a stream
+// finds its client's leave by its pings' writes).
+func (w *leaveWatcher) watch(conn net.Conn, what uint32, fired func(leave bool)) int32 {
 	raw := rawConn(conn)
 	if raw == nil {
 		return 0
@@ -38,7 +49,7 @@ func (w *leaveWatcher) watch(ss *sseStream, conn net.Conn) int32 {
 		if w.next++; w.next <= 0 {
 			w.next = 1
 		}
-		if _, used := w.streams[w.next]; !used {
+		if _, used := w.fired[w.next]; !used {
 			break
 		}
 	}
@@ -46,23 +57,24 @@ func (w *leaveWatcher) watch(ss *sseStream, conn net.Conn) int32 {
 	var err error
 	cerr := raw.Control(func(fd uintptr) {
 		err = syscall.EpollCtl(w.epfd, syscall.EPOLL_CTL_ADD, int(fd),
-			&syscall.EpollEvent{Events: syscall.EPOLLRDHUP | syscall.EPOLLONESHOT, Fd: token})
+			&syscall.EpollEvent{Events: what | syscall.EPOLLONESHOT, Fd: token})
 	})
 	if cerr != nil || err != nil {
 		return 0
 	}
-	w.streams[token] = ss
+	w.fired[token] = fired
 	return token
 }
 
-// unwatch removes the connection of the stream watched as token; before
-// the connection closes.
+// unwatch removes the connection watched as token; before the connection
+// closes or goes elsewhere. Its callback may still run once if the socket
+// fired just before: callbacks allow for that.
 func (w *leaveWatcher) unwatch(token int32, conn net.Conn) {
 	if token == 0 {
 		return
 	}
 	w.mu.Lock()
-	delete(w.streams, token)
+	delete(w.fired, token)
 	epfd := w.epfd
 	w.mu.Unlock()
 	if raw := rawConn(conn); raw != nil {
@@ -86,12 +98,12 @@ func (w *leaveWatcher) start() bool {
 		syscall.Close(w.wake[1])
 		return false
 	}
-	w.epfd, w.started, w.streams, w.stopped = epfd, true, map[int32]*sseStream{}, make(chan struct{})
+	w.epfd, w.started, w.fired, w.stopped = epfd, true, map[int32]func(bool){}, make(chan struct{})
 	go w.run()
 	return true
 }
 
-// run waits for leaves and ends their streams, until stop.
+// run waits for the sockets and runs their callbacks, until stop.
 func (w *leaveWatcher) run() {
 	defer close(w.stopped)
 	events := make([]syscall.EpollEvent, 64)
@@ -108,17 +120,18 @@ func (w *leaveWatcher) run() {
 				return // stop
 			}
 			w.mu.Lock()
-			ss := w.streams[ev.Fd]
+			fired := w.fired[ev.Fd]
+			delete(w.fired, ev.Fd) // one-shot: it fires once
 			w.mu.Unlock()
-			if ss != nil {
-				ss.d.cancel() // the client is gone: the stream's next round ends it
-				ss.wake(nil)
+			if fired != nil {
+				fired(ev.Events&(syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) != 0)
 			}
 		}
 	}
 }
 
-// stop ends the watcher's goroutine, once no stream is parked.
+// stop ends the watcher's goroutine, once no stream is parked and no
+// connection kept.
 func (w *leaveWatcher) stop() {
 	w.mu.Lock()
 	started := w.started

@@ -34,6 +34,7 @@ const (
 	DefaultMaxBodyBytes = 1 << 20
 	DefaultBodyTimeout  = 30 * time.Second
 	DefaultPingInterval = 15 * time.Second
+	DefaultDetachAfter  = 250 * time.Millisecond
 )
 
 // Config configures the HTTP surface. Zero values mean the defaults.
@@ -49,6 +50,10 @@ type Config struct {
 	// a connection and a goroutine for as long as it likes.
 	BodyTimeout  time.Duration
 	PingInterval time.Duration // default DefaultPingInterval
+	// DetachAfter is how long a stream with a run to follow is served by
+	// its handler before it detaches from net/http (detach.go); default
+	// DefaultDetachAfter.
+	DetachAfter time.Duration
 	// HistoryLocation is the time zone that cuts the history's days. Default UTC.
 	HistoryLocation *time.Location
 	// ChainHardLimit caps a chain's max_steps (CHAIN_HARD_LIMIT). Default chain.DefaultHardLimit.
@@ -91,6 +96,7 @@ type Server struct {
 	maxBody        int64
 	bodyTimeout    time.Duration
 	ping           time.Duration
+	detachAfter    time.Duration // Config.DetachAfter
 	historyLoc     *time.Location
 	chainHardLimit int
 	mux            *http.ServeMux
@@ -113,14 +119,15 @@ type Server struct {
 	// Close can wake them and wait for their goodbyes:
 	// http.Server.Shutdown knows them not.
 	detached detachedSet
-	leave    leaveWatcher // hears parked streams' clients leave
+	leave    leaveWatcher // hears parked streams' clients leave, and kept connections' next requests
+	keep     keeper       // connections kept for the client's next request (keep.go)
 }
 
 // New builds the server and its routes.
 func New(cfg Config) *Server {
 	s := &Server{
 		runs: cfg.Runs, auth: cfg.Auth, tools: cfg.Tools, log: cfg.Logger,
-		tenantHeader: cfg.TenantHeader, maxBody: cfg.MaxBodyBytes, bodyTimeout: cfg.BodyTimeout, ping: cfg.PingInterval, historyLoc: cfg.HistoryLocation,
+		tenantHeader: cfg.TenantHeader, maxBody: cfg.MaxBodyBytes, bodyTimeout: cfg.BodyTimeout, ping: cfg.PingInterval, detachAfter: cfg.DetachAfter, historyLoc: cfg.HistoryLocation,
 		chainHardLimit: cfg.ChainHardLimit, retrieval: cfg.Retrieval, compactor: cfg.Compactor,
 		tel: cfg.Telemetry, health: cfg.Health, metricsToken: cfg.MetricsToken, agents: cfg.Agents, models: cfg.Models, files: cfg.Files,
 		usage: cfg.Usage, limits: cfg.Limits,
@@ -133,6 +140,7 @@ func New(cfg Config) *Server {
 	s.maxBody = cmp.Or(s.maxBody, DefaultMaxBodyBytes)
 	s.bodyTimeout = cmp.Or(s.bodyTimeout, DefaultBodyTimeout)
 	s.ping = cmp.Or(s.ping, DefaultPingInterval)
+	s.detachAfter = cmp.Or(s.detachAfter, DefaultDetachAfter)
 	if s.historyLoc == nil {
 		s.historyLoc = time.UTC
 	}
@@ -156,6 +164,10 @@ func (s *Server) routes() {
 	stream := func(pattern string, h handlerFunc) {
 		s.mux.Handle(pattern, detachable(s.authenticate(s.wrap(pattern, h), true))) // detach.go
 	}
+	// A POST that answers with a stream; the token only in its header.
+	streamPost := func(pattern string, h handlerFunc) {
+		s.mux.Handle(pattern, detachable(s.authenticate(s.wrap(pattern, h), false)))
+	}
 
 	open("GET /healthz", s.healthz)
 	open("GET /readyz", s.readyz)
@@ -178,7 +190,7 @@ func (s *Server) routes() {
 	api("GET /v1/feedback", s.listFeedback)                    // feedback.go
 	stream("GET /v1/conversations/{id}/events", s.conversationEvents)
 
-	api("POST /v1/agent/chat", s.chat)
+	streamPost("POST /v1/agent/chat", s.chat)
 	stream("GET /v1/agent/chat/{chatId}/stream", s.vercelResume) // AI SDK resume: vercel.go
 	api("GET /v1/agent/runs/{runId}", s.getRun)
 	stream("GET /v1/agent/runs/{runId}/events", s.runEvents)
@@ -190,13 +202,13 @@ func (s *Server) routes() {
 	api("GET /v1/tools", s.listTools)
 
 	// AG-UI (seeds 001 and 004): agui.go, history.go.
-	api("POST /api/v1/agent/runs", s.aguiRun)
+	streamPost("POST /api/v1/agent/runs", s.aguiRun)
 	stream("GET /api/v1/agent/runs/{threadId}/events", s.aguiEvents)
 	api("GET /api/v1/agent/history", s.aguiHistory)
 
 	// Chain stream (seed 003): chain.go.
 	stream("GET /v1/chain/stream", s.chainStream)
-	api("POST /v1/chain/stream", s.chainStream)
+	streamPost("POST /v1/chain/stream", s.chainStream)
 	s.contextRoutes(api)      // knowledge.go
 	s.agentRoutes(api)        // agents.go
 	s.fileRoutes(api, stream) // files.go
@@ -365,6 +377,7 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 func (s *Server) Close() {
 	s.closeOnce.Do(func() { close(s.closing) })
 	s.detached.close()
+	s.closeKept()
 	s.leave.stop()
 }
 

@@ -70,6 +70,7 @@ type sseStream struct {
 	st       *run.Stream
 	enc      dialect.Exchange
 	deadline time.Time // the connection's write deadline
+	opened   time.Time // when its preamble went out
 	// d is set when the stream may detach from net/http; conn and pk once
 	// it has (detach.go), with info, its request's log, watched, its
 	// leaveWatcher token, and broken once a write to conn failed.
@@ -122,6 +123,7 @@ func (ss *sseStream) open() bool {
 	if !ss.write(out) {
 		return false
 	}
+	ss.opened = time.Now()
 	ss.ping = time.NewTicker(ss.s.ping)
 	ss.check = time.NewTimer(time.Hour)
 	ss.arm()
@@ -133,15 +135,24 @@ func (ss *sseStream) open() bool {
 // detached (detach.go) to wait elsewhere.
 func (ss *sseStream) serve() (detached bool) {
 	done := ss.ctx.Done()
+	var later <-chan time.Time // a stream that may detach looks again after Config.DetachAfter
+	if ss.d != nil {
+		t := time.NewTimer(ss.s.detachAfter)
+		defer t.Stop()
+		later = t.C
+	}
 	wait := !ss.st.Pending()
 	for {
 		if wait {
-			if ss.d != nil && ss.conn == nil && ss.st.Idle() && ss.detach() {
+			if ss.d != nil && ss.conn == nil && (ss.st.Idle() || time.Since(ss.opened) >= ss.s.detachAfter) && ss.detach() {
 				return true
 			}
 			select {
 			case <-done:
 				return false
+			case <-later:
+				later = nil
+				continue
 			case <-ss.s.closing:
 				ss.abort(event.ErrorInfo{Code: errcode.ServerShutdown, Message: "the server is restarting; reconnect with Last-Event-ID to continue"})
 				return false
