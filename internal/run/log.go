@@ -7,6 +7,7 @@ import (
 	"hash/maphash"
 	"log/slog"
 	"runtime/pprof"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,12 +49,26 @@ type eventLog struct {
 	// lock of its own).
 	asleep atomic.Bool
 
-	// mu guards outage and the waits on flushed: a Flush for its shards'
-	// events to be written, an Enqueue for room (past limit) or for its
-	// owner to be fenced. Enqueue's fast path never takes it.
-	mu       sync.Mutex
-	flushed  *sync.Cond // events were written or taken, an outage began, an owner was fenced, or the log closed
-	outage   time.Time  // when the store became unavailable; zero while it answers
+	// mu guards outage and the waits on flushed: an Enqueue's for room
+	// (past limit) or for its owner to be fenced. Neither Enqueue's fast
+	// path nor Flush takes it: Flush waits on its own channel, closed by
+	// the writer (flushWaiter), since a thousand runs ending at once all
+	// woken by every batch to re-take this one lock was a convoy (the
+	// mutex profile, docs/benchmarks.md "the event log's Flush").
+	mu      sync.Mutex
+	flushed *sync.Cond // events were written or taken, an owner was fenced, or the log closed
+	outage  time.Time  // when the store became unavailable; zero while it answers
+	// waitMu guards waiters: the Flush calls waiting for their events,
+	// each taking it once to register (and once more if it stops waiting
+	// early), the writer once per batch to release those whose events are
+	// all written.
+	waitMu  sync.Mutex
+	waiters []*flushWaiter
+	met     []*flushWaiter // release's list of the waits to close, kept between batches (the writer's alone)
+	// down is closed when an outage begins (so that a waiting Flush
+	// answers "unavailable" at once) and replaced when it ends; swapped
+	// under mu, read without it.
+	down     atomic.Pointer[chan struct{}]
 	wake     chan struct{}
 	hurry    chan struct{} // a Flush is waiting: commit without lingering
 	giveUp   chan struct{} // closed by GiveUp: stop retrying
@@ -73,9 +88,61 @@ type logShard struct {
 	mu       sync.Mutex
 	pending  []logEntry
 	spare    []logEntry    // the last batch's array, reused for the next pending
-	enqueued uint64        // events ever enqueued here
+	enqueued atomic.Uint64 // events ever enqueued here; moved under mu, read without it
 	written  atomic.Uint64 // events ever written (or given up on) from here: a prefix of them
 	_        [64]byte      // keeps neighbouring shards' locks off one cache line
+}
+
+// flushWaiter is one Flush call's wait: done is closed once every shard has
+// written target. The writer closes it, once, when that is so, rather than
+// waking every Flush on every batch to look.
+type flushWaiter struct {
+	target [logShards]uint64
+	done   chan struct{}
+}
+
+// caughtUp reports whether every event enqueued before target was read is
+// written (or given up on).
+func (l *eventLog) caughtUp(target *[logShards]uint64) bool {
+	for i := range l.shards {
+		if l.shards[i].written.Load() < target[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// release closes the waits of the Flush calls whose events are all written
+// now; the writer calls it after counting events written.
+func (l *eventLog) release() {
+	l.waitMu.Lock()
+	keep := l.waiters[:0]
+	for _, w := range l.waiters {
+		if l.caughtUp(&w.target) {
+			l.met = append(l.met, w)
+		} else {
+			keep = append(keep, w)
+		}
+	}
+	clear(l.waiters[len(keep):])
+	l.waiters = keep
+	l.waitMu.Unlock()
+	// Closed once the list is let go: a Flush registering need not wait
+	// for the woken ones to be readied.
+	for _, w := range l.met {
+		close(w.done)
+	}
+	clear(l.met)
+	l.met = l.met[:0]
+}
+
+// forget removes w from the waits (its Flush stopped waiting).
+func (l *eventLog) forget(w *flushWaiter) {
+	l.waitMu.Lock()
+	defer l.waitMu.Unlock()
+	if i := slices.Index(l.waiters, w); i >= 0 {
+		l.waiters = slices.Delete(l.waiters, i, i+1)
+	}
 }
 
 // logEntry is an event and the execution that emitted it (nil for events
@@ -131,6 +198,8 @@ func newEventLog(st store.Store, log *slog.Logger) *eventLog {
 	// quit included (their labels are added to quit's).
 	l.quit, l.quitNow = context.WithCancel(pprof.WithLabels(context.Background(), pprof.Labels("role", "event-log")))
 	l.flushed = sync.NewCond(&l.mu)
+	up := make(chan struct{})
+	l.down.Store(&up)
 	go func() {
 		pprof.SetGoroutineLabels(l.quit)
 		l.loop()
@@ -149,7 +218,7 @@ func (l *eventLog) Enqueue(ev event.Event, owner fencer) {
 	sh := &l.shards[maphash.String(l.seed, ev.Thread)%logShards]
 	sh.mu.Lock()
 	sh.pending = append(sh.pending, logEntry{ev, owner})
-	sh.enqueued++
+	sh.enqueued.Add(1)
 	sh.mu.Unlock()
 	l.held.Add(1)
 	if l.asleep.Load() && l.asleep.CompareAndSwap(true, false) {
@@ -179,7 +248,8 @@ func (l *eventLog) waitForRoom(owner fencer) bool {
 	return true
 }
 
-// poke wakes whoever waits in Enqueue or Flush to look again (an owner was fenced).
+// poke wakes whoever waits in Enqueue to look again, and the writer to drop
+// the fenced owner's events (an owner was fenced).
 func (l *eventLog) poke() {
 	l.broadcast()
 	signal(l.hurry)
@@ -203,39 +273,44 @@ func signal(c chan struct{}) {
 // the store is unavailable it fails at once with store.ErrUnavailable (the
 // events stay queued), so that a request answers 503 rather than hanging.
 func (l *eventLog) Flush(ctx context.Context) error {
-	var target [logShards]uint64
-	behind := false
+	down := *l.down.Load() // before registering: an outage that begins later closes it
+	// Every Enqueue that returned before this call counted its event in
+	// enqueued: these targets cover them, without a shard's lock.
+	w := &flushWaiter{}
 	for i := range l.shards {
-		sh := &l.shards[i]
-		sh.mu.Lock()
-		target[i] = sh.enqueued
-		sh.mu.Unlock()
-		behind = behind || sh.written.Load() < target[i]
+		w.target[i] = l.shards[i].enqueued.Load()
 	}
-	if !behind {
+	if l.caughtUp(&w.target) {
 		return nil
 	}
-	caughtUp := func() bool {
-		for i := range l.shards {
-			if l.shards[i].written.Load() < target[i] {
-				return false
-			}
-		}
-		return true
+	w.done = make(chan struct{})
+	l.waitMu.Lock()
+	// Looked at again under waitMu: the writer counts a batch written
+	// before it takes waitMu to release, so either this sees the count or
+	// that release sees w.
+	if l.caughtUp(&w.target) {
+		l.waitMu.Unlock()
+		return nil
 	}
+	l.waiters = append(l.waiters, w)
+	l.waitMu.Unlock()
 	signal(l.hurry)
-	stop := context.AfterFunc(ctx, l.broadcast)
-	defer stop()
-	l.mu.Lock()
-	for !caughtUp() && ctx.Err() == nil && l.outage.IsZero() {
-		l.flushed.Wait()
+	select {
+	case <-w.done:
+		return nil
+	case <-down:
+	case <-ctx.Done():
 	}
-	down := !caughtUp() && !l.outage.IsZero()
-	l.mu.Unlock()
-	if down {
+	l.forget(w)
+	if l.caughtUp(&w.target) { // written after all: as if it had been seen first
+		return nil
+	}
+	select {
+	case <-down:
 		return store.ErrUnavailable
+	default:
+		return ctx.Err()
 	}
-	return ctx.Err()
 }
 
 // gathered is the part of a batch taken from one shard.
@@ -290,15 +365,16 @@ func (l *eventLog) loop() {
 			sh := &l.shards[p.shard]
 			if p.whole != nil {
 				clear(p.whole)
-				sh.mu.Lock()
-				if sh.spare == nil {
-					sh.spare = p.whole[:0]
-				}
-				sh.mu.Unlock()
 			}
+			sh.mu.Lock()
+			if p.whole != nil && sh.spare == nil {
+				sh.spare = p.whole[:0]
+			}
+			sh.mu.Unlock()
 			sh.written.Add(uint64(p.n))
 		}
-		l.broadcast()
+		l.release()
+		l.broadcast() // for an Enqueue waiting past the limit
 	}
 }
 
@@ -440,7 +516,7 @@ func (l *eventLog) unavailable(err error) {
 	first := l.outage.IsZero()
 	if first {
 		l.outage = time.Now()
-		l.flushed.Broadcast() // Flush callers answer "unavailable" now
+		close(*l.down.Load()) // Flush callers answer "unavailable" now
 	}
 	l.mu.Unlock()
 	if first {
@@ -454,7 +530,11 @@ func (l *eventLog) unavailable(err error) {
 func (l *eventLog) available() {
 	l.mu.Lock()
 	since := l.outage
-	l.outage = time.Time{}
+	if !since.IsZero() {
+		l.outage = time.Time{}
+		up := make(chan struct{})
+		l.down.Store(&up)
+	}
 	l.mu.Unlock()
 	if !since.IsZero() {
 		l.log.Info("event log: store available again; held events written", "outage", time.Since(since).Round(time.Millisecond))
@@ -473,6 +553,7 @@ func (l *eventLog) drop() {
 		sh.mu.Unlock()
 		l.held.Add(-int64(n))
 	}
+	l.release()
 	l.broadcast()
 }
 

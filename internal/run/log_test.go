@@ -2,10 +2,13 @@ package run
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/agentchat/agentchat/internal/event"
@@ -126,6 +129,122 @@ func TestEventLogFlushWaitsForItsEvents(t *testing.T) {
 		case rec.gate <- struct{}{}: // let one write through
 		}
 	}
+}
+
+// TestEventLogManyFlushers has many runs enqueue and Flush at once, over
+// and over: each Flush returns only once every event its run enqueued before
+// it is in the store.
+func TestEventLogManyFlushers(t *testing.T) {
+	rec := &appendRecorder{}
+	l := newEventLog(rec, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	defer l.Close(context.Background())
+	const runs, rounds = 200, 5
+	var wg sync.WaitGroup
+	for r := range runs {
+		wg.Go(func() {
+			thread := fmt.Sprint("c", r)
+			for round := range rounds {
+				seq := int64(round + 1)
+				l.Enqueue(event.Event{Thread: thread, Seq: seq}, nil)
+				if err := l.Flush(context.Background()); err != nil {
+					t.Error(err)
+					return
+				}
+				if !slices.ContainsFunc(rec.events(), func(ev event.Event) bool { return ev.Thread == thread && ev.Seq == seq }) {
+					t.Errorf("Flush returned before %s seq %d was written", thread, seq)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	wroteOnceInOrder(t, rec.events(), runs*rounds)
+	if n := waits(l); n != 0 {
+		t.Errorf("the shards still hold %d waits", n)
+	}
+}
+
+// waits counts the Flush calls waiting in l.
+func waits(l *eventLog) int {
+	l.waitMu.Lock()
+	defer l.waitMu.Unlock()
+	return len(l.waiters)
+}
+
+// TestEventLogFlushGivesUpWithTheLog holds the store's write until GiveUp
+// abandons it, with flushers arriving before and while it does: each returns,
+// with nil (its events counted as given up on) or store.ErrUnavailable, as
+// before the log gave up, and never waits on.
+func TestEventLogFlushGivesUpWithTheLog(t *testing.T) {
+	rec := &appendRecorder{gate: make(chan struct{})} // never opened: the write hangs until abandoned
+	l := newEventLog(rec, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	defer l.Close(context.Background())
+	const flushers = 100
+	errs := make(chan error, flushers)
+	var wg sync.WaitGroup
+	for i := range flushers {
+		l.Enqueue(event.Event{Thread: fmt.Sprint("c", i), Seq: 1}, nil)
+		wg.Go(func() { errs <- l.Flush(context.Background()) })
+		if i == flushers/2 {
+			wg.Go(l.GiveUp)
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil && !errors.Is(err, store.ErrUnavailable) {
+			t.Errorf("Flush: %v, want nil or %v", err, store.ErrUnavailable)
+		}
+	}
+}
+
+// TestEventLogFlushGivenUpByItsCaller cancels a Flush whose event's write is
+// held: it answers the context's error and leaves no wait behind, and a
+// later Flush still waits for the write.
+func TestEventLogFlushGivenUpByItsCaller(t *testing.T) {
+	rec := &appendRecorder{gate: make(chan struct{})}
+	l := newEventLog(rec, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	defer func() {
+		close(rec.gate)
+		l.Close(context.Background())
+	}()
+	l.Enqueue(event.Event{Thread: "c", Seq: 1}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := l.Flush(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Flush = %v, want %v", err, context.Canceled)
+	}
+	if n := waits(l); n != 0 {
+		t.Fatalf("the shards hold %d waits after the Flush returned", n)
+	}
+	flushed := make(chan error, 1)
+	go func() { flushed <- l.Flush(context.Background()) }()
+	rec.gate <- struct{}{}
+	if err := <-flushed; err != nil || len(rec.events()) != 1 {
+		t.Fatalf("Flush = %v with %d of 1 events written", err, len(rec.events()))
+	}
+}
+
+// BenchmarkEventLogFlush is runs ending at once: many goroutines each
+// enqueue an event of their own thread and Flush it, the store's write aside.
+func BenchmarkEventLogFlush(b *testing.B) {
+	l := newEventLog(discardAppends{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	defer l.Close(context.Background())
+	var next atomic.Int64
+	b.SetParallelism(64) // goroutines per core: runs, not cores
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		thread := fmt.Sprint("c", next.Add(1))
+		seq := int64(0)
+		for pb.Next() {
+			seq++
+			l.Enqueue(event.Event{Thread: thread, Seq: seq}, nil)
+			if err := l.Flush(context.Background()); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }
 
 // BenchmarkEventLogEnqueue is the token path's share of the log: many
