@@ -79,7 +79,7 @@ func NewReader(body io.Reader) *Reader {
 
 // take waits for the body's next byte without a buffer and then takes one.
 func (e *Reader) take() error {
-	for {
+	for empty := 0; ; empty++ {
 		n, err := e.first.body.Read(e.first.b[:])
 		if n == 1 {
 			e.first.has, e.first.err = true, err
@@ -87,6 +87,9 @@ func (e *Reader) take() error {
 		}
 		if err != nil {
 			return err
+		}
+		if empty == 100 { // as bufio gives up on a reader that returns nothing
+			return io.ErrNoProgress
 		}
 	}
 	e.r = buffers.Get().(*bufio.Reader)
