@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"crypto/tls"
 	"net"
 	"sync"
 	"syscall"
@@ -166,4 +167,35 @@ func rawConn(conn net.Conn) syscall.RawConn {
 		return nil
 	}
 	return raw
+}
+
+// directConn is conn's socket, for a direct round's writes (writeNow);
+// nil where bytes written to the socket would not be conn's own: under TLS.
+// A wrapper that offers NetConn (fdbudget's) passes writes through.
+func directConn(conn net.Conn) syscall.RawConn {
+	for c := conn; ; {
+		if _, ok := c.(*tls.Conn); ok {
+			return nil
+		}
+		u, ok := c.(interface{ NetConn() net.Conn })
+		if !ok {
+			break
+		}
+		c = u.NetConn()
+	}
+	return rawConn(conn)
+}
+
+// writeNow writes what of b the socket takes without waiting, and reports
+// how much. Any failure writes nothing here: a write that waits finds it.
+func writeNow(raw syscall.RawConn, b []byte) int {
+	var n int
+	var err error
+	if raw.Write(func(fd uintptr) bool {
+		n, err = syscall.Write(int(fd), b)
+		return true // never wait for the socket
+	}) != nil || err != nil || n < 0 {
+		return 0
+	}
+	return n
 }

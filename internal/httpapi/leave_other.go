@@ -2,7 +2,10 @@
 
 package httpapi
 
-import "net"
+import (
+	"net"
+	"syscall"
+)
 
 // leaveWatcher hears parked connections on Linux only (leave_linux.go);
 // elsewhere a parked stream finds its client gone by its pings' writes, and
@@ -19,3 +22,9 @@ const (
 func (*leaveWatcher) watch(net.Conn, uint32, func(bool)) int32 { return 0 }
 func (*leaveWatcher) unwatch(int32, net.Conn)                  {}
 func (*leaveWatcher) stop()                                    {}
+
+// directConn is nil here: a parked stream's rounds run on a goroutine.
+func directConn(net.Conn) syscall.RawConn { return nil }
+
+// writeNow is not called where directConn is nil.
+func writeNow(syscall.RawConn, []byte) int { return 0 }
