@@ -169,10 +169,11 @@ func rawConn(conn net.Conn) syscall.RawConn {
 	return raw
 }
 
-// directConn is conn's socket, for a direct round's writes (writeNow);
-// nil where bytes written to the socket would not be conn's own: under TLS.
-// A wrapper that offers NetConn (fdbudget's) passes writes through.
-func directConn(conn net.Conn) syscall.RawConn {
+// directConn is a writer to conn's socket for a direct round's writes
+// (writeNow); nil where bytes written to the socket would not be conn's
+// own: under TLS. A wrapper that offers NetConn (fdbudget's) passes writes
+// through.
+func directConn(conn net.Conn) *directWriter {
 	for c := conn; ; {
 		if _, ok := c.(*tls.Conn); ok {
 			return nil
@@ -183,19 +184,36 @@ func directConn(conn net.Conn) syscall.RawConn {
 		}
 		c = u.NetConn()
 	}
-	return rawConn(conn)
+	raw := rawConn(conn)
+	if raw == nil {
+		return nil
+	}
+	w := &directWriter{raw: raw}
+	w.f = func(fd uintptr) bool {
+		w.n, w.err = syscall.Write(int(fd), w.b)
+		return true // never wait for the socket
+	}
+	return w
+}
+
+// directWriter writes to a socket without waiting. Its function is made
+// once: one made per write would be two allocations per token.
+type directWriter struct {
+	raw syscall.RawConn
+	f   func(fd uintptr) bool
+	b   []byte
+	n   int
+	err error
 }
 
 // writeNow writes what of b the socket takes without waiting, and reports
 // how much. Any failure writes nothing here: a write that waits finds it.
-func writeNow(raw syscall.RawConn, b []byte) int {
-	var n int
-	var err error
-	if raw.Write(func(fd uintptr) bool {
-		n, err = syscall.Write(int(fd), b)
-		return true // never wait for the socket
-	}) != nil || err != nil || n < 0 {
+func writeNow(w *directWriter, b []byte) int {
+	w.b = b
+	err := w.raw.Write(w.f)
+	w.b = nil
+	if err != nil || w.err != nil || w.n < 0 {
 		return 0
 	}
-	return n
+	return w.n
 }

@@ -2,10 +2,7 @@
 
 package httpapi
 
-import (
-	"net"
-	"syscall"
-)
+import "net"
 
 // leaveWatcher hears parked connections on Linux only (leave_linux.go);
 // elsewhere a parked stream finds its client gone by its pings' writes, and
@@ -24,7 +21,10 @@ func (*leaveWatcher) unwatch(int32, net.Conn)                  {}
 func (*leaveWatcher) stop()                                    {}
 
 // directConn is nil here: a parked stream's rounds run on a goroutine.
-func directConn(net.Conn) syscall.RawConn { return nil }
+func directConn(net.Conn) *directWriter { return nil }
+
+// directWriter is Linux's (leave_linux.go).
+type directWriter struct{}
 
 // writeNow is not called where directConn is nil.
-func writeNow(syscall.RawConn, []byte) int { return 0 }
+func writeNow(*directWriter, []byte) int { return 0 }

@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/agentchat/agentchat/internal/bus"
@@ -84,14 +83,14 @@ type sseStream struct {
 	// raw is conn's socket where a direct round may write to it without
 	// waiting (directConn), direct is set during such a round, and rest
 	// holds what its writes left for the stream's goroutine (writeConn).
-	raw    syscall.RawConn
+	raw    *directWriter
 	direct bool
 	rest   []byte
 	ping   *time.Ticker
 	// check wakes a stream that heard nothing for a while to look at the
 	// log itself: a run's end reaches it even when its publish was lost.
 	check  *time.Timer
-	armed  bool // check may be running (arm)
+	armed  bool   // check may be running (arm)
 	closed func() // counts the stream closed
 }
 
