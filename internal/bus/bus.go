@@ -116,7 +116,7 @@ type Queue struct {
 	err    error
 	ready  chan struct{}
 	onStop func()
-	notify atomic.Pointer[func(direct bool)] // see Notify
+	notify atomic.Pointer[func()] // see Notify
 }
 
 // NewQueue makes a queue holding at most limit events (DefaultQueueLimit when
@@ -132,15 +132,6 @@ func NewQueue(limit int, onStop func()) *Queue {
 // whether the queue is still open; when it is not, the producer detaches it
 // (Push does not run onStop, so a producer may call it under its own lock).
 func (q *Queue) Push(ev event.Event) bool {
-	open := q.Add(ev)
-	q.notified(false)
-	return open
-}
-
-// Add is Push without running Notify's function: the producer calls Wake
-// once it holds no lock of its own, whether Add reported the queue open or
-// not (an overflow is a signal too).
-func (q *Queue) Add(ev event.Event) bool {
 	q.mu.Lock()
 	if q.err != nil {
 		q.mu.Unlock()
@@ -149,7 +140,7 @@ func (q *Queue) Add(ev event.Event) bool {
 	if len(q.items) >= q.limit {
 		q.err = ErrSlowConsumer
 		q.mu.Unlock()
-		q.ready1()
+		q.signal()
 		return false
 	}
 	if q.items == nil {
@@ -157,42 +148,26 @@ func (q *Queue) Add(ev event.Event) bool {
 	}
 	q.items = append(q.items, ev)
 	q.mu.Unlock()
-	q.ready1()
+	q.signal()
 	return true
 }
 
-// Wake runs Notify's function, direct, after Add: on the goroutine that
-// produced the event (the run's, on the in-process bus), holding no lock.
-func (q *Queue) Wake() { q.notified(true) }
-
 func (q *Queue) signal() {
-	q.ready1()
-	q.notified(false)
-}
-
-// ready1 puts the one signal on Ready, if it is not there already.
-func (q *Queue) ready1() {
 	select {
 	case q.ready <- struct{}{}:
 	default:
 	}
-}
-
-func (q *Queue) notified(direct bool) {
 	if f := q.notify.Load(); f != nil {
-		(*f)(direct)
+		(*f)()
 	}
 }
 
 // Notify makes f run each time Ready is signalled, for a consumer that
 // waits with no goroutine on Ready: f wakes it, and it then takes Ready's
 // signal without blocking. f runs on the producer's goroutine, sometimes
-// under the queue's lock: it must not block, and must not call the queue
-// unless direct. direct is set when it runs from Wake: the goroutine that
-// produced the event holds no lock, and f may do the consumer's work
-// there (Drain included), as long as it never waits. A signal sent before
-// Notify is on Ready only.
-func (q *Queue) Notify(f func(direct bool)) { q.notify.Store(&f) }
+// under the queue's lock: it must not block or call the queue. A signal
+// sent before Notify is on Ready only.
+func (q *Queue) Notify(f func()) { q.notify.Store(&f) }
 
 // Ready is signalled when events or the end are waiting.
 func (q *Queue) Ready() <-chan struct{} { return q.ready }

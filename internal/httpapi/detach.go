@@ -146,16 +146,9 @@ func (ss *sseStream) detach() bool {
 	ss.check.Stop()
 	ss.ping = nil
 	pk.ping = time.AfterFunc(ss.s.ping, func() { ss.wake(&pk.pingDue) })
-	ss.check, ss.armed = time.AfterFunc(time.Hour, func() { ss.wake(&pk.checkDue) }), true
+	ss.check = time.AfterFunc(time.Hour, func() { ss.wake(&pk.checkDue) })
 	ss.arm()
-	ss.raw = directConn(conn)
-	ss.st.Notify(func(direct bool) {
-		if direct {
-			ss.wakeDirect()
-		} else {
-			ss.wake(nil)
-		}
-	})
+	ss.st.Notify(func() { ss.wake(nil) })
 	pk.mu.Lock()
 	pk.live = true
 	pk.mu.Unlock()
@@ -182,63 +175,12 @@ func (ss *sseStream) wake(due *bool) {
 	pk.mu.Unlock()
 }
 
-// wakeDirect is a wake from the publisher's own goroutine, holding no lock
-// (bus.Queue.Wake: the run's goroutine, on the in-process bus). A stream
-// parked with nothing else due does its round right there rather than on a
-// goroutine started for it: per token, a goroutine's start, schedule and
-// exit fewer. The round writes without waiting (writeConn, direct): what
-// the socket does not take at once, and anything that would wait (the
-// stream's end, a timer's work, a write that failed), goes to a goroutine as
-// before. So the run never waits for its client, only encodes its frame and
-// makes one non-blocking write (docs/benchmarks.md, eighth round: CPU per
-// token).
-func (ss *sseStream) wakeDirect() {
-	pk := ss.pk
-	pk.mu.Lock()
-	switch {
-	case !pk.live || pk.over:
-		pk.mu.Unlock()
-		return
-	case pk.running:
-		pk.again = true
-		pk.mu.Unlock()
-		return
-	}
-	pk.running = true
-	due := pk.pingDue || pk.checkDue
-	pk.mu.Unlock()
-	if due || ss.raw == nil {
-		go ss.step()
-		return
-	}
-	ss.direct = true
-	more := ss.round()
-	ss.direct = false
-	if more && ss.rest == nil {
-		pk.mu.Lock()
-		if !pk.again {
-			pk.running = false
-			pk.mu.Unlock()
-			return
-		}
-		pk.mu.Unlock()
-	}
-	go ss.steps(more)
-}
-
 // step serves a woken stream until nothing is left to do, then parks it,
 // or ends it.
-func (ss *sseStream) step() { ss.steps(ss.round()) }
-
-// steps goes on from a round that reported more: it writes what a direct
-// round left, and rounds again while woken meanwhile; then it parks the
-// stream, or ends it.
-func (ss *sseStream) steps(more bool) {
+func (ss *sseStream) step() {
 	pk := ss.pk
 	for {
-		if more && ss.rest != nil {
-			more = ss.writeConn(nil)
-		}
+		more := ss.round()
 		pk.mu.Lock()
 		switch {
 		case !more:
@@ -254,7 +196,6 @@ func (ss *sseStream) steps(more bool) {
 		}
 		pk.again = false
 		pk.mu.Unlock()
-		more = ss.round()
 	}
 }
 
@@ -269,13 +210,10 @@ func (ss *sseStream) round() (more bool) {
 		}
 	}()
 	pk := ss.pk
-	var ping, check bool
-	if !ss.direct { // a timer that fires meanwhile is left to the goroutine that goes on (wakeDirect)
-		pk.mu.Lock()
-		ping, check = pk.pingDue, pk.checkDue
-		pk.pingDue, pk.checkDue = false, false
-		pk.mu.Unlock()
-	}
+	pk.mu.Lock()
+	ping, check := pk.pingDue, pk.checkDue
+	pk.pingDue, pk.checkDue = false, false
+	pk.mu.Unlock()
 	if ss.ctx.Err() != nil {
 		return false
 	}
@@ -325,31 +263,8 @@ func (ss *sseStream) writeChunk(out []byte) bool {
 	return ok
 }
 
-// writeConn writes b to the detached connection, within writeTimeout;
-// after what a direct round left (rest). In a direct round (wakeDirect) it
-// does not wait: what the socket does not take at once is kept in rest for
-// the goroutine that goes on, as is all of b when the write fails (that
-// goroutine's write fails again, and ends the stream).
+// writeConn writes b to the detached connection, within writeTimeout.
 func (ss *sseStream) writeConn(b []byte) bool {
-	if ss.direct {
-		if ss.rest == nil {
-			b = b[writeNow(ss.raw, b):]
-		}
-		if len(b) > 0 {
-			ss.rest = append(ss.rest, b...) // b is a pooled buffer
-		}
-		return true
-	}
-	if ss.rest != nil {
-		rest := ss.rest
-		ss.rest = nil
-		if !ss.writeConn(rest) {
-			return false
-		}
-		if len(b) == 0 {
-			return true
-		}
-	}
 	if now := time.Now(); ss.deadline.Sub(now) < writeTimeout-deadlineSlack {
 		ss.deadline = now.Add(writeTimeout)
 		_ = ss.conn.SetWriteDeadline(ss.deadline)

@@ -3,8 +3,6 @@ package httpapi_test
 import (
 	"bufio"
 	"context"
-	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,12 +10,10 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/agentchat/agentchat/internal/llm"
 	"github.com/agentchat/agentchat/internal/ssetest"
 )
 
@@ -379,93 +375,5 @@ func TestActiveStreamOnHTTP2StaysInItsHandler(t *testing.T) {
 	close(g.release)
 	if frames := readNative(t, rd, ""); frames[len(frames)-1].Event != "agent.end" {
 		t.Fatalf("the HTTP/2 stream ended with %v", frames[len(frames)-1])
-	}
-}
-
-// wideGate is a gate whose words after the release are many and wide, and
-// which tells when its stream has given its last chunk.
-type wideGate struct {
-	*gate
-	words []string
-	done  chan struct{}
-}
-
-func (g *wideGate) Stream(ctx context.Context, _ llm.Request) (llm.Stream, error) {
-	return &lastChunk{Stream: &gateStream{g: g.gate, ctx: ctx, words: g.words}, done: g.done}, nil
-}
-
-type lastChunk struct {
-	llm.Stream
-	done chan struct{}
-	once sync.Once
-}
-
-func (s *lastChunk) Next() bool {
-	more := s.Stream.Next()
-	if !more {
-		s.once.Do(func() { close(s.done) })
-	}
-	return more
-}
-
-// A parked stream is written on its run's goroutine without waiting
-// (detach.go, wakeDirect): a client that reads nothing while its run
-// streams megabytes fills its socket, and what the socket did not take
-// goes to the stream's goroutine, in order. The client, reading once the
-// model has given everything, gets every word once and the end.
-func TestParkedStreamOfAClientThatDoesNotRead(t *testing.T) {
-	words := []string{"Hello", " from", " behind"}
-	var want strings.Builder
-	want.WriteString("Hello from behind")
-	for i := range 800 {
-		w := fmt.Sprintf(" w%04d-%s", i, strings.Repeat("x", 16<<10))
-		words = append(words, w)
-		want.WriteString(w)
-	}
-	g := &wideGate{gate: newGate(), words: words, done: make(chan struct{})}
-	e := setup(t, options{model: g, ping: time.Hour})
-	serving0 := streamGoroutines()
-	client := &http.Client{Transport: &http.Transport{}}
-	defer client.CloseIdleConnections()
-	r, _ := http.NewRequest("POST", e.url+"/v1/agent/chat?format=vercel-ai", strings.NewReader(`{"input":"hi"}`))
-	r.Header.Set("Authorization", "Bearer "+alice)
-	r.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(r)
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("chat: %v %v", resp, err)
-	}
-	defer resp.Body.Close()
-	rd := bufio.NewReader(resp.Body)
-	for head := ""; !strings.Contains(head, "Hello"); {
-		line, err := rd.ReadString('\n')
-		if err != nil {
-			t.Fatalf("%v after %q", err, head)
-		}
-		head += line
-	}
-	waitFor(t, "the stream parked", func() bool { return streamGoroutines() == serving0 })
-	close(g.release)
-	<-g.done // everything published but the end, none of it read
-	var text strings.Builder
-	text.WriteString("Hello")
-	ended := false
-	for {
-		line, err := rd.ReadString('\n')
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.HasPrefix(line, "data: [DONE]") {
-			ended = true
-		}
-		var d struct{ Type, Delta string }
-		if strings.HasPrefix(line, "data: {") && json.Unmarshal([]byte(line[6:]), &d) == nil && d.Type == "text-delta" {
-			text.WriteString(d.Delta)
-		}
-	}
-	if !ended || text.String() != want.String() {
-		t.Fatalf("ended %v; got %d bytes of text, want %d", ended, text.Len(), want.Len())
 	}
 }

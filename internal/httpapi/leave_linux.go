@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"crypto/tls"
 	"net"
 	"sync"
 	"syscall"
@@ -167,53 +166,4 @@ func rawConn(conn net.Conn) syscall.RawConn {
 		return nil
 	}
 	return raw
-}
-
-// directConn is a writer to conn's socket for a direct round's writes
-// (writeNow); nil where bytes written to the socket would not be conn's
-// own: under TLS. A wrapper that offers NetConn (fdbudget's) passes writes
-// through.
-func directConn(conn net.Conn) *directWriter {
-	for c := conn; ; {
-		if _, ok := c.(*tls.Conn); ok {
-			return nil
-		}
-		u, ok := c.(interface{ NetConn() net.Conn })
-		if !ok {
-			break
-		}
-		c = u.NetConn()
-	}
-	raw := rawConn(conn)
-	if raw == nil {
-		return nil
-	}
-	w := &directWriter{raw: raw}
-	w.f = func(fd uintptr) bool {
-		w.n, w.err = syscall.Write(int(fd), w.b)
-		return true // never wait for the socket
-	}
-	return w
-}
-
-// directWriter writes to a socket without waiting. Its function is made
-// once: one made per write would be two allocations per token.
-type directWriter struct {
-	raw syscall.RawConn
-	f   func(fd uintptr) bool
-	b   []byte
-	n   int
-	err error
-}
-
-// writeNow writes what of b the socket takes without waiting, and reports
-// how much. Any failure writes nothing here: a write that waits finds it.
-func writeNow(w *directWriter, b []byte) int {
-	w.b = b
-	err := w.raw.Write(w.f)
-	w.b = nil
-	if err != nil || w.err != nil || w.n < 0 {
-		return 0
-	}
-	return w.n
 }

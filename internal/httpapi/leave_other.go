@@ -19,12 +19,3 @@ const (
 func (*leaveWatcher) watch(net.Conn, uint32, func(bool)) int32 { return 0 }
 func (*leaveWatcher) unwatch(int32, net.Conn)                  {}
 func (*leaveWatcher) stop()                                    {}
-
-// directConn is nil here: a parked stream's rounds run on a goroutine.
-func directConn(net.Conn) *directWriter { return nil }
-
-// directWriter is Linux's (leave_linux.go).
-type directWriter struct{}
-
-// writeNow is not called where directConn is nil.
-func writeNow(*directWriter, []byte) int { return 0 }

@@ -80,17 +80,10 @@ type sseStream struct {
 	info    *logInfo
 	watched int32
 	broken  bool
-	// raw is conn's socket where a direct round may write to it without
-	// waiting (directConn), direct is set during such a round, and rest
-	// holds what its writes left for the stream's goroutine (writeConn).
-	raw    *directWriter
-	direct bool
-	rest   []byte
-	ping   *time.Ticker
+	ping    *time.Ticker
 	// check wakes a stream that heard nothing for a while to look at the
 	// log itself: a run's end reaches it even when its publish was lost.
 	check  *time.Timer
-	armed  bool   // check may be running (arm)
 	closed func() // counts the stream closed
 }
 
@@ -132,7 +125,7 @@ func (ss *sseStream) open() bool {
 	}
 	ss.opened = time.Now()
 	ss.ping = time.NewTicker(ss.s.ping)
-	ss.check, ss.armed = time.NewTimer(time.Hour), true
+	ss.check = time.NewTimer(time.Hour)
 	ss.arm()
 	return true
 }
@@ -197,16 +190,12 @@ func (ss *sseStream) checkLog() bool {
 	return ss.st.Pending()
 }
 
-// arm sets the check timer for the stream's next look at the log. Where
-// the stream never looks (the embedded default) the timer stays stopped,
-// and is not stopped again for every token.
+// arm sets the check timer for the stream's next look at the log.
 func (ss *sseStream) arm() {
 	if d := ss.st.CheckAfter(); d > 0 {
 		ss.check.Reset(d)
-		ss.armed = true
-	} else if ss.armed {
+	} else {
 		ss.check.Stop()
-		ss.armed = false
 	}
 }
 
@@ -214,20 +203,7 @@ func (ss *sseStream) arm() {
 // is over (its end written, the client gone, the subscription ended); wait
 // is false when more is queued already.
 func (ss *sseStream) deliver() (wait, more bool) {
-	var evs []event.Event
-	var err error
-	if ss.direct {
-		// A direct round (wakeDirect) must not wait for the log: past a
-		// gap it leaves the rest to the stream's goroutine.
-		if evs, err = ss.st.NextNow(event.GetBatch()); errors.Is(err, run.ErrWouldWait) {
-			err = nil
-			ss.pk.mu.Lock()
-			ss.pk.again = true
-			ss.pk.mu.Unlock()
-		}
-	} else {
-		evs, err = ss.st.Next(ss.ctx, event.GetBatch())
-	}
+	evs, err := ss.st.Next(ss.ctx, event.GetBatch())
 	// The events' payloads are sent when this returns: neither they nor
 	// the array are held until the next wake.
 	defer func() { event.PutBatch(evs) }()

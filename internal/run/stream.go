@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/agentchat/agentchat/internal/bus"
@@ -167,7 +166,7 @@ func (st *Stream) Ready() <-chan struct{} { return st.q.Ready() }
 
 // Notify makes f run whenever Ready is signalled (see bus.Queue.Notify),
 // for a consumer that parks with no goroutine.
-func (st *Stream) Notify(f func(direct bool)) { st.q.Notify(f) }
+func (st *Stream) Notify(f func()) { st.q.Notify(f) }
 
 // Done reports whether a run-scoped stream has delivered its run's end.
 func (st *Stream) Done() bool { return st.done }
@@ -175,22 +174,6 @@ func (st *Stream) Done() bool { return st.done }
 // Next appends the events ready for the client to buf, in seq order. The
 // error is the subscription's end (bus.ErrSlowConsumer, a closed bus, ctx).
 func (st *Stream) Next(ctx context.Context, buf []event.Event) ([]event.Event, error) {
-	return st.next(ctx, buf, false)
-}
-
-// ErrWouldWait is NextNow's: the events ready lie past a gap that only Next
-// fills, from the log.
-var ErrWouldWait = errors.New("the stream's next events wait for the log")
-
-// NextNow is Next for a caller that must not wait (a stream served on its
-// publisher's goroutine): where Next would read the log to fill a gap, it
-// returns the events before the gap with ErrWouldWait and keeps the rest
-// for Next (Pending reports them).
-func (st *Stream) NextNow(buf []event.Event) ([]event.Event, error) {
-	return st.next(context.Background(), buf, true)
-}
-
-func (st *Stream) next(ctx context.Context, buf []event.Event, now bool) ([]event.Event, error) {
 	if st.done {
 		return buf, nil
 	}
@@ -222,7 +205,7 @@ func (st *Stream) next(ctx context.Context, buf []event.Event, now bool) ([]even
 	var qerr error
 	in, qerr = st.q.Drain(in)
 	defer func() { event.PutBatch(in) }() // the events are in buf: drop in's references
-	for i, ev := range in {
+	for _, ev := range in {
 		if st.done {
 			break
 		}
@@ -232,10 +215,6 @@ func (st *Stream) next(ctx context.Context, buf []event.Event, now bool) ([]even
 		if first := ev.FirstSeq(); first > st.last+1 {
 			if st.gapped {
 				continue // Check reads the log first
-			}
-			if now {
-				st.backlog = slices.Clone(in[i:]) // in goes back to its pool
-				return buf, ErrWouldWait
 			}
 			gap, err := st.fill(ctx, first-1)
 			if errors.Is(err, errGap) {

@@ -45,10 +45,6 @@ type topicShard struct {
 // topicShards is how many locks the topics are spread over.
 const topicShards = 32
 
-// directWakes is how many of a thread's subscribers a publish wakes direct
-// (bus.Queue.Wake): a run's own stream and one more, say a second tab.
-const directWakes = 2
-
 var _ bus.Bus = (*Bus)(nil)
 
 // New makes a bus whose subscriptions queue at most queueLimit events (0: the default).
@@ -74,30 +70,12 @@ func (b *Bus) Publish(_ context.Context, ev event.Event) error {
 		sh.mu.RUnlock()
 		return bus.ErrClosed
 	}
-	// The first few subscribers are woken direct, once the lock is
-	// released: on the publisher's goroutine, where a parked stream may
-	// write its client's frame itself (bus.Queue.Notify). Any more are
-	// woken as before, so a thread with many watchers does not put all
-	// their work on its run's goroutine.
-	var direct [directWakes]*bus.Queue
-	n := 0
 	for _, q := range sh.topics[key] {
-		var open bool
-		if n < len(direct) {
-			open = q.Add(ev)
-			direct[n] = q
-			n++
-		} else {
-			open = q.Push(ev)
-		}
-		if !open {
+		if !q.Push(ev) {
 			ended = append(ended, q)
 		}
 	}
 	sh.mu.RUnlock()
-	for _, q := range direct[:n] {
-		q.Wake()
-	}
 	for _, q := range ended {
 		b.remove(key, q)
 	}
