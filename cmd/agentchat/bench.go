@@ -112,9 +112,10 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-// growth is the change from a to b in per cent.
+// mib converts KiB to MiB for the report.
 func mib(kib int64) float64 { return float64(kib) / 1024 }
 
+// growth is the change from a to b in per cent.
 func growth(a, b int64) float64 {
 	if a == 0 {
 		return 0
