@@ -120,10 +120,10 @@ func (b *Bus) deliverLocal(sh *shard, key string, ev event.Event) {
 	}
 	if ev.Terminal() || ev.Type == event.ToolAwaiting {
 		// The thread's next run, or the paused one's continuation, may
-		// execute on another replica: follow the stream again soon (see
-		// reader.endWake) rather than after localQuiet.
+		// execute on another replica: follow the stream again at once rather
+		// than after localQuiet.
 		t.local = 0
-		t.reader.endWake(t)
+		t.reader.wake()
 	} else {
 		t.local = time.Now().UnixNano()
 	}

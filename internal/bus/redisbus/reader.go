@@ -22,13 +22,6 @@ const (
 	// blockFor is how long an XREAD waits for new entries before it is
 	// re-issued; a wake-up (CLIENT UNBLOCK) usually ends it sooner.
 	blockFor = 5 * time.Second
-	// endDelay is how long after a run's end (or pause) published here its
-	// thread's reader waits before rebuilding its XREAD to follow the
-	// thread again (see endWake). Most subscriptions of the thread end with
-	// the run: within endDelay they are gone, and the rebuild (a CLIENT
-	// UNBLOCK and an XREAD, once per run; half of a thousand short chats'
-	// XREADs) is not needed at all; the runs ending meanwhile share one.
-	endDelay = 25 * time.Millisecond
 	// localQuiet is how long after this process's last publish to a thread
 	// its reader leaves the thread's stream out of its XREAD (see
 	// deliverLocal). It bounds how late a subscription here sees events
@@ -50,38 +43,8 @@ type reader struct {
 
 	// Guarded by sh.mu.
 	topics  map[string]*topic
-	blocked bool     // an XREAD is in flight
-	dirty   bool     // topics were added (or published here no longer) since the XREAD in flight was built
-	ended   []*topic // topics whose run ended here, waiting for endDelay (see endWake)
-}
-
-// endWake makes the reader follow t again, its run having ended (or paused)
-// here, endDelay from now: then, if t still has subscriptions (one that
-// follows the thread into its next run, which another replica may execute),
-// the reader rebuilds its XREAD with it. t, left out of the XREAD while it
-// was published here, has nothing to read until another replica publishes,
-// so the delay holds nothing back from a subscription but the next run's
-// events, by at most endDelay. Called with the shard's lock held.
-func (r *reader) endWake(t *topic) {
-	r.ended = append(r.ended, t)
-	if len(r.ended) > 1 {
-		return // a timer is pending
-	}
-	time.AfterFunc(endDelay, func() {
-		r.sh.mu.Lock()
-		defer r.sh.mu.Unlock()
-		wake := false
-		for _, t := range r.ended {
-			if r.topics[t.key] == t && len(t.subs) > 0 && t.local == 0 {
-				wake = true
-			}
-		}
-		clear(r.ended)
-		r.ended = r.ended[:0]
-		if wake && !r.b.closed.Load() {
-			r.wake()
-		}
-	})
+	blocked bool // an XREAD is in flight
+	dirty   bool // topics were added (or published here no longer) since the XREAD in flight was built
 }
 
 // wake makes the reader rebuild its XREAD: its topics changed. Called with
