@@ -61,18 +61,27 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if sk := res.Soak; sk != nil {
 		first, last := sk.First(), sk.Last()
+		med, beyond := sk.RSSGrowthKiB()
+		overlap := "the two minutes' ranges overlap"
+		if beyond > 0 {
+			overlap = "the last minute lies wholly above the first"
+		}
 		fmt.Fprintf(stdout, `soak: streams %d, tokens %d, pace %s, replicas %d, %.0f s
   chats                    %d (%d tokens)
   errors                   %d (refused %d, runs not succeeded %d, streams without their end %d)
-  minute                   goroutines   RSS MiB   open files
-  first (%d)               %10d   %7.1f   %10d
-  last (%d)                %10d   %7.1f   %10d
-  growth                   %+9.1f%%   %+6.1f%%   %+9.1f%%
+  sampled every second; goroutines and open files are each minute's median, RSS its least / median / greatest sample
+  minute                   goroutines   open files   RSS MiB least / median / greatest
+  first (%d)               %10d   %10d   %7.1f / %7.1f / %7.1f
+  last (%d)                %10d   %10d   %7.1f / %7.1f / %7.1f
+  growth                   %+9.1f%%   %+9.1f%%   median %+.1f MiB (%+.1f%%); last least − first greatest %+.1f MiB: %s
+  RSS's parts (medians)    anonymous %.1f → %.1f MiB, mapped files %.1f → %.1f MiB
 `, *streams, *tokens, *pace, *replicas, sk.Duration, sk.Chats, sk.Tokens,
 			sk.Errors, sk.Refused, sk.FailedRuns, sk.NoEnd,
-			first.Minute, first.Goroutines, float64(first.RSSKiB)/1024, first.OpenFiles,
-			last.Minute, last.Goroutines, float64(last.RSSKiB)/1024, last.OpenFiles,
-			growth(first.Goroutines, last.Goroutines), growth(first.RSSKiB, last.RSSKiB), growth(first.OpenFiles, last.OpenFiles))
+			first.Minute, first.Goroutines, first.OpenFiles, mib(first.RSSMinKiB), mib(first.RSSKiB), mib(first.RSSMaxKiB),
+			last.Minute, last.Goroutines, last.OpenFiles, mib(last.RSSMinKiB), mib(last.RSSKiB), mib(last.RSSMaxKiB),
+			growth(first.Goroutines, last.Goroutines), growth(first.OpenFiles, last.OpenFiles),
+			mib(med), growth(first.RSSKiB, last.RSSKiB), mib(beyond), overlap,
+			mib(first.AnonKiB), mib(last.AnonKiB), mib(first.FileKiB), mib(last.FileKiB))
 		if sk.Errors > 0 {
 			return fmt.Errorf("%d chats failed", sk.Errors)
 		}
@@ -106,6 +115,9 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	return nil
 }
+
+// mib converts KiB to MiB for the report.
+func mib(kib int64) float64 { return float64(kib) / 1024 }
 
 // growth is the change from a to b in per cent.
 func growth(a, b int64) float64 {

@@ -59,6 +59,20 @@ func (r procReader) memory() (rss, peak int64, err error) {
 	return int64(st.VmRSS / 1024), int64(st.VmHWM / 1024), nil
 }
 
+// resident is the process's resident set (VmRSS) and its two parts in KiB:
+// anonymous memory (the heap, stacks, SQLite's page caches) and mapped
+// files (the executable's pages, shared memory such as SQLite's WAL
+// index). A file's pages come in as the process first touches them, so
+// they grow as new code paths run, up to the executable's size, and the
+// kernel can take them back under memory pressure.
+func (r procReader) resident() (rss, anon, file int64, err error) {
+	st, err := r.proc.NewStatus()
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("read %s/status: %w", r.dir, err)
+	}
+	return int64(st.VmRSS / 1024), int64(st.RssAnon / 1024), int64((st.RssFile + st.RssShmem) / 1024), nil
+}
+
 // resetPeak clears VmHWM so the peak covers the load phase only. It
 // needs the right to write clear_refs; without it the peak covers the
 // process's life.

@@ -36,7 +36,7 @@ const stat = "42 (agent chat) x) S 1 42 42 0 -1 4194560 9500 0 0 0 250 50 0 0 20
 	"18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
 
 const status = "Name:\tagentchat\nState:\tS (sleeping)\nVmPeak:\t 1419860 kB\nVmSize:\t 1419860 kB\n" +
-	"VmHWM:\t   51234 kB\nVmRSS:\t   40960 kB\nThreads:\t12\n"
+	"VmHWM:\t   51234 kB\nVmRSS:\t   40960 kB\nRssAnon:\t   30000 kB\nRssFile:\t   10860 kB\nRssShmem:\t     100 kB\nThreads:\t12\n"
 
 func TestProcReader(t *testing.T) {
 	t.Parallel()
@@ -47,6 +47,9 @@ func TestProcReader(t *testing.T) {
 	}
 	if rss, peak, err := r.memory(); err != nil || rss != 40960 || peak != 51234 {
 		t.Errorf("memory = %d, %d, %v; want 40960 and 51234 KiB", rss, peak, err)
+	}
+	if rss, anon, file, err := r.resident(); err != nil || rss != 40960 || anon != 30000 || file != 10960 {
+		t.Errorf("resident = %d, %d, %d, %v; want 40960, 30000 and 10860+100 KiB", rss, anon, file, err)
 	}
 }
 

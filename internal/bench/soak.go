@@ -15,8 +15,8 @@ import (
 )
 
 // SoakResult is what a soak measured: its chats, and the servers'
-// goroutines, resident memory and open files minute by minute (each the
-// median of the minute's samples, summed over the servers).
+// goroutines, resident memory and open files minute by minute (summed over
+// the servers).
 type SoakResult struct {
 	Duration   float64      `json:"durationSeconds"`
 	Chats      int64        `json:"chats"`
@@ -28,12 +28,33 @@ type SoakResult struct {
 	Minutes    []SoakMinute `json:"minutes"`
 }
 
-// SoakMinute holds one minute's medians.
+// SoakMinute summarises one minute's samples, taken every second. An
+// instant's resident set lands anywhere in the garbage collector's swing
+// (a few MiB at 200 streams), so a minute's RSS is given as the least,
+// the median and the greatest of its samples: memory that grows lifts all
+// three, and the swing shows as the spread between them.
 type SoakMinute struct {
 	Minute     int   `json:"minute"`
-	Goroutines int64 `json:"goroutines"`
-	RSSKiB     int64 `json:"rssKiB"`
-	OpenFiles  int64 `json:"openFiles"`
+	Samples    int   `json:"samples"`
+	Goroutines int64 `json:"goroutines"` // median
+	RSSKiB     int64 `json:"rssKiB"`     // median
+	RSSMinKiB  int64 `json:"rssMinKiB"`
+	RSSMaxKiB  int64 `json:"rssMaxKiB"`
+	OpenFiles  int64 `json:"openFiles"` // median
+	// The resident set's parts (medians): anonymous memory, and mapped
+	// files with shared memory (see procReader.resident).
+	AnonKiB int64 `json:"anonKiB"`
+	FileKiB int64 `json:"fileKiB"`
+}
+
+// RSSGrowthKiB is how far the last minute's resident set lies above the
+// first's: by the medians, and beyond the first minute's range (the last
+// minute's least sample less the first minute's greatest; zero or less
+// when the two minutes' ranges overlap, that is when the growth, if any,
+// is inside the collector's swing).
+func (r *SoakResult) RSSGrowthKiB() (median, beyond int64) {
+	f, l := r.First(), r.Last()
+	return l.RSSKiB - f.RSSKiB, l.RSSMinKiB - f.RSSMaxKiB
 }
 
 // First and Last are the soak's first and last minutes.
@@ -49,8 +70,9 @@ func (r *SoakResult) minute(i int) SoakMinute {
 	return r.Minutes[i]
 }
 
-// soakSample is how often a soak samples the servers.
-const soakSample = 5 * time.Second
+// soakSample is how often a soak samples the servers: 60 samples a minute
+// cover the collector's cycle (a few seconds at 200 streams) many times.
+const soakSample = time.Second
 
 // soak keeps cfg.Streams chats going (each client starts its next chat when
 // one ends) for cfg.Soak, sampling the servers every few seconds.
@@ -89,23 +111,16 @@ func soak(ctx context.Context, cfg Config, client *http.Client, servers []*serve
 	go func() { wg.Wait(); close(done) }()
 
 	// Samples by minute; each sample sums the servers.
-	var samples [][3]int64
+	var samples [][5]int64
 	minute := 0
 	flush := func() {
 		if len(samples) == 0 {
 			return
 		}
-		med := func(k int) int64 {
-			v := make([]int64, len(samples))
-			for i, s := range samples {
-				v[i] = s[k]
-			}
-			slices.Sort(v)
-			return v[len(v)/2]
-		}
-		m := SoakMinute{Minute: minute + 1, Goroutines: med(0), RSSKiB: med(1), OpenFiles: med(2)}
+		m := summarise(minute+1, samples)
 		res.Minutes = append(res.Minutes, m)
-		logf("soak minute %d: goroutines %d, RSS %.1f MiB, open files %d, chats so far %d", m.Minute, m.Goroutines, float64(m.RSSKiB)/1024, m.OpenFiles, chats.Load())
+		logf("soak minute %d: goroutines %d, RSS %.1f MiB (%.1f–%.1f over %d samples; anonymous %.1f, files %.1f), open files %d, chats so far %d",
+			m.Minute, m.Goroutines, mib(m.RSSKiB), mib(m.RSSMinKiB), mib(m.RSSMaxKiB), m.Samples, mib(m.AnonKiB), mib(m.FileKiB), m.OpenFiles, chats.Load())
 		samples = samples[:0]
 	}
 	tick := time.NewTicker(soakSample)
@@ -127,16 +142,16 @@ loop:
 				flush()
 				minute = m
 			}
-			var s [3]int64
+			var s [5]int64
 			for _, srv := range servers {
 				g, err := goroutines(ctx, client, srv.debugURL)
-				rss, _, err2 := srv.proc.memory()
+				rss, anon, file, err2 := srv.proc.resident()
 				fds, err3 := srv.proc.proc.FileDescriptorsLen()
 				if err := errors.Join(err, err2, err3); err != nil {
 					sampleErr = err
 					continue
 				}
-				s[0], s[1], s[2] = s[0]+g, s[1]+rss, s[2]+int64(fds)
+				s[0], s[1], s[2], s[3], s[4] = s[0]+g, s[1]+rss, s[2]+int64(fds), s[3]+anon, s[4]+file
 			}
 			samples = append(samples, s)
 		}
@@ -151,6 +166,25 @@ loop:
 	}
 	return res, ctx.Err()
 }
+
+// summarise reduces one minute's samples (goroutines, RSS KiB, open files,
+// anonymous KiB, file KiB) to its SoakMinute.
+func summarise(minute int, samples [][5]int64) SoakMinute {
+	sorted := func(k int) []int64 {
+		v := make([]int64, len(samples))
+		for i, s := range samples {
+			v[i] = s[k]
+		}
+		slices.Sort(v)
+		return v
+	}
+	g, rss, fds := sorted(0), sorted(1), sorted(2)
+	n := len(samples)
+	return SoakMinute{Minute: minute, Samples: n, Goroutines: g[n/2], RSSKiB: rss[n/2], RSSMinKiB: rss[0], RSSMaxKiB: rss[n-1],
+		OpenFiles: fds[n/2], AnonKiB: sorted(3)[n/2], FileKiB: sorted(4)[n/2]}
+}
+
+func mib(kib int64) float64 { return float64(kib) / 1024 }
 
 // goroutines reads a server's goroutine count from its pprof listener
 // (the first line of the goroutine profile: "goroutine profile: total N").

@@ -48,8 +48,17 @@ func Open(ctx context.Context, path string) (*Store, error) {
 			return nil, err
 		}
 	}
-	// A 16 MiB page cache (per connection) keeps the event log's index pages
-	// in memory under load. Temporary tables and sorts stay in memory too:
+	// The write connection's 16 MiB page cache keeps the event log's index
+	// pages in memory under load; it fills within the first minute of
+	// steady load (the database grows by about a MiB a second at 200
+	// streams) and stays full. Each read connection gets 2 MiB: every read
+	// after another connection's commit starts from an emptied cache (WAL
+	// mode resets a connection's cache when the database has changed), so
+	// under load a reader holds little more than one query's pages, and
+	// when writes stop its cache would otherwise keep filling, up to 16 MiB
+	// per reader, with every page read. So the caches are bounded by
+	// 16 MiB + 2 MiB per reader, reached early (docs/benchmarks.md, "the
+	// soak's RSS"). Temporary tables and sorts stay in memory too:
 	// a temporary file is a file descriptor, which a busy process may not
 	// have to spare. The WAL is checkpointed (copied into the database, with
 	// two fsyncs) by the write connection after the commit that takes it
@@ -60,9 +69,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// At 10000 pages (about 40 MiB of WAL between checkpoints) a hot page
 	// is copied once per ten times as many commits (docs/benchmarks.md,
 	// "seventh round").
-	pragmas := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-16384)&_pragma=temp_store(MEMORY)&_pragma=wal_autocheckpoint(10000)"
+	pragmas := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_pragma=temp_store(MEMORY)&_pragma=wal_autocheckpoint(10000)"
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + pragmas
-	write, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
+	write, err := sql.Open("sqlite", dsn+"&_pragma=cache_size(-16384)&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}
@@ -75,7 +84,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		write.Close()
 		return nil, err
 	}
-	read, err := sql.Open("sqlite", dsn+"&mode=ro")
+	read, err := sql.Open("sqlite", dsn+"&_pragma=cache_size(-2048)&mode=ro")
 	if err != nil {
 		write.Close()
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
