@@ -105,6 +105,10 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *idle {
 		fmt.Fprintf(stdout, ", %.1f KiB per idle stream", res.KiBPerIdle)
 	}
+	if res.ServerFirstTextMean > 0 {
+		fmt.Fprintf(stdout, "\n  first text, mean         %.2f ms; the server's run start to its first text emitted %.2f ms (the model's included)",
+			res.FirstTextMean, res.ServerFirstTextMean)
+	}
 	fmt.Fprintf(stdout, "\n  serial parts busy        %s\n", bench.SerialLine(res.Serial))
 	if res.Errors > 0 {
 		return fmt.Errorf("%d chats failed", res.Errors)

@@ -84,6 +84,14 @@ type Result struct {
 	PeakRSSMiB           float64 `json:"peakRSSMiB"`
 	KiBPerActive         float64 `json:"kibPerActiveStream"`
 	KiBPerIdle           float64 `json:"kibPerIdleStream,omitempty"`
+	// FirstTextMean is the mean of the chats' first text (ms, from the
+	// client's request), and ServerFirstTextMean the servers' own part of
+	// it: a run's start (its request decoded and authenticated) to its
+	// first text emitted, the model's answer included. The rest is the
+	// request reaching the run's start and the emitted text reaching the
+	// client.
+	FirstTextMean       float64 `json:"firstTextMean"`
+	ServerFirstTextMean float64 `json:"serverFirstTextMean,omitempty"`
 	// Serial are the servers' parts that every stream passes through one
 	// at a time, with how busy the load kept each (from their metrics).
 	Serial []Serial `json:"serial,omitempty"`
@@ -292,6 +300,14 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		peak[i] = max(peak[i], hwm)
 		res.PeakRSSMiB += float64(peak[i]) / 1024
 		res.KiBPerActive += float64(peak[i]-s.idleRSS) / float64(cfg.Streams)
+	}
+	res.ServerFirstTextMean = serverFirstText(before, after)
+	if len(firsts) > 0 {
+		var sum time.Duration
+		for _, d := range firsts {
+			sum += d
+		}
+		res.FirstTextMean = float64(sum.Microseconds()) / 1000 / float64(len(firsts))
 	}
 	res.TTFB, res.FirstText = percent(ttfbs), percent(firsts)
 	res.Errors = int(errs.Load())

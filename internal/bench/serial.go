@@ -53,7 +53,8 @@ func scrape(ctx context.Context, client *http.Client, url string) (metricsSample
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "agentchat_store_writer_") && !strings.HasPrefix(line, "agentchat_event_log_commit_seconds_") {
+		if !strings.HasPrefix(line, "agentchat_store_writer_") && !strings.HasPrefix(line, "agentchat_event_log_commit_seconds_") &&
+			!strings.HasPrefix(line, ttftSeries+"_sum") && !strings.HasPrefix(line, ttftSeries+"_count") {
 			continue
 		}
 		i := strings.LastIndexByte(line, ' ')
@@ -140,4 +141,30 @@ func SerialLine(parts []Serial) string {
 		b.WriteString(")")
 	}
 	return b.String()
+}
+
+// ttftSeries is the servers' histogram of a run's start to its first text
+// emitted (telemetry: run_time_to_first_token_seconds).
+const ttftSeries = "agentchat_run_time_to_first_token_seconds"
+
+// serverFirstText is the mean, in milliseconds, of the servers' own time
+// from a run's start to its first text emitted, over the runs that emitted
+// their first text between the scrapes; 0 when none did (or the servers
+// export no such histogram).
+func serverFirstText(before, after []metricsSample) float64 {
+	var sum, n float64
+	for i := range after {
+		for k, v := range after[i] {
+			switch {
+			case strings.HasPrefix(k, ttftSeries+"_sum"):
+				sum += v - before[i][k]
+			case strings.HasPrefix(k, ttftSeries+"_count"):
+				n += v - before[i][k]
+			}
+		}
+	}
+	if n <= 0 {
+		return 0
+	}
+	return 1000 * sum / n
 }

@@ -80,7 +80,10 @@ type sseStream struct {
 	info    *logInfo
 	watched int32
 	broken  bool
-	ping    *time.Ticker
+	// unflushed: the headers and preamble are buffered, not yet sent
+	// (open); the stream's first write or wait sends them.
+	unflushed bool
+	ping      *time.Ticker
 	// check wakes a stream that heard nothing for a while to look at the
 	// log itself: a run's end reaches it even when its publish was lost.
 	check  *time.Timer
@@ -120,9 +123,16 @@ func (ss *sseStream) open() bool {
 	out := getFrames()
 	out = dialect.AppendRetry(out, 2*time.Second)
 	out = ss.enc.Preamble(out)
-	if !ss.write(out) {
+	// Buffered, not flushed: a chat's first events (a new conversation's
+	// announcements) are usually queued by now, and go out with the
+	// headers in one write (serve flushes before it waits).
+	ss.extendDeadline()
+	_, err := ss.w.Write(out)
+	putFrames(out)
+	if err != nil {
 		return false
 	}
+	ss.unflushed = true
 	ss.opened = time.Now()
 	ss.ping = time.NewTicker(ss.s.ping)
 	ss.check = time.NewTimer(time.Hour)
@@ -143,6 +153,19 @@ func (ss *sseStream) serve() (detached bool) {
 	}
 	wait := !ss.st.Pending()
 	for {
+		if wait && ss.unflushed {
+			// Nothing written since open: what is ready goes out with the
+			// headers; if nothing is, the headers go alone before the wait.
+			select {
+			case <-ss.st.Ready():
+				wait = false
+			default:
+				if ss.rc.Flush() != nil {
+					return false
+				}
+				ss.unflushed = false
+			}
+		}
 		if wait {
 			if ss.d != nil && ss.conn == nil && (ss.st.Idle() || time.Since(ss.opened) >= ss.s.detachAfter) && ss.detach() {
 				return true
@@ -264,18 +287,24 @@ func (ss *sseStream) write(out []byte) bool {
 	if ss.conn != nil {
 		return ss.writeChunk(out)
 	}
-	// The deadline moves once per deadlineSlack, not per write: a write is
-	// still cut off within writeTimeout, and a stream does not reset its
-	// connection's timer for every token.
+	ss.extendDeadline()
+	_, err := ss.w.Write(out)
+	if err == nil {
+		err = ss.rc.Flush()
+		ss.unflushed = false
+	}
+	return err == nil
+}
+
+// extendDeadline moves the connection's write deadline once per
+// deadlineSlack, not per write: a write is still cut off within
+// writeTimeout, and a stream does not reset its connection's timer for
+// every token.
+func (ss *sseStream) extendDeadline() {
 	if now := time.Now(); ss.deadline.Sub(now) < writeTimeout-deadlineSlack {
 		ss.deadline = now.Add(writeTimeout)
 		_ = ss.rc.SetWriteDeadline(ss.deadline)
 	}
-	_, err := ss.w.Write(out)
-	if err == nil {
-		err = ss.rc.Flush()
-	}
-	return err == nil
 }
 
 // getFrames returns an empty buffer over a pooled array for encoded frames.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -78,6 +79,14 @@ func (s *Store) leadGroup() {
 	// away must not roll back the others (each is looked at before its turn).
 	ctx := context.WithoutCancel(q.queue[0].ctx)
 	q.mu.Unlock()
+	// The leader runs SQLite for the whole batch on its thread. In a burst
+	// of starts, the other requests already runnable (a chat's handler, a
+	// run sending its model request) go first: their first tokens wait for
+	// their model call, not for this commit (an early run's start has until
+	// its model's first token to be stored, run/early.go), and the writes
+	// they queue meanwhile join this batch. With nothing else runnable the
+	// yield returns at once.
+	runtime.Gosched()
 
 	var batch []*groupReq
 	// The batch's transaction is labelled as the writer's (busy.go): the
