@@ -242,6 +242,34 @@ type Engine interface {
 	Execute(ctx context.Context, t Task, h Host) Outcome
 }
 
+// TaskExecutor is an Engine that also takes its task by pointer: a Task is
+// ~800 bytes, and every frame that passes one by value holds a copy below
+// the run's model stream for the whole run, where the run goroutine waits
+// for each token (docs/benchmarks.md, issue 25, eighth round). ExecuteTask
+// does what Execute does; t is the caller's, which it may change (a resumed
+// run takes the options it paused with) and does not keep past its return.
+type TaskExecutor interface {
+	Engine
+	ExecuteTask(ctx context.Context, t *Task, h Host) Outcome
+}
+
+// Execute runs t on e, by pointer where e takes it so.
+//
+//go:noinline
+func Execute(ctx context.Context, e Engine, t *Task, h Host) Outcome {
+	if te, ok := e.(TaskExecutor); ok {
+		return te.ExecuteTask(ctx, t, h)
+	}
+	return executeCopy(ctx, e, t, h)
+}
+
+// executeCopy passes a copy of t, in a frame of its own.
+//
+//go:noinline
+func executeCopy(ctx context.Context, e Engine, t *Task, h Host) Outcome {
+	return e.Execute(ctx, *t, h)
+}
+
 // ErrCancelled is the cause of a context cancelled because a person stopped the run.
 var ErrCancelled = errors.New("run cancelled")
 

@@ -49,21 +49,33 @@ func (r *Router) Choose(t Task) (string, error) {
 
 // Execute routes t and runs it on the chosen engine.
 func (r *Router) Execute(ctx context.Context, t Task, h Host) Outcome {
+	return r.ExecuteTask(ctx, &t, h)
+}
+
+// ExecuteTask is Execute with t by pointer (TaskExecutor).
+//
+//go:noinline
+func (r *Router) ExecuteTask(ctx context.Context, t *Task, h Host) Outcome {
 	step := func(p event.Payload, name string) { h.Emit(ctx, event.Event{Step: name, Payload: p}) }
 	step(event.StepStartedData{Name: "router"}, "router")
-	name, err := r.Choose(t)
+	name, err := r.choose(t)
 	step(event.StepFinishedData{Name: "router"}, "router")
 	if err != nil {
 		return Outcome{Status: StatusFailed, Error: &event.ErrorInfo{Code: errcode.EngineUnavailable, Message: "No engine can run this request: " + err.Error()}}
 	}
 	telemetry.SetEngine(ctx, name)
 	step(event.StepStartedData{Name: "worker"}, "worker")
-	o := r.Engines[name].Execute(ctx, t, h)
+	o := Execute(ctx, r.Engines[name], t, h)
 	if o.Status != StatusAwaiting {
 		step(event.StepFinishedData{Name: "worker"}, "worker")
 	}
 	return o
 }
+
+// choose is Choose, its copy of t in a frame of its own.
+//
+//go:noinline
+func (r *Router) choose(t *Task) (string, error) { return r.Choose(*t) }
 
 // Has reports whether the router can run an engine of that name.
 func (r *Router) Has(name string) bool {

@@ -81,8 +81,7 @@ func (s *meteredStream) Next() bool {
 			s.out += len(d.Name) + len(d.ArgsDelta)
 		}
 		if s.cur.Usage != nil {
-			u := s.m.stamp(*s.cur.Usage)
-			s.cur.Usage, s.seen = &u, true
+			s.stampUsage()
 		}
 		return true
 	}
@@ -90,9 +89,23 @@ func (s *meteredStream) Next() bool {
 	if s.seen || s.Stream.Err() != nil {
 		return false
 	}
+	s.estimate()
+	return true
+}
+
+// stampUsage and estimate are Next's rare paths, in frames of their own:
+// Next is on the run goroutine's stack below every wait for a token.
+//
+//go:noinline
+func (s *meteredStream) stampUsage() {
+	u := s.m.stamp(*s.cur.Usage)
+	s.cur.Usage, s.seen = &u, true
+}
+
+//go:noinline
+func (s *meteredStream) estimate() {
 	u := s.m.stamp(Usage{InputTokens: EstimateTokens(requestBytes(s.req)), OutputTokens: EstimateTokens(s.out), Estimated: true})
 	s.cur = Chunk{Usage: &u}
-	return true
 }
 
 func (s *meteredStream) Chunk() Chunk { return s.cur }

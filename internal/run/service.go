@@ -584,7 +584,7 @@ func (s *Service) newRunBody(x *execution, sc chat.Scope, req StartRequest, ag *
 		}
 		opts := engine.Options{Engine: req.Engine, Structured: req.Structured, FrontendTools: req.FrontendTools,
 			Context: req.Context, MaxSteps: req.MaxSteps, State: state}
-		return s.eng.Execute(ctx, engine.Task{Scope: sc, Run: r, Conversation: conv, History: history, Options: opts, Agent: ag, Budget: s.budget(r)}, x)
+		return engine.Execute(ctx, s.eng, &engine.Task{Scope: sc, Run: r, Conversation: conv, History: history, Options: opts, Agent: ag, Budget: s.budget(r)}, x)
 	}
 }
 

@@ -89,7 +89,7 @@ type paused struct {
 
 type runner struct {
 	a     *Agent
-	t     engine.Task
+	t     *engine.Task // the caller's (engine.TaskExecutor); resuming sets its Options
 	h     engine.Host
 	log   *slog.Logger // lines about the run: they carry its run_id and trace_id
 	usage event.Usage
@@ -110,53 +110,43 @@ func (r *runner) assistantMeta(m chat.AssistantMeta, reasoning string) json.RawM
 
 // Execute runs or resumes t.
 func (a *Agent) Execute(ctx context.Context, t engine.Task, h engine.Host) engine.Outcome {
-	r := &runner{a: a, t: t, h: h, log: telemetry.RunLogger(a.log, t.Run)}
-	iteration := 0
-	if t.Resume != nil {
-		var st paused
-		if err := json.Unmarshal(t.Run.State, &st); err != nil {
-			return failed(errcode.ResumeFailed, "The paused run's state could not be read.", r.usage)
-		}
-		iteration, r.usage = st.Iteration, st.Usage
-		if st.Options != nil {
-			t.Options, r.t.Options = *st.Options, *st.Options
-		}
-		c := t.Resume.Confirmation
-		decision := "approve"
-		if c.Status != chat.ConfirmApproved {
-			decision = "reject"
-		}
-		h.Emit(ctx, event.Event{Iteration: iteration, Payload: event.RunResumedData{ConfirmationID: c.ID, Decision: decision, ClientRunID: t.Resume.ClientRunID}})
-		msg, expired := r.decided(ctx, iteration, c)
-		t.History = append(t.History, msg)
-		st.Awaiting = slices.DeleteFunc(st.Awaiting, func(id string) bool { return id == c.ToolCallID })
-		if expired {
-			return r.finishExpired(ctx, iteration, c)
-		}
-		if len(st.Awaiting) > 0 {
-			st.Usage = r.usage
-			return r.pause(st)
-		}
-		if len(st.Frontend) > 0 {
-			return engine.Outcome{Status: engine.StatusSucceeded, Usage: r.usage, Pending: st.Frontend}
+	return a.ExecuteTask(ctx, &t, h)
+}
+
+// ExecuteTask is Execute with t by pointer (engine.TaskExecutor).
+func (a *Agent) ExecuteTask(ctx context.Context, t *engine.Task, h engine.Host) engine.Outcome {
+	return a.runner(t, h).execute(ctx)
+}
+
+// runner returns the runner of t.
+//
+//go:noinline
+func (a *Agent) runner(t *engine.Task, h engine.Host) *runner {
+	return &runner{a: a, t: t, h: h, log: telemetry.RunLogger(a.log, t.Run)}
+}
+
+// execute runs the model calls and tools of r.t. Its frame and Execute's
+// stay below the stream its model calls wait on (see iterate), so what is
+// done only between calls is in functions of their own.
+//
+//go:noinline
+func (r *runner) execute(ctx context.Context) engine.Outcome {
+	iteration, history := 0, r.t.History
+	if r.t.Resume != nil {
+		var o *engine.Outcome
+		if iteration, history, o = r.resume(ctx); o != nil {
+			return *o
 		}
 	}
-	msgs := BuildContext(r.systemPrompt(), t.History)
+	msgs := BuildContext(r.systemPrompt(), history)
 	msgs = r.loadFiles(ctx, msgs) // files.go
-	if t.Resume == nil {
+	if r.t.Resume == nil {
 		msgs = r.retrieve(ctx, msgs) // context.go
 	}
 	maxIter := r.maxIterations()
 	for iteration < maxIter {
-		if o := engine.Stopped(ctx); o != nil {
-			o.Usage = r.usage
+		if o := r.between(ctx, iteration); o != nil {
 			return *o
-		}
-		if iteration > 0 || t.Resume != nil {
-			// Between model calls: the run's budgets may be spent.
-			if o := engine.OverBudget(ctx, t, r.usage); o != nil {
-				return *o
-			}
 		}
 		iteration++
 		out, o := r.iterate(ctx, iteration, msgs)
@@ -166,26 +156,90 @@ func (a *Agent) Execute(ctx context.Context, t engine.Task, h engine.Host) engin
 		if len(out.calls) == 0 {
 			return engine.Outcome{Status: engine.StatusSucceeded, Usage: r.usage, Answer: out.answer}
 		}
-		calls, frontend := r.frontendCalls(ctx, iteration, out.calls)
-		results, awaiting, announce := r.runTools(ctx, iteration, calls)
-		if o := engine.Stopped(ctx); o != nil {
-			o.Usage = r.usage
+		if msgs, o = r.tools(ctx, iteration, msgs, &out); o != nil {
 			return *o
 		}
-		if len(awaiting) > 0 {
-			o := r.pause(paused{Iteration: iteration, Awaiting: awaiting, Usage: r.usage, Frontend: frontend})
-			o.Announce = announce
-			return o
-		}
-		if len(frontend) > 0 {
-			return engine.Outcome{Status: engine.StatusSucceeded, Usage: r.usage, Pending: frontend}
-		}
-		msgs = append(msgs, out.assistant)
-		msgs = append(msgs, results...)
 	}
 	text := fmt.Sprintf("I stopped after %d steps without reaching a final answer. Ask me to continue, or narrow the request.", maxIter)
 	r.completeMessage(ctx, iteration, chat.NewID(), text, "", false)
 	return engine.Outcome{Status: engine.StatusSucceeded, Usage: r.usage}
+}
+
+// resume takes up a paused run: its iteration, the history with the
+// confirmation's decision, or the Outcome that ends it at once.
+//
+//go:noinline
+func (r *runner) resume(ctx context.Context) (int, []chat.Message, *engine.Outcome) {
+	var st paused
+	if err := json.Unmarshal(r.t.Run.State, &st); err != nil {
+		o := failed(errcode.ResumeFailed, "The paused run's state could not be read.", r.usage)
+		return 0, nil, &o
+	}
+	iteration := st.Iteration
+	r.usage = st.Usage
+	if st.Options != nil {
+		r.t.Options = *st.Options
+	}
+	c := r.t.Resume.Confirmation
+	decision := "approve"
+	if c.Status != chat.ConfirmApproved {
+		decision = "reject"
+	}
+	r.h.Emit(ctx, event.Event{Iteration: iteration, Payload: event.RunResumedData{ConfirmationID: c.ID, Decision: decision, ClientRunID: r.t.Resume.ClientRunID}})
+	msg, expired := r.decided(ctx, iteration, c)
+	history := append(r.t.History, msg)
+	st.Awaiting = slices.DeleteFunc(st.Awaiting, func(id string) bool { return id == c.ToolCallID })
+	var o engine.Outcome
+	switch {
+	case expired:
+		o = r.finishExpired(ctx, iteration, c)
+	case len(st.Awaiting) > 0:
+		st.Usage = r.usage
+		o = r.pause(st)
+	case len(st.Frontend) > 0:
+		o = engine.Outcome{Status: engine.StatusSucceeded, Usage: r.usage, Pending: st.Frontend}
+	default:
+		return iteration, history, nil
+	}
+	return iteration, history, &o
+}
+
+// between ends the run before its next model call when it was stopped or,
+// after its first call (or on resuming), when its budgets are spent.
+//
+//go:noinline
+func (r *runner) between(ctx context.Context, iteration int) *engine.Outcome {
+	if o := engine.Stopped(ctx); o != nil {
+		o.Usage = r.usage
+		return o
+	}
+	if iteration > 0 || r.t.Resume != nil {
+		return engine.OverBudget(ctx, *r.t, r.usage)
+	}
+	return nil
+}
+
+// tools runs the tool calls of a model call's answer and returns the
+// messages for the next call, or the Outcome that ends the run.
+//
+//go:noinline
+func (r *runner) tools(ctx context.Context, iteration int, msgs []llm.Message, out *turnOut) ([]llm.Message, *engine.Outcome) {
+	calls, frontend := r.frontendCalls(ctx, iteration, out.calls)
+	results, awaiting, announce := r.runTools(ctx, iteration, calls)
+	if o := engine.Stopped(ctx); o != nil {
+		o.Usage = r.usage
+		return nil, o
+	}
+	if len(awaiting) > 0 {
+		o := r.pause(paused{Iteration: iteration, Awaiting: awaiting, Usage: r.usage, Frontend: frontend})
+		o.Announce = announce
+		return nil, &o
+	}
+	if len(frontend) > 0 {
+		return nil, &engine.Outcome{Status: engine.StatusSucceeded, Usage: r.usage, Pending: frontend}
+	}
+	msgs = append(msgs, out.assistant)
+	return append(msgs, results...), nil
 }
 
 // model answers the run's model calls: the agent's, else the engine's.
@@ -231,72 +285,148 @@ type turnOut struct {
 }
 
 // iterate makes one model call, streaming its events. A non-nil Outcome ends the run.
+//
+// It waits for every token of the call, deep in the run goroutine's stack,
+// so what it does before and after the stream is in functions of their
+// own (open, streamed, callFailed) and events go out through emit: their
+// locals would otherwise sit in iterate's frame through the whole stream,
+// and the stack a run waits on is the largest part of an active stream's
+// memory (docs/benchmarks.md, issue 25, eighth round).
 func (r *runner) iterate(ctx context.Context, it int, msgs []llm.Message) (turnOut, *engine.Outcome) {
-	emit := func(p event.Payload) { r.h.Emit(ctx, event.Event{Iteration: it, Step: "worker", Payload: p}) }
 	model := r.model()
-	emit(event.IterationData{Model: model.Name()})
-	req := llm.Request{Messages: msgs, Tools: r.toolSpecs(), JSONObject: r.t.Options.Structured, Temperature: r.temperature()}
-	var shown answerText // what a structured answer shows of its JSON
+	stream, err := r.open(ctx, it, model, msgs)
 	msgID := chat.NewID()
 	var acc llm.Accumulator
-	stream, err := model.Stream(ctx, req)
-	if err == nil {
-		started := map[int]string{}
-		for stream.Next() {
-			c := stream.Chunk()
-			acc.Add(c)
-			switch {
-			case c.Text != "":
-				if d := r.visible(&shown, c.Text); d != "" {
-					emit(event.TextDeltaData{MessageID: msgID, Delta: d})
-				}
-			case c.Reasoning != "":
-				emit(event.ReasoningDeltaData{MessageID: msgID, Delta: c.Reasoning})
-			case c.ToolCall != nil:
-				d := c.ToolCall
-				id, ok := started[d.Index]
-				if !ok {
-					id = d.ID
-					if id == "" {
-						id = "call_" + chat.NewID()
-					}
-					started[d.Index] = id
-					emit(event.ToolCallStartedData{ToolCallID: id, Name: d.Name, MessageID: msgID})
-				}
-				if d.ArgsDelta != "" {
-					emit(event.ToolCallArgsData{ToolCallID: id, Delta: d.ArgsDelta})
-				}
+	if err != nil {
+		return r.callFailed(ctx, it, msgID, &acc, err)
+	}
+	var shown answerText // what a structured answer shows of its JSON
+	var started map[int]string
+	for stream.Next() {
+		c := stream.Chunk()
+		acc.Add(c)
+		switch {
+		case c.Text != "":
+			if d := r.visible(&shown, c.Text); d != "" {
+				r.emit(ctx, it, event.TextDeltaData{MessageID: msgID, Delta: d})
 			}
-		}
-		err = stream.Err()
-		stream.Close()
-		if u := acc.Usage(); u != nil {
-			r.usage = r.usage.AddCall(engine.CallUsage(*u, model.Name()))
-		}
-		// Calls whose ids the model left out get the ids their events used.
-		calls := acc.ToolCalls()
-		for i := range calls {
-			if calls[i].ID == "" {
-				calls[i].ID = started[i]
-			}
-		}
-		if err == nil {
-			text := acc.Text()
-			if len(calls) == 0 {
-				answer := r.completeMessage(ctx, it, msgID, text, acc.Reasoning(), false)
-				return turnOut{answer: answer}, nil
-			}
-			text = r.shownText(text)
-			assistant := llm.Message{Role: llm.RoleAssistant, Content: text, ToolCalls: calls}
-			meta := r.assistantMeta(chat.AssistantMeta{ToolCalls: storedCalls(calls)}, acc.Reasoning())
-			if _, err := r.h.AppendMessage(ctx, chat.Message{ID: msgID, Role: chat.RoleAssistant, Content: text, Metadata: meta, RunID: r.t.Run.ID}); err != nil {
-				o := failed(errcode.StoreFailed, "The answer could not be saved.", r.usage)
-				return turnOut{}, &o
-			}
-			return turnOut{assistant: assistant, calls: calls}, nil
+		case c.Reasoning != "":
+			r.emit(ctx, it, event.ReasoningDeltaData{MessageID: msgID, Delta: c.Reasoning})
+		case c.ToolCall != nil:
+			started = r.toolCallDelta(ctx, it, msgID, c.ToolCall, started)
 		}
 	}
-	// The call failed: keep what streamed, marked partial, then end the run.
+	err = stream.Err()
+	stream.Close()
+	return r.streamed(ctx, it, model, msgID, &acc, started, err)
+}
+
+// emit announces an event of the run's iteration it.
+//
+//go:noinline
+func (r *runner) emit(ctx context.Context, it int, p event.Payload) {
+	r.h.Emit(ctx, event.Event{Iteration: it, Step: "worker", Payload: p})
+}
+
+// open announces the iteration and starts its model call.
+//
+//go:noinline
+func (r *runner) open(ctx context.Context, it int, model llm.Model, msgs []llm.Message) (llm.Stream, error) {
+	r.emit(ctx, it, event.IterationData{Model: model.Name()})
+	return startStream(ctx, model, llm.Request{Messages: msgs, Tools: r.toolSpecs(), JSONObject: r.t.Options.Structured, Temperature: r.temperature()})
+}
+
+// startStream starts a model call on a goroutine that ends once the call
+// has its stream (or its error); a panic there is raised again here. The
+// start goes deep (the provider's SDK, net/http's client, the request's
+// JSON: ~10 KiB of stack under the run's ~5 KiB), and on the run's own
+// goroutine it doubled the stack to 16 KiB for good: the runtime halves a
+// stack at a collection only when under a quarter of it is in use, and the
+// run then waits for every token at ~6.5 KiB. Started here, the run's stack
+// stays at 8 KiB (docs/benchmarks.md, issue 25, eighth round).
+func startStream(ctx context.Context, model llm.Model, req llm.Request) (llm.Stream, error) {
+	type started struct {
+		s        llm.Stream
+		err      error
+		panicked any
+	}
+	done := make(chan started, 1)
+	go func() {
+		var st started
+		defer func() {
+			st.panicked = recover()
+			done <- st
+		}()
+		st.s, st.err = model.Stream(ctx, req)
+	}()
+	st := <-done
+	if st.panicked != nil {
+		panic(st.panicked)
+	}
+	return st.s, st.err
+}
+
+// toolCallDelta announces a streamed tool call's start and its arguments;
+// started holds the ids of the calls started so far, by index.
+//
+//go:noinline
+func (r *runner) toolCallDelta(ctx context.Context, it int, msgID string, d *llm.ToolCallDelta, started map[int]string) map[int]string {
+	id, ok := started[d.Index]
+	if !ok {
+		id = d.ID
+		if id == "" {
+			id = "call_" + chat.NewID()
+		}
+		if started == nil {
+			started = map[int]string{}
+		}
+		started[d.Index] = id
+		r.emit(ctx, it, event.ToolCallStartedData{ToolCallID: id, Name: d.Name, MessageID: msgID})
+	}
+	if d.ArgsDelta != "" {
+		r.emit(ctx, it, event.ToolCallArgsData{ToolCallID: id, Delta: d.ArgsDelta})
+	}
+	return started
+}
+
+// streamed ends a model call whose stream ended with err (nil: complete):
+// its usage, and its answer or tool calls stored.
+//
+//go:noinline
+func (r *runner) streamed(ctx context.Context, it int, model llm.Model, msgID string, acc *llm.Accumulator, started map[int]string, err error) (turnOut, *engine.Outcome) {
+	if u := acc.Usage(); u != nil {
+		r.usage = r.usage.AddCall(engine.CallUsage(*u, model.Name()))
+	}
+	// Calls whose ids the model left out get the ids their events used.
+	calls := acc.ToolCalls()
+	for i := range calls {
+		if calls[i].ID == "" {
+			calls[i].ID = started[i]
+		}
+	}
+	if err != nil {
+		return r.callFailed(ctx, it, msgID, acc, err)
+	}
+	text := acc.Text()
+	if len(calls) == 0 {
+		answer := r.completeMessage(ctx, it, msgID, text, acc.Reasoning(), false)
+		return turnOut{answer: answer}, nil
+	}
+	text = r.shownText(text)
+	assistant := llm.Message{Role: llm.RoleAssistant, Content: text, ToolCalls: calls}
+	meta := r.assistantMeta(chat.AssistantMeta{ToolCalls: storedCalls(calls)}, acc.Reasoning())
+	if _, err := r.h.AppendMessage(ctx, chat.Message{ID: msgID, Role: chat.RoleAssistant, Content: text, Metadata: meta, RunID: r.t.Run.ID}); err != nil {
+		o := failed(errcode.StoreFailed, "The answer could not be saved.", r.usage)
+		return turnOut{}, &o
+	}
+	return turnOut{assistant: assistant, calls: calls}, nil
+}
+
+// callFailed ends a model call that failed: what streamed is kept, marked
+// partial, and the run ends.
+//
+//go:noinline
+func (r *runner) callFailed(ctx context.Context, it int, msgID string, acc *llm.Accumulator, err error) (turnOut, *engine.Outcome) {
 	r.interrupted = errors.Is(context.Cause(ctx), engine.ErrInterrupted)
 	if text := r.shownText(acc.Text()); text != "" {
 		r.completeMessage(context.WithoutCancel(ctx), it, msgID, text, acc.Reasoning(), true)

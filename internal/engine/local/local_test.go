@@ -1,6 +1,7 @@
 package local
 
 import (
+	"context"
 	"encoding/json"
 	"reflect"
 	"testing"
@@ -63,4 +64,22 @@ func TestDeriveAnswer(t *testing.T) {
 			t.Errorf("%q: %+v", tt.text, a)
 		}
 	}
+}
+
+// panicking is a model whose call panics.
+type panicking struct{ llm.Model }
+
+func (panicking) Stream(context.Context, llm.Request) (llm.Stream, error) { panic("model call") }
+
+// TestStartStreamRaisesItsPanicOnTheRun: the model call starts on a
+// goroutine of its own, and a panic there is the run's, as it was when the
+// call started on the run's goroutine.
+func TestStartStreamRaisesItsPanicOnTheRun(t *testing.T) {
+	defer func() {
+		if p := recover(); p != "model call" {
+			t.Errorf("recovered %v, want the model call's panic", p)
+		}
+	}()
+	startStream(t.Context(), panicking{}, llm.Request{})
+	t.Error("startStream returned")
 }

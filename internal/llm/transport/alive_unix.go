@@ -38,3 +38,34 @@ func peek(c net.Conn) socketState {
 	}
 	return st
 }
+
+// readable returns a function that waits until c has something to read
+// (bytes, its end, an error) or its read deadline passes, without reading
+// it and so without a buffer; nil if c cannot be waited on so. The wait is
+// the one net's own reads make (the poller), with a non-blocking MSG_PEEK
+// in place of the read.
+func readable(c net.Conn) func() {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	var b [1]byte
+	calls := 0
+	ready := func(fd uintptr) bool {
+		// Called again once the poller saw the socket readable: the read
+		// that follows tells what came, with no second look here.
+		if calls++; calls > 1 {
+			return true
+		}
+		_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK)
+		return err != syscall.EAGAIN && err != syscall.EWOULDBLOCK
+	}
+	return func() {
+		calls = 0
+		rc.Read(ready)
+	}
+}

@@ -78,6 +78,16 @@ func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
 		b.end()
 		return resp, nil
 	}
+	if len(resp.TransferEncoding) == 1 && resp.TransferEncoding[0] == "chunked" && resp.Trailer == nil {
+		// A stream: read without holding a buffer between its tokens
+		// (chunked). What br read past the head goes with it. A response
+		// that declares trailers keeps net/http's reader, which hands them
+		// to resp.Trailer.
+		rest, _ := br.Peek(br.Buffered())
+		b.ch = newChunked(c.nc, &c.h.t.bufs, rest)
+		b.rc, b.br = b.ch, nil
+		c.h.t.putReader(br)
+	}
 	resp.Body = b
 	return resp, nil
 }
@@ -91,8 +101,9 @@ func (c *conn) close() {
 // body is a response's body, read on the caller's goroutine.
 type body struct {
 	c    *conn
-	br   *bufio.Reader
-	rc   io.ReadCloser // net/http's reader: framing, chunked decoding, trailers
+	br   *bufio.Reader // nil for a chunked body, which reads through ch
+	ch   *chunked      // a chunked body's reader, nil for others
+	rc   io.Reader     // ch, or net/http's reader: framing, chunked decoding, trailers
 	ctx  context.Context
 	stop func() bool // stops the cancellation's AfterFunc
 	keep bool        // the connection may serve another request after this one
@@ -147,7 +158,7 @@ func (b *body) Close() error {
 // handshake, anew. It reads only once something has come in, and gives
 // the rest a millisecond (a read deadline) to complete.
 func (b *body) readBuffered() bool {
-	if b.br.Buffered() == 0 && !received(b.c.nc) {
+	if !b.buffered() && !received(b.c.nc) {
 		return false
 	}
 	if b.c.nc.SetReadDeadline(time.Now().Add(time.Millisecond)) != nil {
@@ -181,14 +192,25 @@ func (b *body) end() {
 	if !b.done.CompareAndSwap(false, true) {
 		return
 	}
-	keep := b.stop() && b.keep && b.br.Buffered() == 0 // more is an answer nobody asked for
-	b.c.h.t.putReader(b.br)
-	b.br = nil
+	keep := b.stop() && b.keep && !b.buffered() // more is an answer nobody asked for
+	if b.br != nil {
+		b.c.h.t.putReader(b.br)
+		b.br = nil
+	}
 	if !keep {
 		b.c.close()
 		return
 	}
 	b.c.h.put(b.c)
+}
+
+// buffered reports whether bytes of the connection were read past what
+// the body delivered.
+func (b *body) buffered() bool {
+	if b.ch != nil {
+		return b.ch.buffered()
+	}
+	return b.br.Buffered() > 0
 }
 
 // abandon closes the connection of a body not read to its end. Its read

@@ -64,7 +64,8 @@ type Transport struct {
 	maxIdle     int // per host
 	idleTimeout time.Duration
 	readBuffer  int
-	readers     sync.Pool // *bufio.Reader of readBuffer bytes
+	readers     sync.Pool // *bufio.Reader of readBuffer bytes, for a response's head
+	bufs        sync.Pool // *[]byte of readBuffer bytes, for a chunked body (chunked)
 
 	mu    sync.Mutex
 	hosts map[string]*host
@@ -82,6 +83,10 @@ func New(std *http.Transport) *Transport {
 		idleTimeout: std.IdleConnTimeout,
 		readBuffer:  cmp.Or(std.ReadBufferSize, 4<<10),
 		hosts:       map[string]*host{},
+	}
+	t.bufs.New = func() any {
+		b := make([]byte, t.readBuffer)
+		return &b
 	}
 	if std.DisableKeepAlives {
 		t.maxIdle = 0

@@ -72,3 +72,40 @@ func (zeros) Read(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// gated is a body that delivers its parts one Read at a time, each part
+// whole if the caller's buffer takes it, as a connection delivers a token.
+type gated struct{ parts []string }
+
+func (g *gated) Read(p []byte) (int, error) {
+	if len(g.parts) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, g.parts[0])
+	if g.parts[0] = g.parts[0][n:]; g.parts[0] == "" {
+		g.parts = g.parts[1:]
+	}
+	return n, nil
+}
+
+// TestReaderHoldsNoBufferBetweenEvents: a stream waits for its next event
+// with no buffer; one that came in with the last stays buffered.
+func TestReaderHoldsNoBufferBetweenEvents(t *testing.T) {
+	t.Parallel()
+	e := NewReader(&gated{parts: []string{"data: a\n\n", "data: b\n\ndata: c\n", "\n", strings.Repeat("x", 3000) + "\n\n"}})
+	for i, want := range []struct {
+		data string
+		held bool
+	}{{"a\n", false}, {"b\n", true}, {"c\n", false}} {
+		_, data, err := e.Next()
+		if string(data) != want.data || err != nil {
+			t.Fatalf("event %d: %q, %v; want %q", i, data, err, want.data)
+		}
+		if held := e.r != nil; held != want.held {
+			t.Errorf("event %d: buffer held %v, want %v", i, held, want.held)
+		}
+	}
+	if _, _, err := e.Next(); err != io.EOF || e.r != nil {
+		t.Errorf("at the end: %v, buffer held %v; want io.EOF and none", err, e.r != nil)
+	}
+}
