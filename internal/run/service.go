@@ -550,42 +550,60 @@ func (s *Service) launchEarly(t *term, sc chat.Scope, in *store.RunStart, req St
 }
 
 // newRunBody is what a new run executes: its announcements, its context
-// (the branch down to leaf, compacted) and the engine.
+// (the branch down to leaf, compacted) and the engine. The closure's frame
+// stays under the whole run (the run waits for every token below it), so
+// what is done before the engine starts is in newRunTask's frame, gone once
+// the engine runs: the run's stack is meant to stay at 8 KiB
+// (docs/benchmarks.md, issue 25, eighth round: run stacks).
 func (s *Service) newRunBody(x *execution, sc chat.Scope, req StartRequest, ag *engine.Agent, r chat.Run, conv chat.Conversation,
-	userMsg chat.Message, state json.RawMessage, leaf string, created, extra bool) func(ctx context.Context) engine.Outcome {
-	return func(ctx context.Context) engine.Outcome {
+	userMsg chat.Message, state json.RawMessage, leaf string, created, extra bool) func(ctx context.Context, o *engine.Outcome) {
+	return func(ctx context.Context, o *engine.Outcome) {
 		if x.early {
 			ctx = engine.WithAfterStart(ctx, x.deferWrite) // early.go
 		}
-		if created {
-			x.Emit(ctx, event.New(event.ConversationCreatedData{ConversationID: conv.ID, Title: conv.Title}))
+		t, failed := s.newRunTask(ctx, x, sc, &req, ag, &r, &conv, &userMsg, state, leaf, created, extra)
+		if failed != nil {
+			*o = *failed
+			return
 		}
-		x.Emit(ctx, event.New(event.RunStartedData{ConversationID: conv.ID, Input: req.Input, UserMessageID: userMsg.ID, Engine: req.Engine, ClientRunID: req.ClientRunID,
-			AgentID: r.AgentID, AgentVersion: r.AgentVersion}))
-		if state != nil {
-			x.Emit(ctx, event.Event{Step: "worker", Payload: event.StateSnapshotData{State: state}})
-		}
-		// A conversation this request created holds just the message it
-		// wrote: no read stands between the start and the model call.
-		history := []chat.Message{userMsg}
-		var err error
-		if !created || extra || userMsg.ID == "" {
-			if history, err = s.history(ctx, sc, conv.ID, leaf); err != nil {
-				return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: errcode.StoreFailed, Message: "The conversation history could not be read."}}
-			}
-		}
-		// An early run's new conversation has no compaction yet: it reads
-		// none, and compacts (which writes) only once its start is stored.
-		if !x.early || s.compactionDue(history) {
-			if !x.started() {
-				return engine.Outcome{Status: engine.StatusCancelled}
-			}
-			history = s.withCompaction(ctx, sc, conv.ID, r.ID, x, history, true) // context.go
-		}
-		opts := engine.Options{Engine: req.Engine, Structured: req.Structured, FrontendTools: req.FrontendTools,
-			Context: req.Context, MaxSteps: req.MaxSteps, State: state}
-		return engine.Execute(ctx, s.eng, &engine.Task{Scope: sc, Run: r, Conversation: conv, History: history, Options: opts, Agent: ag, Budget: s.budget(r)}, x)
+		engine.Execute(ctx, s.eng, t, x, o)
 	}
+}
+
+// newRunTask makes a new run's announcements and reads its context: the
+// task to execute, or the Outcome that ends the run before the engine.
+//
+//go:noinline
+func (s *Service) newRunTask(ctx context.Context, x *execution, sc chat.Scope, req *StartRequest, ag *engine.Agent, r *chat.Run, conv *chat.Conversation,
+	userMsg *chat.Message, state json.RawMessage, leaf string, created, extra bool) (*engine.Task, *engine.Outcome) {
+	if created {
+		x.Emit(ctx, event.New(event.ConversationCreatedData{ConversationID: conv.ID, Title: conv.Title}))
+	}
+	x.Emit(ctx, event.New(event.RunStartedData{ConversationID: conv.ID, Input: req.Input, UserMessageID: userMsg.ID, Engine: req.Engine, ClientRunID: req.ClientRunID,
+		AgentID: r.AgentID, AgentVersion: r.AgentVersion}))
+	if state != nil {
+		x.Emit(ctx, event.Event{Step: "worker", Payload: event.StateSnapshotData{State: state}})
+	}
+	// A conversation this request created holds just the message it
+	// wrote: no read stands between the start and the model call.
+	history := []chat.Message{*userMsg}
+	var err error
+	if !created || extra || userMsg.ID == "" {
+		if history, err = s.history(ctx, sc, conv.ID, leaf); err != nil {
+			return nil, &engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: errcode.StoreFailed, Message: "The conversation history could not be read."}}
+		}
+	}
+	// An early run's new conversation has no compaction yet: it reads
+	// none, and compacts (which writes) only once its start is stored.
+	if !x.early || s.compactionDue(history) {
+		if !x.started() {
+			return nil, &engine.Outcome{Status: engine.StatusCancelled}
+		}
+		history = s.withCompaction(ctx, sc, conv.ID, r.ID, x, history, true) // context.go
+	}
+	opts := engine.Options{Engine: req.Engine, Structured: req.Structured, FrontendTools: req.FrontendTools,
+		Context: req.Context, MaxSteps: req.MaxSteps, State: state}
+	return &engine.Task{Scope: sc, Run: *r, Conversation: *conv, History: history, Options: opts, Agent: ag, Budget: s.budget(*r)}, nil
 }
 
 // resolveAgent finds the agent version a new run executes: the request's
@@ -786,7 +804,7 @@ func (s *Service) cancelWaiting(ctx context.Context, r chat.Run) error {
 	}
 	if x := s.claimRun(ctx, r, "", telemetry.Cause{}); x != nil {
 		if s.admit() {
-			s.launch(x, func(context.Context) engine.Outcome { return engine.Outcome{Status: engine.StatusCancelled} })
+			s.launch(x, func(_ context.Context, o *engine.Outcome) { *o = engine.Outcome{Status: engine.StatusCancelled} })
 		} else {
 			// Shutting down: store the cancel; the replica that takes the
 			// run over when this one's term ends finds it.
@@ -862,16 +880,18 @@ func (s *Service) continueRun(r chat.Run, c chat.Confirmation, clientRunID strin
 	}
 	s.continuations.drop(c.ID)
 	sc := chat.Scope{Tenant: r.Tenant, User: r.Owner}
-	s.launch(x, func(ctx context.Context) engine.Outcome {
+	s.launch(x, func(ctx context.Context, o *engine.Outcome) {
 		telemetry.Waited(ctx, c)
 		conv, err := s.st.GetConversation(ctx, sc, r.ConversationID)
 		if err != nil {
-			return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: errcode.StoreFailed, Message: "The conversation could not be read."}}
+			*o = engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: errcode.StoreFailed, Message: "The conversation could not be read."}}
+			return
 		}
 		all, err := s.messages(ctx, sc, conv.ID)
 		history := chat.Branch(all, chat.RunLeaf(all, x.run))
 		if err != nil {
-			return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: errcode.StoreFailed, Message: "The conversation history could not be read."}}
+			*o = engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: errcode.StoreFailed, Message: "The conversation history could not be read."}}
+			return
 		}
 		history = s.withCompaction(ctx, sc, conv.ID, x.run.ID, x, history, false) // context.go
 		// The continuation runs the version the run started with, whatever
@@ -880,11 +900,12 @@ func (s *Service) continueRun(r chat.Run, c chat.Confirmation, clientRunID strin
 		if s.cfg.Agents != nil && x.run.AgentID != "" {
 			if ag, err = s.cfg.Agents.Exact(ctx, sc, x.run.AgentID, x.run.AgentVersion); err != nil {
 				x.log.Error("agent version of a continued run", "agent_id", x.run.AgentID, "agent_version", x.run.AgentVersion, "err", err)
-				return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: errcode.AgentUnavailable,
+				*o = engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: errcode.AgentUnavailable,
 					Message: fmt.Sprintf("The run's agent version (%s v%d) can no longer run.", x.run.AgentID, x.run.AgentVersion)}}
+				return
 			}
 		}
-		return s.eng.Execute(ctx, engine.Task{Scope: sc, Run: x.run, Conversation: conv, History: history, Resume: &engine.Resume{Confirmation: c, ClientRunID: clientRunID}, Agent: ag, Budget: s.budget(x.run)}, x)
+		engine.Execute(ctx, s.eng, &engine.Task{Scope: sc, Run: x.run, Conversation: conv, History: history, Resume: &engine.Resume{Confirmation: c, ClientRunID: clientRunID}, Agent: ag, Budget: s.budget(x.run)}, x, o)
 	})
 }
 
