@@ -403,13 +403,13 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 
 	// The run's span begins before the run is stored: the row names its trace.
 	tel := s.cfg.Telemetry.NewRun(ctx)
-	in := store.RunStart{
-		Run: chat.Run{ID: req.RunID, ConversationID: req.ConversationID, Status: chat.RunRunning, Input: req.Input, Engine: req.Engine,
-			LeaseOwner: s.cfg.ReplicaID, LeaseEpoch: t.epoch, TraceID: tel.TraceID(), SpanID: tel.SpanID()},
-		Message:      chat.Message{Role: chat.RoleUser, Content: req.Input, Parts: req.Parts},
-		MaxExecuting: s.cfg.MaxRunsPerTenant,
-		ReserveSeqs:  reserveBlock,
-	}
+	// in is made in place on the heap: a RunStart literal is built in a
+	// temporary of start's frame, which the stream handler's stack holds
+	// while the start waits for its group commit (begin).
+	in := &store.RunStart{MaxExecuting: s.cfg.MaxRunsPerTenant, ReserveSeqs: reserveBlock}
+	in.Run.ID, in.Run.ConversationID, in.Run.Status, in.Run.Input, in.Run.Engine = req.RunID, req.ConversationID, chat.RunRunning, req.Input, req.Engine
+	in.Run.LeaseOwner, in.Run.LeaseEpoch, in.Run.TraceID, in.Run.SpanID = s.cfg.ReplicaID, t.epoch, tel.TraceID(), tel.SpanID()
+	in.Message.Role, in.Message.Content, in.Message.Parts = chat.RoleUser, req.Input, req.Parts
 	if ag != nil {
 		in.Run.AgentID, in.Run.AgentVersion, in.Run.Model = ag.ID, ag.Version, ag.ModelName
 	}
@@ -436,7 +436,7 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 	}
 	var x *execution // the run's execution, when it begins before its start is stored
 	if early(in, again, extra) {
-		x = s.launchEarly(t, sc, &in, req, ag, tel)
+		x = s.launchEarly(t, sc, in, &req, ag, tel)
 		admitted, placed = false, false // the execution releases both
 	}
 	// fail ends a start that did not launch its run, or discards the run
@@ -465,14 +465,39 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 	if x == nil {
 		tel.Bind(started.Run)
 	}
+	out, launched, err := s.begin(ctx, sctx, sc, &req, ag, t, tel, x, in.NewConversation != nil, &started, again, extra, fileIDs, follow, fail)
+	if launched {
+		admitted, placed = false, false // the execution releases both
+	}
+	return out, err
+}
+
+// begin goes on with a start once it is stored: the run's files, its
+// thread's state, the messages that come with it, the follower's
+// subscription, then the run launched (or opened, when it began early:
+// x). It reports whether it launched a new execution. It is start's tail
+// in a frame of its own: start's frame is on the stream handler's stack
+// while the start waits for its group commit, and with this tail's locals
+// and calls it took that stack past 16 KiB (docs/benchmarks.md, issue 25,
+// eighth round: run stacks).
+//
+//go:noinline
+func (s *Service) begin(ctx, sctx context.Context, sc chat.Scope, req *StartRequest, ag *engine.Agent, t *term, tel *telemetry.Run, x *execution,
+	created bool, started *store.RunStarted, again *chat.Message, extra []chat.Message, fileIDs []string, follow bool,
+	fail func(error) (Started, error)) (Started, bool, error) {
+	failed := func(err error) (Started, bool, error) {
+		out, err := fail(err)
+		return out, false, err
+	}
 	if err := s.st.ReferenceFiles(sctx, sc, started.Conversation.ID, fileIDs); err != nil {
 		s.abandon(started.Run, err)
-		return fail(err)
+		return failed(err)
 	}
-	out := Started{Run: started.Run, Conversation: started.Conversation, Created: in.NewConversation != nil}
+	out := Started{Run: started.Run, Conversation: started.Conversation, Created: created}
 	r, conv, last, userMsg := started.Run, started.Conversation, started.LastSeq, started.Message
 	// The thread's shared state, as the run begins with it (state.go).
 	state := req.State
+	var err error
 	if state != nil {
 		err = s.st.SetThreadState(sctx, sc, conv.ID, state)
 	} else if !out.Created {
@@ -480,7 +505,7 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 	}
 	if err != nil {
 		s.abandon(r, err)
-		return fail(err)
+		return failed(err)
 	}
 	// leaf is where the run's branch ends as it begins: the model's context
 	// is the branch down to it.
@@ -490,7 +515,7 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 		stored, err := s.st.AppendMessage(sctx, sc, m)
 		if err != nil {
 			s.abandon(r, err)
-			return fail(err)
+			return failed(err)
 		}
 		leaf = stored.ID
 	}
@@ -500,7 +525,7 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 	if s.halt.Err() != nil {
 		// Shutdown gave up waiting: the store may be closing. The run is
 		// left to the next start's recovery, as after a crash.
-		return fail(ErrShuttingDown)
+		return failed(ErrShuttingDown)
 	}
 	if userMsg.Role != chat.RoleUser {
 		userMsg = chat.Message{}
@@ -509,25 +534,24 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 		q, err := s.bus.Subscribe(ctx, sc.Tenant, conv.ID, last)
 		if err != nil {
 			s.abandon(r, err)
-			return fail(err)
+			return failed(err)
 		}
 		out.Stream = &Stream{s: s, sc: sc, thread: conv.ID, runID: r.ID, q: q, last: last}
 	}
 	if x != nil {
 		x.open(last, r.SeqReserved) // early.go
-		return out, nil
+		return out, false, nil
 	}
 	x = s.newExecution(t, sc, r, last, tel)
 	x.placed = true
-	admitted, placed = false, false // the execution releases both
-	s.launch(x, s.newRunBody(x, sc, req, ag, r, conv, userMsg, state, leaf, out.Created, len(extra) > 0))
-	return out, nil
+	s.launch(x, s.newRunBody(x, sc, *req, ag, r, conv, userMsg, state, leaf, out.Created, len(extra) > 0))
+	return out, true, nil
 }
 
 // launchEarly begins executing the run that in starts, before the start is
 // stored (early.go): in gets the ids its run, conversation and message will
 // be stored with, and the run's events are held until Execution.open.
-func (s *Service) launchEarly(t *term, sc chat.Scope, in *store.RunStart, req StartRequest, ag *engine.Agent, tel *telemetry.Run) *execution {
+func (s *Service) launchEarly(t *term, sc chat.Scope, in *store.RunStart, req *StartRequest, ag *engine.Agent, tel *telemetry.Run) *execution {
 	store.FillConversation(in.NewConversation, sc, in.Run.CreatedAt)
 	in.Run.ConversationID = in.NewConversation.ID
 	store.FillRun(&in.Run, sc, in.Run.CreatedAt)
@@ -540,7 +564,7 @@ func (s *Service) launchEarly(t *term, sc chat.Scope, in *store.RunStart, req St
 	x := s.newExecution(t, sc, r, 0, tel)
 	x.placed, x.early = true, true
 	x.opening = &opening{decided: make(chan struct{})}
-	s.launch(x, s.newRunBody(x, sc, req, ag, r, conv, userMsg, req.State, userMsg.ID, true, false))
+	s.launch(x, s.newRunBody(x, sc, *req, ag, r, conv, userMsg, req.State, userMsg.ID, true, false))
 	// The run's goroutine is next on this thread: yielding lets it send
 	// the model request before the start's write takes the thread (a
 	// group commit's leader runs SQLite for the whole batch). The start
