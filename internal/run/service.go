@@ -469,13 +469,19 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 	if launched {
 		admitted, placed = false, false // the execution releases both
 	}
+	if err == nil && x != nil {
+		// Here rather than in begin: publishing the events it held goes
+		// ~2 KiB deep, which under begin's frame took the handler's
+		// stack past 16 KiB.
+		x.open(started.LastSeq, started.Run.SeqReserved) // early.go
+	}
 	return out, err
 }
 
 // begin goes on with a start once it is stored: the run's files, its
 // thread's state, the messages that come with it, the follower's
-// subscription, then the run launched (or opened, when it began early:
-// x). It reports whether it launched a new execution. It is start's tail
+// subscription, then the run launched, unless it began early (x: start
+// opens it then). It reports whether it launched a new execution. It is start's tail
 // in a frame of its own: start's frame is on the stream handler's stack
 // while the start waits for its group commit, and with this tail's locals
 // and calls it took that stack past 16 KiB (docs/benchmarks.md, issue 25,
@@ -539,8 +545,7 @@ func (s *Service) begin(ctx, sctx context.Context, sc chat.Scope, req *StartRequ
 		out.Stream = &Stream{s: s, sc: sc, thread: conv.ID, runID: r.ID, q: q, last: last}
 	}
 	if x != nil {
-		x.open(last, r.SeqReserved) // early.go
-		return out, false, nil
+		return out, false, nil // start opens it (early.go)
 	}
 	x = s.newExecution(t, sc, r, last, tel)
 	x.placed = true
