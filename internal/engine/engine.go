@@ -242,32 +242,36 @@ type Engine interface {
 	Execute(ctx context.Context, t Task, h Host) Outcome
 }
 
-// TaskExecutor is an Engine that also takes its task by pointer: a Task is
-// ~800 bytes, and every frame that passes one by value holds a copy below
-// the run's model stream for the whole run, where the run goroutine waits
-// for each token (docs/benchmarks.md, issue 25, eighth round). ExecuteTask
-// does what Execute does; t is the caller's, which it may change (a resumed
-// run takes the options it paused with) and does not keep past its return.
+// TaskExecutor is an Engine that also takes its task, and gives its
+// outcome, by pointer: a Task is ~800 bytes and an Outcome ~220, and every
+// frame that passes one by value holds a copy (an Outcome two: the callee's
+// result and its own) below the run's model stream for the whole run, where
+// the run goroutine waits for each token (docs/benchmarks.md, issue 25,
+// eighth round). ExecuteTask does what Execute does and sets *o to its
+// outcome; t is the caller's, which it may change (a resumed run takes the
+// options it paused with) and does not keep past its return.
 type TaskExecutor interface {
 	Engine
-	ExecuteTask(ctx context.Context, t *Task, h Host) Outcome
+	ExecuteTask(ctx context.Context, t *Task, h Host, o *Outcome)
 }
 
-// Execute runs t on e, by pointer where e takes it so.
+// Execute runs t on e and sets *o to its outcome, by pointer where e takes
+// it so.
 //
 //go:noinline
-func Execute(ctx context.Context, e Engine, t *Task, h Host) Outcome {
+func Execute(ctx context.Context, e Engine, t *Task, h Host, o *Outcome) {
 	if te, ok := e.(TaskExecutor); ok {
-		return te.ExecuteTask(ctx, t, h)
+		te.ExecuteTask(ctx, t, h, o)
+		return
 	}
-	return executeCopy(ctx, e, t, h)
+	executeCopy(ctx, e, t, h, o)
 }
 
 // executeCopy passes a copy of t, in a frame of its own.
 //
 //go:noinline
-func executeCopy(ctx context.Context, e Engine, t *Task, h Host) Outcome {
-	return e.Execute(ctx, *t, h)
+func executeCopy(ctx context.Context, e Engine, t *Task, h Host, o *Outcome) {
+	*o = e.Execute(ctx, *t, h)
 }
 
 // ErrCancelled is the cause of a context cancelled because a person stopped the run.

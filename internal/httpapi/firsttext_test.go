@@ -83,8 +83,8 @@ type startHook struct {
 	before func(in store.RunStart) error
 }
 
-func (h startHook) StartRun(ctx context.Context, sc chat.Scope, in store.RunStart) (store.RunStarted, error) {
-	if err := h.before(in); err != nil {
+func (h startHook) StartRun(ctx context.Context, sc chat.Scope, in *store.RunStart) (store.RunStarted, error) {
+	if err := h.before(*in); err != nil {
 		return store.RunStarted{}, err
 	}
 	return h.Store.StartRun(ctx, sc, in)

@@ -145,7 +145,7 @@ func (m *mortalStore) AppendMessage(ctx context.Context, s chat.Scope, msg chat.
 	return do(m.p, call{method: "AppendMessage"}, func() (chat.Message, error) { return m.Store.AppendMessage(ctx, s, msg) })
 }
 
-func (m *mortalStore) StartRun(ctx context.Context, s chat.Scope, in store.RunStart) (store.RunStarted, error) {
+func (m *mortalStore) StartRun(ctx context.Context, s chat.Scope, in *store.RunStart) (store.RunStarted, error) {
 	return do(m.p, call{method: "StartRun"}, func() (store.RunStarted, error) { return m.Store.StartRun(ctx, s, in) })
 }
 

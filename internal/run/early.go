@@ -46,7 +46,7 @@ var errStartFailed = errors.New("the run's start was not stored")
 // early reports whether a start may execute its run while it is written:
 // a new conversation whose context is the request's message alone, and no
 // quota to check (a quota refusal must come before any model call).
-func early(in store.RunStart, again *chat.Message, extra []chat.Message) bool {
+func early(in *store.RunStart, again *chat.Message, extra []chat.Message) bool {
 	return in.NewConversation != nil && in.Parent == nil && again == nil && len(extra) == 0 &&
 		in.Message.Role == chat.RoleUser && len(in.Limits) == 0
 }

@@ -33,7 +33,7 @@ func (s *endHolding) UpdateRun(ctx context.Context, tenant, id string, u store.R
 	return s.Store.UpdateRun(ctx, tenant, id, u)
 }
 
-func (s *endHolding) StartRun(ctx context.Context, sc chat.Scope, in store.RunStart) (store.RunStarted, error) {
+func (s *endHolding) StartRun(ctx context.Context, sc chat.Scope, in *store.RunStart) (store.RunStarted, error) {
 	select {
 	case s.starting <- struct{}{}:
 	default:

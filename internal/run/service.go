@@ -403,13 +403,13 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 
 	// The run's span begins before the run is stored: the row names its trace.
 	tel := s.cfg.Telemetry.NewRun(ctx)
-	in := store.RunStart{
-		Run: chat.Run{ID: req.RunID, ConversationID: req.ConversationID, Status: chat.RunRunning, Input: req.Input, Engine: req.Engine,
-			LeaseOwner: s.cfg.ReplicaID, LeaseEpoch: t.epoch, TraceID: tel.TraceID(), SpanID: tel.SpanID()},
-		Message:      chat.Message{Role: chat.RoleUser, Content: req.Input, Parts: req.Parts},
-		MaxExecuting: s.cfg.MaxRunsPerTenant,
-		ReserveSeqs:  reserveBlock,
-	}
+	// in is made in place on the heap: a RunStart literal is built in a
+	// temporary of start's frame, which the stream handler's stack holds
+	// while the start waits for its group commit (begin).
+	in := &store.RunStart{MaxExecuting: s.cfg.MaxRunsPerTenant, ReserveSeqs: reserveBlock}
+	in.Run.ID, in.Run.ConversationID, in.Run.Status, in.Run.Input, in.Run.Engine = req.RunID, req.ConversationID, chat.RunRunning, req.Input, req.Engine
+	in.Run.LeaseOwner, in.Run.LeaseEpoch, in.Run.TraceID, in.Run.SpanID = s.cfg.ReplicaID, t.epoch, tel.TraceID(), tel.SpanID()
+	in.Message.Role, in.Message.Content, in.Message.Parts = chat.RoleUser, req.Input, req.Parts
 	if ag != nil {
 		in.Run.AgentID, in.Run.AgentVersion, in.Run.Model = ag.ID, ag.Version, ag.ModelName
 	}
@@ -436,7 +436,7 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 	}
 	var x *execution // the run's execution, when it begins before its start is stored
 	if early(in, again, extra) {
-		x = s.launchEarly(t, sc, &in, req, ag, tel)
+		x = s.launchEarly(t, sc, in, &req, ag, tel)
 		admitted, placed = false, false // the execution releases both
 	}
 	// fail ends a start that did not launch its run, or discards the run
@@ -465,14 +465,45 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 	if x == nil {
 		tel.Bind(started.Run)
 	}
+	out, launched, err := s.begin(ctx, sctx, sc, &req, ag, t, tel, x, in.NewConversation != nil, &started, again, extra, fileIDs, follow, fail)
+	if launched {
+		admitted, placed = false, false // the execution releases both
+	}
+	if err == nil && x != nil {
+		// Here rather than in begin: publishing the events it held goes
+		// ~2 KiB deep, which under begin's frame took the handler's
+		// stack past 16 KiB.
+		x.open(started.LastSeq, started.Run.SeqReserved) // early.go
+	}
+	return out, err
+}
+
+// begin goes on with a start once it is stored: the run's files, its
+// thread's state, the messages that come with it, the follower's
+// subscription, then the run launched, unless it began early (x: start
+// opens it then). It reports whether it launched a new execution. It is start's tail
+// in a frame of its own: start's frame is on the stream handler's stack
+// while the start waits for its group commit, and with this tail's locals
+// and calls it took that stack past 16 KiB (docs/benchmarks.md, issue 25,
+// eighth round: run stacks).
+//
+//go:noinline
+func (s *Service) begin(ctx, sctx context.Context, sc chat.Scope, req *StartRequest, ag *engine.Agent, t *term, tel *telemetry.Run, x *execution,
+	created bool, started *store.RunStarted, again *chat.Message, extra []chat.Message, fileIDs []string, follow bool,
+	fail func(error) (Started, error)) (Started, bool, error) {
+	failed := func(err error) (Started, bool, error) {
+		out, err := fail(err)
+		return out, false, err
+	}
 	if err := s.st.ReferenceFiles(sctx, sc, started.Conversation.ID, fileIDs); err != nil {
 		s.abandon(started.Run, err)
-		return fail(err)
+		return failed(err)
 	}
-	out := Started{Run: started.Run, Conversation: started.Conversation, Created: in.NewConversation != nil}
+	out := Started{Run: started.Run, Conversation: started.Conversation, Created: created}
 	r, conv, last, userMsg := started.Run, started.Conversation, started.LastSeq, started.Message
 	// The thread's shared state, as the run begins with it (state.go).
 	state := req.State
+	var err error
 	if state != nil {
 		err = s.st.SetThreadState(sctx, sc, conv.ID, state)
 	} else if !out.Created {
@@ -480,7 +511,7 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 	}
 	if err != nil {
 		s.abandon(r, err)
-		return fail(err)
+		return failed(err)
 	}
 	// leaf is where the run's branch ends as it begins: the model's context
 	// is the branch down to it.
@@ -490,7 +521,7 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 		stored, err := s.st.AppendMessage(sctx, sc, m)
 		if err != nil {
 			s.abandon(r, err)
-			return fail(err)
+			return failed(err)
 		}
 		leaf = stored.ID
 	}
@@ -500,7 +531,7 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 	if s.halt.Err() != nil {
 		// Shutdown gave up waiting: the store may be closing. The run is
 		// left to the next start's recovery, as after a crash.
-		return fail(ErrShuttingDown)
+		return failed(ErrShuttingDown)
 	}
 	if userMsg.Role != chat.RoleUser {
 		userMsg = chat.Message{}
@@ -509,25 +540,23 @@ func (s *Service) start(ctx context.Context, sc chat.Scope, req StartRequest, fo
 		q, err := s.bus.Subscribe(ctx, sc.Tenant, conv.ID, last)
 		if err != nil {
 			s.abandon(r, err)
-			return fail(err)
+			return failed(err)
 		}
 		out.Stream = &Stream{s: s, sc: sc, thread: conv.ID, runID: r.ID, q: q, last: last}
 	}
 	if x != nil {
-		x.open(last, r.SeqReserved) // early.go
-		return out, nil
+		return out, false, nil // start opens it (early.go)
 	}
 	x = s.newExecution(t, sc, r, last, tel)
 	x.placed = true
-	admitted, placed = false, false // the execution releases both
-	s.launch(x, s.newRunBody(x, sc, req, ag, r, conv, userMsg, state, leaf, out.Created, len(extra) > 0))
-	return out, nil
+	s.launch(x, s.newRunBody(x, sc, *req, ag, r, conv, userMsg, state, leaf, out.Created, len(extra) > 0))
+	return out, true, nil
 }
 
 // launchEarly begins executing the run that in starts, before the start is
 // stored (early.go): in gets the ids its run, conversation and message will
 // be stored with, and the run's events are held until Execution.open.
-func (s *Service) launchEarly(t *term, sc chat.Scope, in *store.RunStart, req StartRequest, ag *engine.Agent, tel *telemetry.Run) *execution {
+func (s *Service) launchEarly(t *term, sc chat.Scope, in *store.RunStart, req *StartRequest, ag *engine.Agent, tel *telemetry.Run) *execution {
 	store.FillConversation(in.NewConversation, sc, in.Run.CreatedAt)
 	in.Run.ConversationID = in.NewConversation.ID
 	store.FillRun(&in.Run, sc, in.Run.CreatedAt)
@@ -540,7 +569,7 @@ func (s *Service) launchEarly(t *term, sc chat.Scope, in *store.RunStart, req St
 	x := s.newExecution(t, sc, r, 0, tel)
 	x.placed, x.early = true, true
 	x.opening = &opening{decided: make(chan struct{})}
-	s.launch(x, s.newRunBody(x, sc, req, ag, r, conv, userMsg, req.State, userMsg.ID, true, false))
+	s.launch(x, s.newRunBody(x, sc, *req, ag, r, conv, userMsg, req.State, userMsg.ID, true, false))
 	// The run's goroutine is next on this thread: yielding lets it send
 	// the model request before the start's write takes the thread (a
 	// group commit's leader runs SQLite for the whole batch). The start
@@ -550,42 +579,60 @@ func (s *Service) launchEarly(t *term, sc chat.Scope, in *store.RunStart, req St
 }
 
 // newRunBody is what a new run executes: its announcements, its context
-// (the branch down to leaf, compacted) and the engine.
+// (the branch down to leaf, compacted) and the engine. The closure's frame
+// stays under the whole run (the run waits for every token below it), so
+// what is done before the engine starts is in newRunTask's frame, gone once
+// the engine runs: the run's stack is meant to stay at 8 KiB
+// (docs/benchmarks.md, issue 25, eighth round: run stacks).
 func (s *Service) newRunBody(x *execution, sc chat.Scope, req StartRequest, ag *engine.Agent, r chat.Run, conv chat.Conversation,
-	userMsg chat.Message, state json.RawMessage, leaf string, created, extra bool) func(ctx context.Context) engine.Outcome {
-	return func(ctx context.Context) engine.Outcome {
+	userMsg chat.Message, state json.RawMessage, leaf string, created, extra bool) func(ctx context.Context, o *engine.Outcome) {
+	return func(ctx context.Context, o *engine.Outcome) {
 		if x.early {
 			ctx = engine.WithAfterStart(ctx, x.deferWrite) // early.go
 		}
-		if created {
-			x.Emit(ctx, event.New(event.ConversationCreatedData{ConversationID: conv.ID, Title: conv.Title}))
+		t, failed := s.newRunTask(ctx, x, sc, &req, ag, &r, &conv, &userMsg, state, leaf, created, extra)
+		if failed != nil {
+			*o = *failed
+			return
 		}
-		x.Emit(ctx, event.New(event.RunStartedData{ConversationID: conv.ID, Input: req.Input, UserMessageID: userMsg.ID, Engine: req.Engine, ClientRunID: req.ClientRunID,
-			AgentID: r.AgentID, AgentVersion: r.AgentVersion}))
-		if state != nil {
-			x.Emit(ctx, event.Event{Step: "worker", Payload: event.StateSnapshotData{State: state}})
-		}
-		// A conversation this request created holds just the message it
-		// wrote: no read stands between the start and the model call.
-		history := []chat.Message{userMsg}
-		var err error
-		if !created || extra || userMsg.ID == "" {
-			if history, err = s.history(ctx, sc, conv.ID, leaf); err != nil {
-				return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: errcode.StoreFailed, Message: "The conversation history could not be read."}}
-			}
-		}
-		// An early run's new conversation has no compaction yet: it reads
-		// none, and compacts (which writes) only once its start is stored.
-		if !x.early || s.compactionDue(history) {
-			if !x.started() {
-				return engine.Outcome{Status: engine.StatusCancelled}
-			}
-			history = s.withCompaction(ctx, sc, conv.ID, r.ID, x, history, true) // context.go
-		}
-		opts := engine.Options{Engine: req.Engine, Structured: req.Structured, FrontendTools: req.FrontendTools,
-			Context: req.Context, MaxSteps: req.MaxSteps, State: state}
-		return engine.Execute(ctx, s.eng, &engine.Task{Scope: sc, Run: r, Conversation: conv, History: history, Options: opts, Agent: ag, Budget: s.budget(r)}, x)
+		engine.Execute(ctx, s.eng, t, x, o)
 	}
+}
+
+// newRunTask makes a new run's announcements and reads its context: the
+// task to execute, or the Outcome that ends the run before the engine.
+//
+//go:noinline
+func (s *Service) newRunTask(ctx context.Context, x *execution, sc chat.Scope, req *StartRequest, ag *engine.Agent, r *chat.Run, conv *chat.Conversation,
+	userMsg *chat.Message, state json.RawMessage, leaf string, created, extra bool) (*engine.Task, *engine.Outcome) {
+	if created {
+		x.Emit(ctx, event.New(event.ConversationCreatedData{ConversationID: conv.ID, Title: conv.Title}))
+	}
+	x.Emit(ctx, event.New(event.RunStartedData{ConversationID: conv.ID, Input: req.Input, UserMessageID: userMsg.ID, Engine: req.Engine, ClientRunID: req.ClientRunID,
+		AgentID: r.AgentID, AgentVersion: r.AgentVersion}))
+	if state != nil {
+		x.Emit(ctx, event.Event{Step: "worker", Payload: event.StateSnapshotData{State: state}})
+	}
+	// A conversation this request created holds just the message it
+	// wrote: no read stands between the start and the model call.
+	history := []chat.Message{*userMsg}
+	var err error
+	if !created || extra || userMsg.ID == "" {
+		if history, err = s.history(ctx, sc, conv.ID, leaf); err != nil {
+			return nil, &engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: errcode.StoreFailed, Message: "The conversation history could not be read."}}
+		}
+	}
+	// An early run's new conversation has no compaction yet: it reads
+	// none, and compacts (which writes) only once its start is stored.
+	if !x.early || s.compactionDue(history) {
+		if !x.started() {
+			return nil, &engine.Outcome{Status: engine.StatusCancelled}
+		}
+		history = s.withCompaction(ctx, sc, conv.ID, r.ID, x, history, true) // context.go
+	}
+	opts := engine.Options{Engine: req.Engine, Structured: req.Structured, FrontendTools: req.FrontendTools,
+		Context: req.Context, MaxSteps: req.MaxSteps, State: state}
+	return &engine.Task{Scope: sc, Run: *r, Conversation: *conv, History: history, Options: opts, Agent: ag, Budget: s.budget(*r)}, nil
 }
 
 // resolveAgent finds the agent version a new run executes: the request's
@@ -786,7 +833,7 @@ func (s *Service) cancelWaiting(ctx context.Context, r chat.Run) error {
 	}
 	if x := s.claimRun(ctx, r, "", telemetry.Cause{}); x != nil {
 		if s.admit() {
-			s.launch(x, func(context.Context) engine.Outcome { return engine.Outcome{Status: engine.StatusCancelled} })
+			s.launch(x, func(_ context.Context, o *engine.Outcome) { *o = engine.Outcome{Status: engine.StatusCancelled} })
 		} else {
 			// Shutting down: store the cancel; the replica that takes the
 			// run over when this one's term ends finds it.
@@ -862,16 +909,18 @@ func (s *Service) continueRun(r chat.Run, c chat.Confirmation, clientRunID strin
 	}
 	s.continuations.drop(c.ID)
 	sc := chat.Scope{Tenant: r.Tenant, User: r.Owner}
-	s.launch(x, func(ctx context.Context) engine.Outcome {
+	s.launch(x, func(ctx context.Context, o *engine.Outcome) {
 		telemetry.Waited(ctx, c)
 		conv, err := s.st.GetConversation(ctx, sc, r.ConversationID)
 		if err != nil {
-			return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: errcode.StoreFailed, Message: "The conversation could not be read."}}
+			*o = engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: errcode.StoreFailed, Message: "The conversation could not be read."}}
+			return
 		}
 		all, err := s.messages(ctx, sc, conv.ID)
 		history := chat.Branch(all, chat.RunLeaf(all, x.run))
 		if err != nil {
-			return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: errcode.StoreFailed, Message: "The conversation history could not be read."}}
+			*o = engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: errcode.StoreFailed, Message: "The conversation history could not be read."}}
+			return
 		}
 		history = s.withCompaction(ctx, sc, conv.ID, x.run.ID, x, history, false) // context.go
 		// The continuation runs the version the run started with, whatever
@@ -880,11 +929,12 @@ func (s *Service) continueRun(r chat.Run, c chat.Confirmation, clientRunID strin
 		if s.cfg.Agents != nil && x.run.AgentID != "" {
 			if ag, err = s.cfg.Agents.Exact(ctx, sc, x.run.AgentID, x.run.AgentVersion); err != nil {
 				x.log.Error("agent version of a continued run", "agent_id", x.run.AgentID, "agent_version", x.run.AgentVersion, "err", err)
-				return engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: errcode.AgentUnavailable,
+				*o = engine.Outcome{Status: engine.StatusFailed, Error: &event.ErrorInfo{Code: errcode.AgentUnavailable,
 					Message: fmt.Sprintf("The run's agent version (%s v%d) can no longer run.", x.run.AgentID, x.run.AgentVersion)}}
+				return
 			}
 		}
-		return s.eng.Execute(ctx, engine.Task{Scope: sc, Run: x.run, Conversation: conv, History: history, Resume: &engine.Resume{Confirmation: c, ClientRunID: clientRunID}, Agent: ag, Budget: s.budget(x.run)}, x)
+		engine.Execute(ctx, s.eng, &engine.Task{Scope: sc, Run: x.run, Conversation: conv, History: history, Resume: &engine.Resume{Confirmation: c, ClientRunID: clientRunID}, Agent: ag, Budget: s.budget(x.run)}, x, o)
 	})
 }
 

@@ -45,7 +45,7 @@ func (g *gatedStore) use(method string) {
 	}
 }
 
-func (g *gatedStore) StartRun(ctx context.Context, sc chat.Scope, in store.RunStart) (store.RunStarted, error) {
+func (g *gatedStore) StartRun(ctx context.Context, sc chat.Scope, in *store.RunStart) (store.RunStarted, error) {
 	first := false
 	g.once.Do(func() { first = true })
 	if first {

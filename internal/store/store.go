@@ -193,8 +193,12 @@ type Store interface {
 	// StartRun writes everything a new run needs before it executes (the
 	// conversation when new, the run, the user message) and reads the
 	// thread's last seq, in as few round trips as the backend allows. It
-	// fails like CreateConversation, CreateRun and AppendMessage.
-	StartRun(ctx context.Context, s chat.Scope, in RunStart) (RunStarted, error)
+	// fails like CreateConversation, CreateRun and AppendMessage. in is
+	// the caller's, read only: a RunStart is ~1.5 KiB, and by value every
+	// frame of a start that waits for its group commit held a copy (the
+	// stream handler's stack; docs/benchmarks.md, issue 25, eighth round:
+	// run stacks).
+	StartRun(ctx context.Context, s chat.Scope, in *RunStart) (RunStarted, error)
 
 	// Runs. CreateRun fails with *BusyError when the conversation has an active run.
 	CreateRun(ctx context.Context, s chat.Scope, r chat.Run) (chat.Run, error)

@@ -65,7 +65,10 @@ func (r *runner) retrieve(ctx context.Context, msgs []llm.Message) []llm.Message
 	if r.t.Agent != nil {
 		collections = r.t.Agent.Knowledge
 	}
-	d := r.a.retriever.Retrieve(ctx, r.t.Scope, r.t.Conversation.ID, user.Content, collections)
+	// Off the run's goroutine: the search goes past the 8 KiB a run's
+	// stack is meant to keep (offRun, local.go).
+	var d event.RetrievalData
+	offRun(func() { d = r.a.retriever.Retrieve(ctx, r.t.Scope, r.t.Conversation.ID, user.Content, collections) })
 	if len(d.Hits) == 0 {
 		return msgs
 	}

@@ -110,12 +110,12 @@ func (r *runner) assistantMeta(m chat.AssistantMeta, reasoning string) json.RawM
 
 // Execute runs or resumes t.
 func (a *Agent) Execute(ctx context.Context, t engine.Task, h engine.Host) engine.Outcome {
-	return a.ExecuteTask(ctx, &t, h)
+	return *a.runner(&t, h).execute(ctx)
 }
 
-// ExecuteTask is Execute with t by pointer (engine.TaskExecutor).
-func (a *Agent) ExecuteTask(ctx context.Context, t *engine.Task, h engine.Host) engine.Outcome {
-	return a.runner(t, h).execute(ctx)
+// ExecuteTask is Execute with t and the outcome by pointer (engine.TaskExecutor).
+func (a *Agent) ExecuteTask(ctx context.Context, t *engine.Task, h engine.Host, o *engine.Outcome) {
+	*o = *a.runner(t, h).execute(ctx)
 }
 
 // runner returns the runner of t.
@@ -130,12 +130,12 @@ func (a *Agent) runner(t *engine.Task, h engine.Host) *runner {
 // done only between calls is in functions of their own.
 //
 //go:noinline
-func (r *runner) execute(ctx context.Context) engine.Outcome {
+func (r *runner) execute(ctx context.Context) *engine.Outcome {
 	iteration, history := 0, r.t.History
 	if r.t.Resume != nil {
 		var o *engine.Outcome
 		if iteration, history, o = r.resume(ctx); o != nil {
-			return *o
+			return o
 		}
 	}
 	msgs := BuildContext(r.systemPrompt(), history)
@@ -146,23 +146,23 @@ func (r *runner) execute(ctx context.Context) engine.Outcome {
 	maxIter := r.maxIterations()
 	for iteration < maxIter {
 		if o := r.between(ctx, iteration); o != nil {
-			return *o
+			return o
 		}
 		iteration++
 		out, o := r.iterate(ctx, iteration, msgs)
 		if o != nil {
-			return *o
+			return o
 		}
 		if len(out.calls) == 0 {
-			return engine.Outcome{Status: engine.StatusSucceeded, Usage: r.usage, Answer: out.answer}
+			return &engine.Outcome{Status: engine.StatusSucceeded, Usage: r.usage, Answer: out.answer}
 		}
 		if msgs, o = r.tools(ctx, iteration, msgs, &out); o != nil {
-			return *o
+			return o
 		}
 	}
 	text := fmt.Sprintf("I stopped after %d steps without reaching a final answer. Ask me to continue, or narrow the request.", maxIter)
 	r.completeMessage(ctx, iteration, chat.NewID(), text, "", false)
-	return engine.Outcome{Status: engine.StatusSucceeded, Usage: r.usage}
+	return &engine.Outcome{Status: engine.StatusSucceeded, Usage: r.usage}
 }
 
 // resume takes up a paused run: its iteration, the history with the
@@ -328,42 +328,39 @@ func (r *runner) emit(ctx context.Context, it int, p event.Payload) {
 	r.h.Emit(ctx, event.Event{Iteration: it, Step: "worker", Payload: p})
 }
 
-// open announces the iteration and starts its model call.
+// open announces the iteration and starts its model call. The request is
+// made and the call started off the run's goroutine (offRun): toolSpecs'
+// frame alone is ~2 KiB, and under the run's ~5.5 KiB it took the stack
+// past 8 KiB; the start itself (the provider's SDK, net/http's client, the
+// request's JSON) goes ~10 KiB deep.
 //
 //go:noinline
-func (r *runner) open(ctx context.Context, it int, model llm.Model, msgs []llm.Message) (llm.Stream, error) {
+func (r *runner) open(ctx context.Context, it int, model llm.Model, msgs []llm.Message) (s llm.Stream, err error) {
 	r.emit(ctx, it, event.IterationData{Model: model.Name()})
-	return startStream(ctx, model, llm.Request{Messages: msgs, Tools: r.toolSpecs(), JSONObject: r.t.Options.Structured, Temperature: r.temperature()})
+	offRun(func() {
+		s, err = model.Stream(ctx, llm.Request{Messages: msgs, Tools: r.toolSpecs(), JSONObject: r.t.Options.Structured, Temperature: r.temperature()})
+	})
+	return s, err
 }
 
-// startStream starts a model call on a goroutine that ends once the call
-// has its stream (or its error); a panic there is raised again here. The
-// start goes deep (the provider's SDK, net/http's client, the request's
-// JSON: ~10 KiB of stack under the run's ~5 KiB), and on the run's own
-// goroutine it doubled the stack to 16 KiB for good: the runtime halves a
-// stack at a collection only when under a quarter of it is in use, and the
-// run then waits for every token at ~6.5 KiB. Started here, the run's stack
-// stays at 8 KiB (docs/benchmarks.md, issue 25, eighth round).
-func startStream(ctx context.Context, model llm.Model, req llm.Request) (llm.Stream, error) {
-	type started struct {
-		s        llm.Stream
-		err      error
-		panicked any
-	}
-	done := make(chan started, 1)
+// offRun runs f on a goroutine that ends with it, and waits for it; a panic
+// there is raised again here. It is for work of a run that goes deep before
+// its model streams: a run waits for every token at ~6 KiB of stack, and one
+// excursion past 8 KiB doubles its stack to 16 KiB for good (the runtime
+// halves a stack at a collection only when under a quarter of it is in
+// use), which is most of an active stream's memory (docs/benchmarks.md,
+// issue 25, eighth round). The goroutine and its stack are gone once f
+// returns; the run's goroutine blocks meanwhile, so f may use what the run
+// owns.
+func offRun(f func()) {
+	done := make(chan any, 1)
 	go func() {
-		var st started
-		defer func() {
-			st.panicked = recover()
-			done <- st
-		}()
-		st.s, st.err = model.Stream(ctx, req)
+		defer func() { done <- recover() }()
+		f()
 	}()
-	st := <-done
-	if st.panicked != nil {
-		panic(st.panicked)
+	if p := <-done; p != nil {
+		panic(p)
 	}
-	return st.s, st.err
 }
 
 // toolCallDelta announces a streamed tool call's start and its arguments;

@@ -71,15 +71,15 @@ type panicking struct{ llm.Model }
 
 func (panicking) Stream(context.Context, llm.Request) (llm.Stream, error) { panic("model call") }
 
-// TestStartStreamRaisesItsPanicOnTheRun: the model call starts on a
-// goroutine of its own, and a panic there is the run's, as it was when the
-// call started on the run's goroutine.
-func TestStartStreamRaisesItsPanicOnTheRun(t *testing.T) {
+// TestOffRunRaisesItsPanicOnTheRun: the model call (and retrieval) start on
+// a goroutine of their own, and a panic there is the run's, as it was when
+// they ran on the run's goroutine.
+func TestOffRunRaisesItsPanicOnTheRun(t *testing.T) {
 	defer func() {
 		if p := recover(); p != "model call" {
 			t.Errorf("recovered %v, want the model call's panic", p)
 		}
 	}()
-	startStream(t.Context(), panicking{}, llm.Request{})
-	t.Error("startStream returned")
+	offRun(func() { _, _ = panicking{}.Stream(t.Context(), llm.Request{}) })
+	t.Error("offRun returned")
 }

@@ -167,7 +167,7 @@ func TestStartRunIsAtomic(t *testing.T) {
 	dbURL := testenv.Postgres(t)
 	s := open(t, withParam(t, dbURL, "schema", newSchema(t, dbURL)))
 	sc := chat.Scope{Tenant: "acme", User: "alice"}
-	_, err := s.StartRun(t.Context(), sc, store.RunStart{
+	_, err := s.StartRun(t.Context(), sc, &store.RunStart{
 		NewConversation: &chat.Conversation{ID: "c1", Title: "t"},
 		Run:             chat.Run{Input: "x", Status: chat.RunRunning, LeaseOwner: "r", LeaseEpoch: 1},
 		Message:         chat.Message{Role: chat.RoleUser, Content: "x", Parts: []byte(`{not json`)},

@@ -17,7 +17,8 @@ import (
 // fails at any step (a busy conversation, the database going away) leaves
 // nothing behind: no conversation without its run, no run without its user
 // message, no run left "running" that no replica executes.
-func (s *Store) StartRun(ctx context.Context, sc chat.Scope, in store.RunStart) (store.RunStarted, error) {
+func (s *Store) StartRun(ctx context.Context, sc chat.Scope, p *store.RunStart) (store.RunStarted, error) {
+	in := *p // the caller's is read only
 	// A busy conversation whose active run ends between our attempt and our
 	// reading its id is simply tried again.
 	for range 3 {

@@ -32,11 +32,11 @@ var hotStatements = []string{updateConvSQL, insertMessageSQL, activeRunSQL, inse
 // StartRun writes a run's start (the conversation when new, the run, its
 // user message, the thread's last seq) in a transaction it may share with
 // other writes (group.go); it fails alone.
-func (s *Store) StartRun(ctx context.Context, sc chat.Scope, in store.RunStart) (store.RunStarted, error) {
+func (s *Store) StartRun(ctx context.Context, sc chat.Scope, in *store.RunStart) (store.RunStarted, error) {
 	var out store.RunStarted
 	err := s.grouped(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		out, err = s.startRunTx(ctx, tx, sc, in)
+		out, err = s.startRunTx(ctx, tx, sc, *in) // a copy for each try: startRunTx changes it
 		return err
 	})
 	if err != nil {

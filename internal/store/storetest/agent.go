@@ -270,7 +270,7 @@ func testTenantSettings(t *testing.T, s store.Store) {
 func testConversationAndRunAgents(t *testing.T, s store.Store) {
 	c1 := must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{Title: "support", AgentID: "agent-support"}))
 	must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{Title: "sales", AgentID: "agent-sales"}))
-	started := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, store.RunStart{
+	started := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, &store.RunStart{
 		NewConversation: &chat.Conversation{Title: "started", AgentID: "agent-support"},
 		Run:             chat.Run{Status: chat.RunRunning, Input: "hi", AgentID: "agent-support", AgentVersion: 7},
 		Message:         chat.Message{Role: chat.RoleUser, Content: "hi"},

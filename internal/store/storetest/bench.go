@@ -64,7 +64,7 @@ func BenchStartRuns(b *testing.B, s store.Store, parallelism int) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := s.StartRun(b.Context(), alice, store.RunStart{
+			if _, err := s.StartRun(b.Context(), alice, &store.RunStart{
 				NewConversation: &chat.Conversation{Title: "bench"},
 				Run:             chat.Run{Input: "hello", Engine: "local"},
 				Message:         chat.Message{Role: chat.RoleUser, Content: "hello"},

@@ -157,7 +157,7 @@ func testRacingTakeovers(t *testing.T, s store.Store) {
 // count, waiting and finished ones do not, and other tenants are apart.
 func testExecutingCap(t *testing.T, s store.Store) {
 	start := func(sc chat.Scope, max int) (store.RunStarted, error) {
-		return s.StartRun(ctx(t), sc, store.RunStart{
+		return s.StartRun(ctx(t), sc, &store.RunStart{
 			NewConversation: &chat.Conversation{},
 			Run:             chat.Run{Input: "x", Status: chat.RunRunning},
 			Message:         chat.Message{Role: chat.RoleUser, Content: "x"},
@@ -206,7 +206,7 @@ func testExecutingCap(t *testing.T, s store.Store) {
 // testSeqReservation: StartRun reserves seqs after the thread's last, and
 // ReserveSeqs only ever raises the reservation.
 func testSeqReservation(t *testing.T, s store.Store) {
-	got := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, store.RunStart{
+	got := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, &store.RunStart{
 		NewConversation: &chat.Conversation{},
 		Run:             chat.Run{Input: "x", Status: chat.RunRunning},
 		Message:         chat.Message{Role: chat.RoleUser, Content: "x"},
@@ -220,7 +220,7 @@ func testSeqReservation(t *testing.T, s store.Store) {
 	}
 	end := time.Now()
 	must[chat.Run](t)(s.UpdateRun(ctx(t), "acme", got.Run.ID, store.RunUpdate{Status: chat.RunSucceeded, EndedAt: &end}))
-	next := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, store.RunStart{
+	next := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, &store.RunStart{
 		Run:         chat.Run{ConversationID: got.Conversation.ID, Input: "y", Status: chat.RunRunning},
 		Message:     chat.Message{Role: chat.RoleUser, Content: "y"},
 		ReserveSeqs: 64,

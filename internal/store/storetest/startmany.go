@@ -40,7 +40,7 @@ func testConcurrentStarts(t *testing.T, s store.Store) {
 				in.NewConversation = &chat.Conversation{Title: "fresh"}
 			}
 			<-start
-			got, err := s.StartRun(ctx(t), alice, in)
+			got, err := s.StartRun(ctx(t), alice, &in)
 			mu.Lock()
 			results = append(results, result{conv, got, err})
 			mu.Unlock()

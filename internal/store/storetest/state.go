@@ -71,7 +71,7 @@ func testThreadState(t *testing.T, s store.Store) {
 // principal cannot queue in the conversation; the queue goes with its
 // conversation.
 func testRunQueue(t *testing.T, s store.Store) {
-	started := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, store.RunStart{
+	started := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, &store.RunStart{
 		NewConversation: &chat.Conversation{Title: "queue"},
 		Run:             chat.Run{Input: "q1", Status: chat.RunRunning},
 		Message:         chat.Message{Role: chat.RoleUser, Content: "q1"},
@@ -132,7 +132,7 @@ func testRunQueue(t *testing.T, s store.Store) {
 // order; a deleted input is never taken, and of a delete and a take of the
 // same input only one succeeds.
 func testQueuedInputByID(t *testing.T, s store.Store) {
-	started := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, store.RunStart{
+	started := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, &store.RunStart{
 		NewConversation: &chat.Conversation{Title: "queue by id"},
 		Run:             chat.Run{Input: "q1", Status: chat.RunRunning},
 		Message:         chat.Message{Role: chat.RoleUser, Content: "q1"},

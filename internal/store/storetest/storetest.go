@@ -714,7 +714,7 @@ func testMissingParents(t *testing.T, s store.Store) {
 
 func testStartRun(t *testing.T, s store.Store) {
 	// Into a new conversation.
-	got := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, store.RunStart{
+	got := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, &store.RunStart{
 		NewConversation: &chat.Conversation{Title: "new"},
 		Run:             chat.Run{Input: "hello", Status: chat.RunRunning},
 		Message:         chat.Message{Role: chat.RoleUser, Content: "hello"},
@@ -732,7 +732,7 @@ func testStartRun(t *testing.T, s store.Store) {
 		t.Fatalf("messages %+v (%v)", msgs, err)
 	}
 	// A second start on the busy conversation is refused and writes nothing.
-	_, err = s.StartRun(ctx(t), alice, store.RunStart{Run: chat.Run{ConversationID: c.ID, Input: "again"}, Message: chat.Message{Role: chat.RoleUser, Content: "again"}})
+	_, err = s.StartRun(ctx(t), alice, &store.RunStart{Run: chat.Run{ConversationID: c.ID, Input: "again"}, Message: chat.Message{Role: chat.RoleUser, Content: "again"}})
 	var busy *store.BusyError
 	if !errors.As(err, &busy) || busy.ActiveRunID != r.ID {
 		t.Fatalf("busy start: %v", err)
@@ -746,13 +746,13 @@ func testStartRun(t *testing.T, s store.Store) {
 	if err := s.AppendEvents(ctx(t), mkEvents(c.ID, r.ID, 1, 4)); err != nil {
 		t.Fatal(err)
 	}
-	next := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, store.RunStart{Run: chat.Run{ConversationID: c.ID, Input: "next"}, Message: chat.Message{Role: chat.RoleUser, Content: "next"}}))
+	next := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, &store.RunStart{Run: chat.Run{ConversationID: c.ID, Input: "next"}, Message: chat.Message{Role: chat.RoleUser, Content: "next"}}))
 	if next.LastSeq != 4 || next.Conversation.ID != c.ID || next.Run.ID == r.ID {
 		t.Fatalf("second start %+v", next)
 	}
 	// Not found for other principals.
 	for _, other := range []chat.Scope{bob, eve} {
-		_, err := s.StartRun(ctx(t), other, store.RunStart{Run: chat.Run{ConversationID: c.ID, Input: "x"}, Message: chat.Message{Role: chat.RoleUser, Content: "x"}})
+		_, err := s.StartRun(ctx(t), other, &store.RunStart{Run: chat.Run{ConversationID: c.ID, Input: "x"}, Message: chat.Message{Role: chat.RoleUser, Content: "x"}})
 		wantErr(t, err, store.ErrNotFound)
 	}
 }
@@ -958,7 +958,7 @@ func testUnappliedDecisions(t *testing.T, s store.Store) {
 func testStartRunFailureWritesNothing(t *testing.T, s store.Store) {
 	c := must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{ID: "taken"}))
 	// A new conversation whose id is taken: nothing is written.
-	_, err := s.StartRun(ctx(t), alice, store.RunStart{
+	_, err := s.StartRun(ctx(t), alice, &store.RunStart{
 		NewConversation: &chat.Conversation{ID: c.ID},
 		Run:             chat.Run{Input: "x", Status: chat.RunRunning},
 		Message:         chat.Message{Role: chat.RoleUser, Content: "x"},
@@ -968,7 +968,7 @@ func testStartRunFailureWritesNothing(t *testing.T, s store.Store) {
 		t.Fatalf("a failed start left %d runs", len(runs))
 	}
 	// Into a conversation that is not there.
-	_, err = s.StartRun(ctx(t), alice, store.RunStart{Run: chat.Run{ConversationID: "missing", Input: "x"}, Message: chat.Message{Role: chat.RoleUser, Content: "x"}})
+	_, err = s.StartRun(ctx(t), alice, &store.RunStart{Run: chat.Run{ConversationID: "missing", Input: "x"}, Message: chat.Message{Role: chat.RoleUser, Content: "x"}})
 	wantErr(t, err, store.ErrNotFound)
 	if list, _, _ := s.ListConversations(ctx(t), alice, store.ConversationFilter{}, store.Page{Limit: 10}); len(list) != 1 {
 		t.Fatalf("%d conversations after failed starts", len(list))

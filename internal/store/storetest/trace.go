@@ -17,7 +17,7 @@ var traceIDRe = regexp.MustCompile(`^[0-9a-f]{32}$`)
 // without a trace id gets a fresh valid one.
 func testRunTrace(t *testing.T, s store.Store) {
 	const traceID, spanID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
-	started := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, store.RunStart{
+	started := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, &store.RunStart{
 		NewConversation: &chat.Conversation{Title: "traced"},
 		Run:             chat.Run{Input: "hi", Status: chat.RunRunning, TraceID: traceID, SpanID: spanID, LeaseOwner: "ghost", LeaseEpoch: 1},
 		Message:         chat.Message{Role: chat.RoleUser, Content: "hi"},
@@ -64,7 +64,7 @@ func testRunTrace(t *testing.T, s store.Store) {
 		t.Fatalf("stored trace %q, returned %q", got.TraceID, a.TraceID)
 	}
 	must[chat.Run](t)(s.UpdateRun(ctx(t), "acme", a.ID, store.RunUpdate{Status: chat.RunSucceeded, EndedAt: &end}))
-	b := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, store.RunStart{Run: chat.Run{ConversationID: r.ConversationID, Input: "next"},
+	b := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, &store.RunStart{Run: chat.Run{ConversationID: r.ConversationID, Input: "next"},
 		Message: chat.Message{Role: chat.RoleUser, Content: "next"}})).Run
 	if !traceIDRe.MatchString(b.TraceID) || b.TraceID == a.TraceID {
 		t.Fatalf("StartRun without a trace: %q (the previous run's %q)", b.TraceID, a.TraceID)

@@ -23,7 +23,7 @@ func testMessageTree(t *testing.T, s store.Store) {
 		t.Helper()
 		return must[chat.Conversation](t)(s.GetConversation(ctx(t), alice, conv)).ActiveLeaf
 	}
-	first := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, store.RunStart{
+	first := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, &store.RunStart{
 		NewConversation: &chat.Conversation{Title: "tree"},
 		Run:             chat.Run{Input: "q1", Status: chat.RunRunning},
 		Message:         chat.Message{Role: chat.RoleUser, Content: "q1"},
@@ -39,7 +39,7 @@ func testMessageTree(t *testing.T, s store.Store) {
 	end(first.Run)
 
 	// A regenerate: a run with no message of its own, answering u1 again.
-	regen := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, store.RunStart{
+	regen := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, &store.RunStart{
 		Run: chat.Run{ConversationID: conv, Input: "q1", Status: chat.RunRunning}, Parent: &u1.ID,
 	}))
 	if regen.Run.ParentID != u1.ID || regen.Message.ID != "" || leaf(conv) != u1.ID {
@@ -53,7 +53,7 @@ func testMessageTree(t *testing.T, s store.Store) {
 
 	// An edit of the first message: a new root, active.
 	root := ""
-	edit := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, store.RunStart{
+	edit := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, &store.RunStart{
 		Run: chat.Run{ConversationID: conv, Input: "q1'", Status: chat.RunRunning}, Parent: &root,
 		Message: chat.Message{Role: chat.RoleUser, Content: "q1'"},
 	}))
@@ -72,7 +72,7 @@ func testMessageTree(t *testing.T, s store.Store) {
 	}
 	end(edit.Run)
 	// The next plain start follows the active leaf.
-	next := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, store.RunStart{
+	next := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, &store.RunStart{
 		Run: chat.Run{ConversationID: conv, Input: "q2", Status: chat.RunRunning}, Message: chat.Message{Role: chat.RoleUser, Content: "q2"},
 	}))
 	if next.Run.ParentID != a1.ID || next.Message.ParentID != a1.ID || leaf(conv) != next.Message.ID {
@@ -168,7 +168,7 @@ func testIdempotencyKeys(t *testing.T, s store.Store) {
 // withdrawn, listed per conversation and per tenant (filtered, paged), and
 // deleted with its conversation.
 func testFeedback(t *testing.T, s store.Store) {
-	st := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, store.RunStart{
+	st := must[store.RunStarted](t)(s.StartRun(ctx(t), alice, &store.RunStart{
 		NewConversation: &chat.Conversation{Title: "rated"},
 		Run:             chat.Run{Input: "q", Status: chat.RunRunning, AgentID: "ag-1"},
 		Message:         chat.Message{Role: chat.RoleUser, Content: "q"},

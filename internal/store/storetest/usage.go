@@ -15,7 +15,7 @@ import (
 // end with u.
 func usageRun(t *testing.T, s store.Store, sc chat.Scope, agent string, end time.Time, u event.Usage) chat.Run {
 	t.Helper()
-	started := must[store.RunStarted](t)(s.StartRun(ctx(t), sc, store.RunStart{
+	started := must[store.RunStarted](t)(s.StartRun(ctx(t), sc, &store.RunStart{
 		NewConversation: &chat.Conversation{},
 		Run:             chat.Run{Input: "x", Status: chat.RunRunning, Engine: "local", AgentID: agent, Model: "fallback-model"},
 		Message:         chat.Message{Role: chat.RoleUser, Content: "x"},
@@ -146,7 +146,7 @@ func testUsageRecords(t *testing.T, s store.Store) {
 func testQuotaLimits(t *testing.T, s store.Store) {
 	now := time.Date(2026, 4, 10, 12, 0, 0, 0, time.UTC)
 	start := func(sc chat.Scope, at time.Time, limits ...store.Limit) (store.RunStarted, error) {
-		return s.StartRun(ctx(t), sc, store.RunStart{
+		return s.StartRun(ctx(t), sc, &store.RunStart{
 			NewConversation: &chat.Conversation{},
 			Run:             chat.Run{Input: "x", Status: chat.RunRunning, CreatedAt: at, AgentID: "ag"},
 			Message:         chat.Message{Role: chat.RoleUser, Content: "x"},
