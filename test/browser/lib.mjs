@@ -39,6 +39,23 @@ export function close(server) {
   return within(new Promise((ok) => server.close(() => ok())), 'server close', 5_000);
 }
 
+// fakeServer makes a fake upstream's HTTP server from an async handler.
+// agentchat may drop a request at any instant (a run cancelled, the server
+// stopping), and reading such a request's body rejects with "aborted":
+// that is the client's right, not the fake's failure, so the handler ends
+// quietly. Any other error is printed and answered 500, which the test sees;
+// it never becomes an unhandled rejection that fails the whole file.
+export function fakeServer(handler) {
+  return http.createServer((req, res) => {
+    handler(req, res).catch((err) => {
+      if (req.destroyed || res.destroyed) return;
+      console.error('fake server:', err);
+      if (res.headersSent) res.destroy(err);
+      else res.writeHead(500).end(String(err));
+    });
+  });
+}
+
 /**
  * startAgentchat runs the binary (built when missing) on a free port with a
  * fresh data directory and returns its URL, the console URL and token it
@@ -88,7 +105,7 @@ export async function startAgentchat(env = {}) {
 /** fakeFeishu is a Feishu custom-bot webhook that records the texts it was sent. */
 export async function fakeFeishu() {
   const hook = { texts: [] };
-  const server = http.createServer(async (req, res) => {
+  const server = fakeServer(async (req, res) => {
     let raw = '';
     for await (const chunk of req) raw += chunk;
     hook.texts.push(JSON.parse(raw).content?.text);
@@ -183,7 +200,7 @@ export async function fakeModel() {
     gate?.open();
     gate = null;
   };
-  const server = http.createServer(async (req, res) => {
+  const server = fakeServer(async (req, res) => {
     let raw = '';
     for await (const chunk of req) raw += chunk;
     if (req.method !== 'POST' || req.url !== '/v1/chat/completions') return res.writeHead(404).end();
@@ -324,7 +341,7 @@ export async function countingModel() {
     gate = { opened, arrived };
     return { waiting, open };
   };
-  const srv = http.createServer(async (req, res) => {
+  const srv = fakeServer(async (req, res) => {
     let raw = '';
     for await (const chunk of req) raw += chunk;
     if (req.method !== 'POST' || req.url !== '/v1/chat/completions') return res.writeHead(404).end();

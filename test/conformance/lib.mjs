@@ -6,6 +6,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import http from 'node:http';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** BIN is the binary under test; .ci/run builds it, startAgentchat when missing. */
@@ -31,6 +32,23 @@ export function listen(server) {
 export function close(server) {
   server.closeAllConnections?.();
   return within(new Promise((ok) => server.close(() => ok())), 'server close', 5_000);
+}
+
+// fakeServer makes a fake upstream's HTTP server from an async handler.
+// agentchat may drop a request at any instant (a run cancelled, the server
+// stopping), and reading such a request's body rejects with "aborted":
+// that is the client's right, not the fake's failure, so the handler ends
+// quietly. Any other error is printed and answered 500, which the test sees;
+// it never becomes an unhandled rejection that fails the whole file.
+export function fakeServer(handler) {
+  return http.createServer((req, res) => {
+    handler(req, res).catch((err) => {
+      if (req.destroyed || res.destroyed) return;
+      console.error('fake server:', err);
+      if (res.headersSent) res.destroy(err);
+      else res.writeHead(500).end(String(err));
+    });
+  });
 }
 
 /**

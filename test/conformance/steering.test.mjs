@@ -11,12 +11,11 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { AbstractChat, DefaultChatTransport } from 'ai';
 import { HttpAgent } from '@ag-ui/client';
 
-import { close, listen, startAgentchat, within } from './lib.mjs';
+import { close, fakeServer, listen, startAgentchat, within } from './lib.mjs';
 
 const TOKEN = 'conformance-steering-token';
 const auth = { Authorization: `Bearer ${TOKEN}` };
@@ -29,7 +28,7 @@ let model;
 // of its messages, the system prompt left out, joined by "|".
 async function countingModel() {
   const fake = { contexts: [] };
-  const srv = http.createServer(async (req, res) => {
+  const srv = fakeServer(async (req, res) => {
     let raw = '';
     for await (const chunk of req) raw += chunk;
     if (req.method !== 'POST' || req.url !== '/v1/chat/completions') return res.writeHead(404).end();

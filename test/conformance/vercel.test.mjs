@@ -15,7 +15,6 @@
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import {
   AbstractChat,
@@ -28,7 +27,7 @@ import {
   validateUIMessages,
 } from 'ai';
 
-import { close, listen, startAgentchat, within } from './lib.mjs';
+import { close, fakeServer, listen, startAgentchat, within } from './lib.mjs';
 
 const TOKEN = 'conformance-alice-token';
 const GATEWAY_TOKEN = 'conformance-gateway-root-token';
@@ -56,7 +55,7 @@ async function fakeUpstream({ gateway }) {
     gated?.resolve();
     gated = null;
   };
-  const server = http.createServer(async (req, res) => {
+  const server = fakeServer(async (req, res) => {
     let raw = '';
     for await (const chunk of req) raw += chunk;
     if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
@@ -125,7 +124,7 @@ async function fakeUpstream({ gateway }) {
 // fakeFeishu is a Feishu custom-bot webhook that records the texts it was sent.
 async function fakeFeishu() {
   const hook = { texts: [] };
-  const server = http.createServer(async (req, res) => {
+  const server = fakeServer(async (req, res) => {
     let raw = '';
     for await (const chunk of req) raw += chunk;
     hook.texts.push(JSON.parse(raw).content?.text);
