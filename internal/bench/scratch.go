@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -38,7 +39,13 @@ func scratchSchema(raw, name string) (storeURL string, drop func(context.Context
 	return u.String(), func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		conn, err := pgx.Connect(ctx, base)
+		// Parsed as the servers parse it: pgxpool's pool_* parameters are
+		// not PostgreSQL's, which would refuse them at connect.
+		cfg, err := pgxpool.ParseConfig(base)
+		if err != nil {
+			return fmt.Errorf("drop schema %s: invalid database url", name) // the URL may hold a password
+		}
+		conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
 		if err != nil {
 			return fmt.Errorf("drop schema %s: %w", name, err)
 		}
