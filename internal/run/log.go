@@ -82,9 +82,9 @@ type eventLog struct {
 	evs []event.Event
 	// from is the shard gather starts at (the writer's alone): where the
 	// last full batch stopped. Starting at shard 0 every time, a log behind
-	// by more than a batch took the first shards' events again and again
-	// while the last shards' queues grew, reallocated by append, until the
-	// limit stopped every run (the heap profile of a loaded bench).
+	// by more than a batch took the first shards' events again and again,
+	// while the last shards' events (and every Flush waiting for them)
+	// waited for as long as the first shards stayed busy.
 	from int
 }
 
