@@ -383,7 +383,8 @@ func TestActiveStreamOnHTTP2StaysInItsHandler(t *testing.T) {
 // and writer, the response's 2 KiB writer and the request. The request's
 // body deadline kept the response's controller in the context the stream
 // keeps (about 12 KiB live a stream for its whole life). The test serves
-// the API through a handler that notes when net/http's response is freed,
+// the API through a handler that notes when net/http's request, which its
+// response holds, is freed,
 // and holds the run mid-answer, its stream parked, until then. Not
 // parallel: it counts the process's goroutines.
 func TestDetachedStreamKeepsNoResponse(t *testing.T) {
@@ -394,7 +395,11 @@ func TestDetachedStreamKeepsNoResponse(t *testing.T) {
 	var once atomic.Bool
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v1/agent/chat" && once.CompareAndSwap(false, true) {
-			runtime.SetFinalizer(w, func(any) { close(freed) }) // w is net/http's *response
+			// net/http's *response holds r (its req) and is held by its
+			// connection, which it holds: a cycle, so a finalizer on the
+			// response would never run. A cleanup on r runs once nothing
+			// reaches the response (or r) any more.
+			runtime.AddCleanup(r, func(struct{}) { close(freed) }, struct{}{})
 		}
 		e.api.ServeHTTP(w, r)
 	}))
