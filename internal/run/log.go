@@ -89,9 +89,9 @@ type eventLog struct {
 // of the last two windows of fitWindow uses, and at least fitFloor. Arrays
 // reused from batch to batch keep the capacity of their largest batch; one
 // burst (a slow commit on a loaded box) would otherwise hold its arrays for
-// the life of the process, and each new record burst grew them further. In
-// the ten-minute soak the log's arrays grew from 2.9 to 5.0 MB of live heap,
-// and the collector's goal and the process's RSS rose twice that
+// the life of the process, and each new record burst grew them further: in
+// a five-minute soak at 200 streams the log's arrays went from 2.9 to 5.0 MB
+// of live heap, and the collector's goal (twice the live heap) with them
 // (docs/benchmarks.md, "ninth round: the soak's RSS"). Twice the recent
 // need leaves room for ordinary swings without reallocating.
 type fit struct {
