@@ -83,6 +83,12 @@ type eventLog struct {
 	// batchFit sizes the writer's batch and evs arrays to recent batches
 	// (the writer's alone).
 	batchFit fit
+	// from is the shard gather starts at (the writer's alone): where the
+	// last full batch stopped. Starting at shard 0 every time, a log behind
+	// by more than a batch took the first shards' events again and again,
+	// while the last shards' events (and every Flush waiting for them)
+	// waited for as long as the first shards stayed busy.
+	from int
 }
 
 // fit decides how large a reused array may stay: twice the greatest need
@@ -428,11 +434,9 @@ func (l *eventLog) loop() {
 // A shard whose queue is taken whole swaps in its spare array, so that at
 // tens of thousands of events a second the queues do not grow fresh arrays.
 func (l *eventLog) gather(batch []logEntry, parts []gathered) ([]logEntry, []gathered) {
-	for i := range l.shards {
+	for k := range logShards {
+		i := (l.from + k) % logShards
 		room := maxBatch - len(batch)
-		if room == 0 {
-			break
-		}
 		sh := &l.shards[i]
 		sh.mu.Lock()
 		n := min(len(sh.pending), room)
@@ -468,6 +472,15 @@ func (l *eventLog) gather(batch []logEntry, parts []gathered) ([]logEntry, []gat
 		}
 		l.held.Add(-int64(n))
 		parts = append(parts, p)
+		if len(batch) == maxBatch {
+			// The batch is full: the next one starts with the shards this
+			// one left, this shard first if some of its queue is left.
+			l.from = i
+			if p.whole != nil {
+				l.from = (i + 1) % logShards
+			}
+			break
+		}
 	}
 	return batch, parts
 }

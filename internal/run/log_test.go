@@ -292,6 +292,48 @@ func BenchmarkEventLogWrite(b *testing.B) {
 	}
 }
 
+// TestEventLogGatherTakesTurns: a log behind by more than a batch does not
+// starve a shard. The writer's next batch starts with the shards a full
+// batch left, so a thread whose shard comes after a busy one is written in
+// the next batch, not once the busy thread falls quiet.
+func TestEventLogGatherTakesTurns(t *testing.T) {
+	t.Parallel()
+	l := &eventLog{limit: maxPending, seed: maphash.MakeSeed()} // no writer: the test gathers
+	shard := func(thread string) int { return int(maphash.String(l.seed, thread) % logShards) }
+	busy, quiet := "", ""
+	for i := 0; quiet == ""; i++ {
+		th := fmt.Sprint("c", i)
+		switch {
+		case busy == "" && shard(th) < logShards-1:
+			busy = th
+		case busy != "" && shard(th) > shard(busy):
+			quiet = th
+		}
+	}
+	enqueue := func(thread string, n int, from int64) {
+		for i := range int64(n) {
+			l.Enqueue(event.Event{Thread: thread, Seq: from + i}, nil)
+		}
+	}
+	enqueue(busy, maxBatch, 1)
+	enqueue(quiet, 10, 1)
+	first, _ := l.gather(nil, nil)
+	if len(first) != maxBatch || first[0].ev.Thread != busy {
+		t.Fatalf("first batch: %d events starting with %q, want the busy thread's %d", len(first), first[0].ev.Thread, maxBatch)
+	}
+	enqueue(busy, maxBatch, maxBatch+1) // still busy: more than a batch again
+	second, _ := l.gather(nil, nil)
+	got := 0
+	for _, e := range second {
+		if e.ev.Thread == quiet {
+			got++
+		}
+	}
+	if got != 10 {
+		t.Fatalf("second batch holds %d of the quiet thread's 10 events, left behind the busy thread's", got)
+	}
+}
+
 // TestFitKeepsRecentNeed pins how long a burst's size is kept: for the
 // window it fell in and the next, then the arrays fit the recent batches.
 func TestFitKeepsRecentNeed(t *testing.T) {
