@@ -24,6 +24,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,9 +42,9 @@ type Config struct {
 	Tokens    int           // tokens per answer (T)
 	Pace      time.Duration // upstream pause between tokens
 	Replicas  int           // server processes; chats are spread round-robin
-	Store     string        // AGENTCHAT_STORE for the servers ("" = SQLite in a temp dir)
+	Store     string        // AGENTCHAT_STORE for the servers ("" = SQLite in a temp dir; a postgres:// URL naming no schema gets the run's own, dropped at the end)
 	Bus       string        // AGENTCHAT_BUS ("" = in-process; needed as redis:// with replicas > 1)
-	BusPrefix string        // a key prefix for the Redis bus, so runs do not mix
+	BusPrefix string        // the run's own key prefix on the Redis bus, so runs do not mix; its keys are deleted at the end
 	IdleProbe bool          // also measure memory per idle stream
 	// Ramp spreads the streams' starts evenly over this long, in the floor
 	// and through agentchat alike (0: all at the same instant).
@@ -117,14 +118,49 @@ func percent(d []time.Duration) Percent {
 	return Percent{at(0.50), at(0.99)}
 }
 
-// Run performs the benchmark.
+// Run performs the benchmark. A PostgreSQL store URL that names no schema
+// gets a schema of the run's own, dropped at the end, and the Redis bus's
+// keys under BusPrefix (which must be the run's own) are deleted at the end
+// (see scratch.go), whether the run succeeded or not.
 func Run(ctx context.Context, cfg Config) (Result, error) {
-	res := Result{Config: cfg}
-	logf := func(format string, a ...any) {
-		if cfg.Log != nil {
-			fmt.Fprintf(cfg.Log, format+"\n", a...)
+	logf := logger(cfg.Log)
+	schema := "bench_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	storeURL, dropSchema := scratchSchema(cfg.Store, schema)
+	if storeURL != cfg.Store {
+		logf("store: PostgreSQL schema %s, dropped at the end", schema)
+	}
+	cfg.Store = storeURL
+	res, err := run(ctx, cfg)
+	// The servers have stopped: nothing holds the schema or writes keys. A
+	// cleanup that fails is said loudly but does not throw the run's
+	// figures away.
+	cleanup := context.WithoutCancel(ctx)
+	if derr := dropSchema(cleanup); derr != nil {
+		logf("WARNING: %v: drop it by hand", derr)
+	}
+	n, kerr := deleteKeys(cleanup, cfg.Bus, cfg.BusPrefix)
+	if kerr != nil {
+		logf("WARNING: %v: delete the keys %s:* by hand", kerr, cfg.BusPrefix)
+	}
+	if n > 0 {
+		logf("bus: deleted the run's %d Redis keys (prefix %s)", n, cfg.BusPrefix)
+	}
+	return res, err
+}
+
+// logger prints progress lines to w (nil discards them).
+func logger(w io.Writer) func(format string, a ...any) {
+	return func(format string, a ...any) {
+		if w != nil {
+			fmt.Fprintf(w, format+"\n", a...)
 		}
 	}
+}
+
+// run is Run on the backends as given.
+func run(ctx context.Context, cfg Config) (Result, error) {
+	res := Result{Config: cfg}
+	logf := logger(cfg.Log)
 	fake := fakeupstream.OpenAIHandler(fakeupstream.Options{Tokens: cfg.Tokens, Delay: cfg.Pace, DiscardRequests: true})
 	upLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

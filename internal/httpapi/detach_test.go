@@ -377,3 +377,66 @@ func TestActiveStreamOnHTTP2StaysInItsHandler(t *testing.T) {
 		t.Fatalf("the HTTP/2 stream ended with %v", frames[len(frames)-1])
 	}
 }
+
+// A chat's stream, once detached, keeps nothing of net/http's: not the
+// response its handler wrote to, which holds the connection's 4 KiB reader
+// and writer, the response's 2 KiB writer and the request. The request's
+// body deadline kept the response's controller in the context the stream
+// keeps (about 12 KiB live a stream for its whole life). The test serves
+// the API through a handler that notes when net/http's request, which its
+// response holds, is freed,
+// and holds the run mid-answer, its stream parked, until then. Not
+// parallel: it counts the process's goroutines.
+func TestDetachedStreamKeepsNoResponse(t *testing.T) {
+	g := newGate()
+	e := setup(t, options{model: g, ping: time.Hour})
+	serving0 := streamGoroutines()
+	freed := make(chan struct{})
+	var once atomic.Bool
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/agent/chat" && once.CompareAndSwap(false, true) {
+			// net/http's *response holds r (its req) and is held by its
+			// connection, which it holds: a cycle, so a finalizer on the
+			// response would never run. A cleanup on r runs once nothing
+			// reaches the response (or r) any more.
+			runtime.AddCleanup(r, func(struct{}) { close(freed) }, struct{}{})
+		}
+		e.api.ServeHTTP(w, r)
+	}))
+	srv.Listener = e.api.Listen(srv.Listener, 0)
+	srv.Start()
+	defer srv.Close()
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+
+	r, _ := http.NewRequest("POST", srv.URL+"/v1/agent/chat", strings.NewReader(`{"input":"hi"}`))
+	r.Header.Set("Authorization", "Bearer "+alice)
+	r.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(r)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("chat: %v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	rd := bufio.NewReader(resp.Body)
+	for head := ""; !strings.Contains(head, "Hello"); {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatalf("%v after %q", err, head)
+		}
+		head += line
+	}
+	waitFor(t, "the stream parked", func() bool { return streamGoroutines() == serving0 })
+	waitFor(t, "net/http's response freed while the stream is parked", func() bool {
+		runtime.GC()
+		select {
+		case <-freed:
+			return true
+		default:
+			return false
+		}
+	})
+	close(g.release)
+	if rest, err := io.ReadAll(rd); err != nil || !strings.Contains(string(rest), `"event":"agent.end"`) {
+		t.Fatalf("the stream ended with %q, %v", rest, err)
+	}
+}

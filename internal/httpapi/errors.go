@@ -173,12 +173,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // readBody reads a request body within the server's limit.
 func readBody(r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(r.Body)
-	if rc, ok := r.Context().Value(bodyDeadlineKey{}).(*http.ResponseController); ok && err == nil {
+	if err == nil {
 		// Read whole: lift the deadline. (After a failed read it stays, so
 		// the server's discard of the rest fails fast and drops the connection.)
-		_ = rc.SetReadDeadline(time.Time{})
-	}
-	if err == nil {
+		liftBodyDeadline(r)
 		bodyRead(r) // a stream answering r may detach (detach.go)
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/errcode"
@@ -232,13 +231,6 @@ func (s *Server) fileContent(w http.ResponseWriter, r *http.Request) error {
 }
 
 var errDeadline = os.ErrDeadlineExceeded
-
-// liftBodyDeadline lifts the body's read deadline once the body is read whole.
-func liftBodyDeadline(r *http.Request) {
-	if rc, ok := r.Context().Value(bodyDeadlineKey{}).(*http.ResponseController); ok {
-		_ = rc.SetReadDeadline(time.Time{})
-	}
-}
 
 // bodyLimit is the largest body a route takes: a file's size for uploads,
 // the server's limit elsewhere.

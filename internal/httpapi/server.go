@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentchat/agentchat/internal/agent"
@@ -334,7 +335,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// has, so a stream answering the request is not cut by it.
 		rc := http.NewResponseController(rec)
 		if rc.SetReadDeadline(time.Now().Add(s.bodyTimeout)) == nil {
-			r = r.WithContext(context.WithValue(r.Context(), bodyDeadlineKey{}, rc))
+			bd := &bodyDeadline{}
+			bd.rc.Store(rc)
+			r = r.WithContext(context.WithValue(r.Context(), bodyDeadlineKey{}, bd))
 		}
 	}
 	if s.handleCORS(rec, r) { // cors.go: preflights and refused origins end here
@@ -421,8 +424,30 @@ func (s *Server) metricsAuth(h http.Handler) http.Handler {
 	})
 }
 
-// bodyDeadlineKey holds the controller whose read deadline bounds the body.
+// bodyDeadlineKey holds the request's *bodyDeadline.
 type bodyDeadlineKey struct{}
+
+// bodyDeadline holds the controller whose read deadline bounds the body,
+// until the body is read whole. It is a request context's value, and a
+// stream detached from its handler (detach.go) keeps its request's context
+// for its whole life: a controller kept there would keep the response, and
+// through it net/http's connection with its 4 KiB reader and writer, the
+// response's 2 KiB writer and the request's headers (about 12 KiB a
+// stream, live, twice that with the collector's headroom), long after the
+// connection was hijacked. So lift lets go of it.
+type bodyDeadline struct {
+	rc atomic.Pointer[http.ResponseController]
+}
+
+// liftBodyDeadline lifts the body's read deadline once the body is read
+// whole, and lets go of the response's controller.
+func liftBodyDeadline(r *http.Request) {
+	if bd, ok := r.Context().Value(bodyDeadlineKey{}).(*bodyDeadline); ok {
+		if rc := bd.rc.Swap(nil); rc != nil {
+			_ = rc.SetReadDeadline(time.Time{})
+		}
+	}
+}
 
 // logInfo collects what the access log learns during the request.
 type logInfo struct {

@@ -31,9 +31,9 @@
 //   - A Store is safe for concurrent use, within a process and across
 //     replicas: the database, not the process, decides races.
 //   - Driver errors become store sentinels in one place, interpretError.
-//   - The Store owns two pools, the main one and a small one for the replica
-//     heartbeat so that it never queues behind the token path; Close closes
-//     both.
+//   - The Store owns three pools: the main one, and two small ones, for the
+//     replica heartbeat and for the event log's appends, so that neither
+//     queues behind a burst of starts in the main one; Close closes all three.
 //   - Security: an unparsable URL is reported without quoting it, since it
 //     may carry the password.
 package pgstore

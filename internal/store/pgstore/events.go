@@ -41,7 +41,7 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 	if err != nil {
 		return fmt.Errorf("append %d events: %w", len(evs), err)
 	}
-	if err := insertEventRows(ctx, s.pool, rows); err != nil {
+	if err := insertEventRows(ctx, s.events, rows); err != nil {
 		return fmt.Errorf("append %d events: %w", len(evs), interpretError(err))
 	}
 	return nil

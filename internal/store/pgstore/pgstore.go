@@ -38,6 +38,15 @@ type Store struct {
 	// per period, so one connection (two for a registration racing a
 	// renewal) is all it needs.
 	live *pgxpool.Pool
+	// events is a pool of its own for the event log's appends, for the same
+	// reason: the log has one writer per replica, and in the main pool its
+	// commits queued behind a burst's starts: at 1000 streams arriving over
+	// 2 s on 2 cores, 92 % of the writer's time was spent waiting for one of
+	// the 4 connections (docs/benchmarks.md, "Issue 25, ninth round:
+	// PostgreSQL + Redis"), and every run's end waits for its events'
+	// commit. Two connections: the writer's, and one for an append from
+	// elsewhere (a run ended by another replica) beside it.
+	events *pgxpool.Pool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -64,7 +73,15 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("pgstore: open: %w", interpretError(err))
 	}
-	s := &Store{pool: pool, live: live}
+	eventsCfg := cfg.Copy()
+	eventsCfg.MaxConns, eventsCfg.MinConns = 2, 0
+	events, err := pgxpool.NewWithConfig(ctx, eventsCfg)
+	if err != nil {
+		pool.Close()
+		live.Close()
+		return nil, fmt.Errorf("pgstore: open: %w", interpretError(err))
+	}
+	s := &Store{pool: pool, live: live, events: events}
 	if err := s.migrate(ctx, schema); err != nil {
 		s.Close()
 		return nil, err
@@ -171,13 +188,14 @@ func (s *Store) migrate(ctx context.Context, schema string) error {
 // MaxConns is how many connections the store may hold at once (its pools'
 // bounds), which the process's open-files budget keeps in reserve.
 func (s *Store) MaxConns() int {
-	return int(s.pool.Config().MaxConns + s.live.Config().MaxConns)
+	return int(s.pool.Config().MaxConns + s.live.Config().MaxConns + s.events.Config().MaxConns)
 }
 
 // Close closes the pool, waiting for connections in use to be returned.
 func (s *Store) Close() error {
 	s.pool.Close()
 	s.live.Close()
+	s.events.Close()
 	return nil
 }
 
