@@ -80,6 +80,9 @@ type eventLog struct {
 	// batches (the writer's alone): a fresh one per batch was a few hundred
 	// bytes of garbage per token.
 	evs []event.Event
+	// batchFit sizes the writer's batch and evs arrays to recent batches
+	// (the writer's alone).
+	batchFit fit
 	// from is the shard gather starts at (the writer's alone): where the
 	// last full batch stopped. Starting at shard 0 every time, a log behind
 	// by more than a batch took the first shards' events again and again,
@@ -88,12 +91,46 @@ type eventLog struct {
 	from int
 }
 
+// fit decides how large a reused array may stay: twice the greatest need
+// of the last two windows of fitWindow uses, and at least fitFloor. Arrays
+// reused from batch to batch keep the capacity of their largest batch; one
+// burst (a slow commit on a loaded box) would otherwise hold its arrays for
+// the life of the process, and each new record burst grew them further: in
+// a five-minute soak at 200 streams the log's arrays went from 2.9 to 5.0 MB
+// of live heap, and the collector's goal (twice the live heap) with them
+// (docs/benchmarks.md, "ninth round: the soak's RSS"). Twice the recent
+// need leaves room for ordinary swings without reallocating.
+type fit struct {
+	peak, prev int // the greatest need of this window and of the last
+	uses       int // uses noted in this window
+}
+
+const (
+	// fitWindow is how many uses a window spans: about ten seconds of
+	// batches at the linger, less when Flush cuts it short.
+	fitWindow = 100
+	// fitFloor is the capacity always kept: an array this small is not
+	// worth giving back.
+	fitFloor = 64
+)
+
+// keep notes an array's use for used entries and returns the capacity
+// worth keeping.
+func (f *fit) keep(used int) int {
+	f.peak = max(f.peak, used)
+	if f.uses++; f.uses == fitWindow {
+		f.prev, f.peak, f.uses = f.peak, 0, 0
+	}
+	return max(2*max(f.peak, f.prev), fitFloor)
+}
+
 // logShard is one queue of the log: its events in the order enqueued, and
 // counts that let Flush wait for exactly the events enqueued before it.
 type logShard struct {
 	mu       sync.Mutex
 	pending  []logEntry
 	spare    []logEntry    // the last batch's array, reused for the next pending
+	fit      fit           // sizes the shard's arrays to its recent batches (the writer's alone)
 	enqueued atomic.Uint64 // events ever enqueued here; moved under mu, read without it
 	written  atomic.Uint64 // events ever written (or given up on) from here: a prefix of them
 	_        [64]byte      // keeps neighbouring shards' locks off one cache line
@@ -367,10 +404,19 @@ func (l *eventLog) loop() {
 		l.write(batch)
 
 		clear(batch) // drop the events' references
+		if keep := l.batchFit.keep(len(batch)); cap(batch) > keep || cap(l.evs) > keep {
+			// Outgrown by a burst: regrown to the next batch's size.
+			batch, l.evs = nil, nil
+		}
 		for _, p := range parts {
 			sh := &l.shards[p.shard]
 			if p.whole != nil {
 				clear(p.whole)
+				if cap(p.whole) > sh.fit.keep(p.n) {
+					// Outgrown by a burst: not kept as the spare, so the
+					// next gather starts a queue of this batch's size.
+					p.whole = nil
+				}
 			}
 			sh.mu.Lock()
 			if p.whole != nil && sh.spare == nil {
@@ -405,10 +451,11 @@ func (l *eventLog) gather(batch []logEntry, parts []gathered) ([]logEntry, []gat
 			p.whole = sh.pending
 			next := sh.spare[:0]
 			if next == nil {
-				// The spare is still out (a partial take kept the array):
-				// start at the size this queue needed, rather than growing
-				// from nothing again under the next burst.
-				next = make([]logEntry, 0, cap(p.whole))
+				// The spare is still out (a partial take kept the array)
+				// or was given back (outgrown by a burst): start at the
+				// size this queue needed this time, rather than growing
+				// from nothing again, or keeping a past burst's size.
+				next = make([]logEntry, 0, len(p.whole))
 			}
 			sh.pending, sh.spare = next, nil
 			sh.mu.Unlock()

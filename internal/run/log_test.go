@@ -333,3 +333,64 @@ func TestEventLogGatherTakesTurns(t *testing.T) {
 		t.Fatalf("second batch holds %d of the quiet thread's 10 events, left behind the busy thread's", got)
 	}
 }
+
+// TestFitKeepsRecentNeed pins how long a burst's size is kept: for the
+// window it fell in and the next, then the arrays fit the recent batches.
+func TestFitKeepsRecentNeed(t *testing.T) {
+	var f fit
+	if got := f.keep(5000); got != 10000 {
+		t.Fatalf("after a burst of 5000: keep %d, want 10000", got)
+	}
+	for i := 1; i < 2*fitWindow-1; i++ {
+		if got := f.keep(50); got != 10000 {
+			t.Fatalf("use %d after the burst: keep %d, want 10000 (the burst is in this window or the last)", i, got)
+		}
+	}
+	if got := f.keep(50); got != 100 {
+		t.Fatalf("two windows after the burst: keep %d, want 100 (twice the recent need)", got)
+	}
+	var g fit
+	if got := g.keep(3); got != fitFloor {
+		t.Fatalf("small needs: keep %d, want the floor %d", got, fitFloor)
+	}
+}
+
+// TestEventLogGivesBackABurstsArrays queues a burst past a batch on one
+// thread while the store's first write is held, then writes one event at a
+// time: once the burst is two windows old, the shard's queues and the
+// writer's arrays are back to a small size, not the burst's.
+func TestEventLogGivesBackABurstsArrays(t *testing.T) {
+	rec := &appendRecorder{gate: make(chan struct{})}
+	l := newEventLog(rec, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	defer l.Close(context.Background())
+	const burst = 3 * maxBatch
+	seq := int64(0)
+	for range burst {
+		seq++
+		l.Enqueue(event.Event{Thread: "c", Seq: seq}, nil)
+	}
+	close(rec.gate) // every write passes from now on
+	if err := l.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Two windows for the burst to leave the shard's and the writer's
+	// records, and two batches more for both of the shard's arrays (the
+	// queue and its spare) to be taken and handed back.
+	for range 2*fitWindow + 2 {
+		seq++
+		l.Enqueue(event.Event{Thread: "c", Seq: seq}, nil)
+		if err := l.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wroteOnceInOrder(t, rec.events(), int(seq))
+	// The writer is idle: what it kept is settled (Flush returned after it).
+	sh := &l.shards[maphash.String(l.seed, "c")%logShards]
+	sh.mu.Lock()
+	pending, spare := cap(sh.pending), cap(sh.spare)
+	sh.mu.Unlock()
+	if pending > fitFloor || spare > fitFloor || cap(l.evs) > fitFloor {
+		t.Errorf("after %d one-event batches the arrays hold %d (queue), %d (spare), %d (writer) entries, want at most %d each: a burst of %d is still kept",
+			2*fitWindow+2, pending, spare, cap(l.evs), fitFloor, burst)
+	}
+}
