@@ -1,19 +1,20 @@
 package sqlitestore_test
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/store"
 	"github.com/agentchat/agentchat/internal/store/sqlitestore"
+	"github.com/agentchat/agentchat/internal/store/sqlitestore/sqlitetest"
 	"github.com/agentchat/agentchat/internal/store/storetest"
 )
 
 func TestKnowledgeContract(t *testing.T) {
 	t.Parallel()
 	storetest.RunKnowledge(t, func(t *testing.T) store.Store {
-		s, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "agentchat.db"))
+		// A copy of a migrated database, as TestContract's stores.
+		s, err := sqlitestore.Open(t.Context(), sqlitetest.Path(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -26,7 +27,7 @@ func TestKnowledgeContract(t *testing.T) {
 // searching an empty knowledge base) are counted again when it reopens.
 func TestKnowledgeFoundAfterReopen(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "agentchat.db")
+	path := sqlitetest.Path(t)
 	sc := chat.Scope{Tenant: "acme", User: "alice"}
 	s, err := sqlitestore.Open(t.Context(), path)
 	if err != nil {
