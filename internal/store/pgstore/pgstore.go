@@ -47,6 +47,8 @@ type Store struct {
 	// commit. Two connections: the writer's, and one for an append from
 	// elsewhere (a run ended by another replica) beside it.
 	events *pgxpool.Pool
+	// starts queues the run starts being group-committed (startgroup.go).
+	starts startGroup
 }
 
 var _ store.Store = (*Store)(nil)
