@@ -20,14 +20,38 @@ import (
 // message, no run left "running" that no replica executes.
 //
 // Starts that count the tenant's runs or check its limits take a transaction
-// of their own; the others are group-committed (startgroup.go): the starts
-// queued while one is acquiring its connection go in its batch.
+// of their own; the others are group-committed (group.go) with the other
+// writes queued while one is acquiring its connection.
 func (s *Store) StartRun(ctx context.Context, sc chat.Scope, p *store.RunStart) (store.RunStarted, error) {
 	in := *p // the caller's is read only
-	if in.MaxExecuting == 0 && len(in.Limits) == 0 {
-		return s.startGrouped(ctx, sc, in)
+	if in.MaxExecuting > 0 || len(in.Limits) > 0 {
+		return s.startAlone(ctx, sc, in)
 	}
-	return s.startAlone(ctx, sc, in)
+	w := &startWrite{sc: sc, in: in}
+	err := s.grouped(ctx, w)
+	if isConstraint(err, "runs_one_active") {
+		// Busy: tell whose run holds the conversation, or try again if it
+		// has just ended.
+		return s.startAlone(ctx, sc, in)
+	}
+	if err != nil {
+		return store.RunStarted{}, fmt.Errorf("start run: %w", interpretError(err))
+	}
+	return w.plan.out, nil
+}
+
+// startWrite is a start as a grouped write.
+type startWrite struct {
+	sc   chat.Scope
+	in   store.RunStart
+	plan *startPlan
+}
+
+func (w *startWrite) queue(b *pgx.Batch) { w.plan = queueStart(b, w.sc, w.in) }
+
+func (w *startWrite) read(br pgx.BatchResults) error {
+	_, err := w.plan.read(br)
+	return err
 }
 
 // startAlone writes one start in a batch of its own.
