@@ -527,6 +527,52 @@ func BenchmarkAdapter(b *testing.B, a Adapter) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*tokens), "ns/chunk")
 }
 
+// BenchmarkAdapterPaced is BenchmarkAdapter with the body sent as a
+// streaming provider sends it: each event written and flushed alone, so a
+// chunk of the response's chunked body per token, as the bench's fake
+// upstream sends them. a.NewModel gives the HTTP client under test.
+func BenchmarkAdapterPaced(b *testing.B, a Adapter) {
+	const tokens = 200
+	rec := httptest.NewRecorder()
+	fake := a.NewHandler(Options{Tokens: tokens, DiscardRequests: true})
+	body := `{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[]}`
+	fake.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, a.Path, strings.NewReader(body)))
+	events := bytes.SplitAfter(rec.Body.Bytes(), []byte("\n\n"))
+	if len(events) < tokens {
+		b.Fatalf("recorded %d events, want at least %d", len(events), tokens)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		rc := http.NewResponseController(w)
+		for _, ev := range events {
+			w.Write(ev)
+			rc.Flush()
+		}
+	}))
+	b.Cleanup(srv.Close)
+	m, err := a.NewModel(srv.URL, "sk-bench", -1, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		s, err := m.Stream(b.Context(), req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for s.Next() {
+			n++
+		}
+		if err := s.Err(); err != nil || n != tokens+2 { // the text, the finish reason, the usage
+			b.Fatalf("%d chunks, err %v", n, err)
+		}
+		s.Close()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*tokens), "ns/chunk")
+}
+
 func stream(t *testing.T, m llm.Model, req llm.Request) llm.Stream {
 	t.Helper()
 	s, err := m.Stream(t.Context(), req)

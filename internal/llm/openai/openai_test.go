@@ -58,6 +58,14 @@ func TestIgnoresEnvironment(t *testing.T) { llmtest.IgnoresEnvironment(t, adapte
 
 func BenchmarkStream(b *testing.B) { llmtest.BenchmarkAdapter(b, adapter) }
 
+// BenchmarkStreamOverTransport reads a chunk per token through the
+// server's HTTP client (package transport), as a run reads its model.
+func BenchmarkStreamOverTransport(b *testing.B) {
+	a := adapter
+	a.NewModel = newModelWith(&http.Client{Transport: transport.New(&http.Transport{})})
+	llmtest.BenchmarkAdapterPaced(b, a)
+}
+
 func setup(t *testing.T, opts llmtest.Options) (llm.Model, *llmtest.Server) {
 	t.Helper()
 	srv := llmtest.NewOpenAIServer(t, opts)

@@ -102,6 +102,58 @@ func (c *chunked) Read(p []byte) (n int, err error) {
 	}
 }
 
+// Peek returns the current chunk's data that is buffered, without
+// copying it: the bytes stay in the read buffer until Discard. With none
+// buffered it reads from the connection as Read does (waiting without a
+// buffer). It returns bytes or an error, never neither: io.EOF at the
+// body's end.
+func (c *chunked) Peek() ([]byte, error) {
+	for {
+		switch c.st {
+		case chunkEnd:
+			return nil, io.EOF
+		case chunkData:
+			if c.r < c.w {
+				return (*c.buf)[c.r:c.w][:min(int64(c.w-c.r), c.left)], nil
+			}
+		default:
+			if line, ok := c.line(); ok {
+				if err := c.header(line); err != nil {
+					return nil, err
+				}
+				continue
+			}
+		}
+		if err := c.fill(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// Discard drops the first n bytes Peek returned. Framing that follows in
+// the buffer (the chunk's CRLF, the next size line) is taken too, as Read
+// takes it, so that a body whose bytes were all delivered gives its buffer
+// back before the next wait; an error in it is Peek's next.
+func (c *chunked) Discard(n int) {
+	c.r += n
+	if c.left -= int64(n); c.left == 0 {
+		c.st = chunkCRLF
+	}
+	for c.st != chunkData && c.st != chunkEnd {
+		line, ok := c.line()
+		if !ok {
+			break
+		}
+		if err := c.header(line); err != nil {
+			// Peek reports it: fill returns c.err before it reads.
+			c.r, c.w = 0, 0
+			c.err = err
+			break
+		}
+	}
+	c.give()
+}
+
 // line takes a whole line off the buffer, without its LF and CR.
 func (c *chunked) line() ([]byte, bool) {
 	if c.r == c.w {

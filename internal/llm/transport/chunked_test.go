@@ -57,7 +57,52 @@ func TestChunkedFraming(t *testing.T) {
 					t.Errorf("buffered() = %v, want %v", c.buffered(), tc.rest)
 				}
 			})
+			t.Run(tc.name+"/peek", func(t *testing.T) {
+				client, server := net.Pipe()
+				defer client.Close()
+				go func() {
+					if split {
+						for i := range len(tc.in) {
+							if _, err := server.Write([]byte{tc.in[i]}); err != nil {
+								return
+							}
+						}
+					} else {
+						server.Write([]byte(tc.in))
+					}
+					server.Close()
+				}()
+				c := newChunked(client, testPool(), nil)
+				got, err := peekAll(c)
+				if string(got) != tc.want || !errors.Is(err, tc.err) {
+					t.Errorf("split %v: peeked %q, %v; want %q, %v", split, got, err, tc.want, tc.err)
+				}
+				if tc.err == nil && !split && c.buffered() != tc.rest {
+					t.Errorf("buffered() = %v, want %v", c.buffered(), tc.rest)
+				}
+			})
 		}
+	}
+}
+
+// peekAll reads c to its end through Peek and Discard, two bytes at a
+// time, as a parser that stops mid-chunk does.
+func peekAll(c *chunked) ([]byte, error) {
+	var out []byte
+	for {
+		b, err := c.Peek()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		if len(b) == 0 {
+			return out, errors.New("Peek returned neither bytes nor an error")
+		}
+		n := min(len(b), 2)
+		out = append(out, b[:n]...)
+		c.Discard(n)
 	}
 }
 
@@ -108,6 +153,59 @@ func TestChunkedHoldsNoBufferWhileItWaits(t *testing.T) {
 	server.Write([]byte("6\r\n world\r\n0\r\n\r\n"))
 	if s := <-got; s != " world" {
 		t.Fatalf("read %q after the wait, want %q", s, " world")
+	}
+	if c.buf != nil {
+		t.Fatal("the buffer is held at the body's end")
+	}
+}
+
+// TestChunkedPeekHoldsNoBufferWhileItWaits: once the bytes Peek lent were
+// discarded, the chunk's CRLF with them, the buffer is given back.
+func TestChunkedPeekHoldsNoBufferWhileItWaits(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	server, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	if readable(client) == nil {
+		t.Skip("no wait for readability on this system")
+	}
+
+	c := newChunked(client, testPool(), []byte("5\r\nhello\r\n3\r\nab"))
+	for _, want := range []string{"hello", "ab"} {
+		b, err := c.Peek()
+		if string(b) != want || err != nil {
+			t.Fatalf("peeked %q, %v; want %q", b, err, want)
+		}
+		if c.buf == nil {
+			t.Fatal("no buffer held under the bytes lent")
+		}
+		c.Discard(len(b))
+	}
+	if c.buf != nil {
+		t.Fatal("the buffer is held after its bytes were discarded")
+	}
+	got := make(chan string)
+	go func() {
+		b, err := peekAll(c)
+		if err != nil {
+			b = append(b, err.Error()...)
+		}
+		got <- string(b)
+	}()
+	server.Write([]byte("c\r\n0\r\n\r\n"))
+	if s := <-got; s != "c" {
+		t.Fatalf("peeked %q after the wait, want %q", s, "c")
 	}
 	if c.buf != nil {
 		t.Fatal("the buffer is held at the body's end")

@@ -87,6 +87,8 @@ func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
 		b.ch = newChunked(c.nc, &c.h.t.bufs, rest)
 		b.rc, b.br = b.ch, nil
 		c.h.t.putReader(br)
+		resp.Body = (*chunkedBody)(b)
+		return resp, nil
 	}
 	resp.Body = b
 	return resp, nil
@@ -124,6 +126,13 @@ func (b *body) Read(p []byte) (int, error) {
 		return b.rc.Read(p)
 	}
 	n, err := b.rc.Read(p)
+	return n, b.result(err)
+}
+
+// result is what a read of the body came to: err, made the body's own
+// (the request's context error for a cancelled one), with the connection
+// given back at the body's end or closed after a failure.
+func (b *body) result(err error) error {
 	switch {
 	case err == io.EOF:
 		b.end()
@@ -133,7 +142,36 @@ func (b *body) Read(p []byte) (int, error) {
 		}
 		b.abandon()
 	}
-	return n, err
+	return err
+}
+
+// chunkedBody is a chunked response's body. Beside Read it lends its read
+// buffer (Peek, Discard), so that a reader that parses the body where it
+// lies, the provider stream's SSE reader, copies each byte once and holds
+// no buffer of its own (llm/internal/sse).
+type chunkedBody body
+
+func (b *chunkedBody) Read(p []byte) (int, error) { return (*body)(b).Read(p) }
+func (b *chunkedBody) Close() error               { return (*body)(b).Close() }
+
+// Peek returns the body's next bytes, read from the connection if none are
+// buffered; they are valid until Discard, Read or Close. It returns bytes
+// or an error (io.EOF at the body's end), never neither.
+func (b *chunkedBody) Peek() ([]byte, error) {
+	b.reading.Lock()
+	defer b.reading.Unlock()
+	p, err := b.ch.Peek()
+	if b.done.Load() {
+		return p, err
+	}
+	return p, (*body)(b).result(err)
+}
+
+// Discard drops the first n bytes Peek returned.
+func (b *chunkedBody) Discard(n int) {
+	b.reading.Lock()
+	b.ch.Discard(n)
+	b.reading.Unlock()
 }
 
 // Close ends the body. One not read to its end closes its connection

@@ -92,27 +92,58 @@ func streaming(release <-chan struct{}) http.HandlerFunc {
 	}
 }
 
+// peeker is what a chunked body lends a parser (llm/internal/sse.Source).
+type peeker interface {
+	Peek() ([]byte, error)
+	Discard(n int)
+}
+
+// readPeeked reads a chunked body through Peek and Discard.
+func readPeeked(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	p, ok := resp.Body.(peeker)
+	if !ok {
+		t.Fatalf("a chunked body (%T) lends no buffer", resp.Body)
+	}
+	defer resp.Body.Close()
+	var out []byte
+	for {
+		b, err := p.Peek()
+		if err == io.EOF {
+			return string(out)
+		}
+		if err != nil {
+			t.Fatalf("peek body: %v", err)
+		}
+		out = append(out, b...)
+		p.Discard(len(b))
+	}
+}
+
 func TestKeepAlive(t *testing.T) {
 	t.Parallel()
+	chunked := func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Write(b[:3])
+		w.(http.Flusher).Flush()
+		w.Write(b[3:])
+	}
 	for _, tt := range []struct {
 		name string
 		h    http.HandlerFunc
+		peek bool // read through Peek and Discard
 	}{
 		{"content-length", func(w http.ResponseWriter, r *http.Request) {
 			b, _ := io.ReadAll(r.Body)
 			w.Header().Set("Content-Length", fmt.Sprint(len(b)))
 			w.Write(b)
-		}},
-		{"chunked", func(w http.ResponseWriter, r *http.Request) {
-			b, _ := io.ReadAll(r.Body)
-			w.Write(b[:3])
-			w.(http.Flusher).Flush()
-			w.Write(b[3:])
-		}},
+		}, false},
+		{"chunked", chunked, false},
+		{"chunked, peeked", chunked, true},
 		{"no body", func(w http.ResponseWriter, r *http.Request) {
 			io.Copy(io.Discard, r.Body)
 			w.WriteHeader(http.StatusNoContent)
-		}},
+		}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -127,7 +158,11 @@ func TestKeepAlive(t *testing.T) {
 				if resp.StatusCode == http.StatusNoContent {
 					want = ""
 				}
-				if got := readAll(t, resp); got != want {
+				read := readAll
+				if tt.peek {
+					read = readPeeked
+				}
+				if got := read(t, resp); got != want {
 					t.Errorf("request %d: body %q, want %q", i, got, want)
 				}
 			}

@@ -434,14 +434,28 @@ func (s *Store) AppendMessage(ctx context.Context, sc chat.Scope, m chat.Message
 	return m, nil
 }
 
-// insertMessage's statements besides updateConvSQL and insertMessageSQL.
+// insertMessage's statements: two, where a read of the conversation's
+// active leaf and of the run's place in the tree, and separate updates of
+// its updatedAt and leaf, made five (a run's answer is one of the three
+// grouped writes of every chat; docs/benchmarks.md, issue 25).
 const (
-	activeLeafSQL = `SELECT active_leaf FROM conversations WHERE id = ?`
-	// runParentSQL is where a run's next message goes: after its latest
-	// message, else where the run began.
-	runParentSQL = `SELECT COALESCE((SELECT id FROM messages WHERE conversation_id = ? AND run_id = ? ORDER BY created_at DESC, id DESC LIMIT 1), parent_id)
-		FROM runs WHERE id = ? AND conversation_id = ?`
-	setActiveLeafSQL = `UPDATE conversations SET active_leaf = ? WHERE id = ?`
+	// appendMessageSQL inserts a message into a conversation of the scope
+	// (no row: not the scope's) and returns where it went in the tree
+	// (store.Steering): the given parent, else after the run's latest
+	// message, else where the run began, else after the active leaf.
+	appendMessageSQL = `INSERT INTO messages (` + messageCols + `, tenant)
+		SELECT ?, c.id, ?, ?, ?, ?, ?, ?, ?, ?,
+			coalesce(nullif(?, ''),
+				(SELECT coalesce((SELECT id FROM messages WHERE conversation_id = r.conversation_id AND run_id = r.id ORDER BY created_at DESC, id DESC LIMIT 1), r.parent_id)
+					FROM runs r WHERE r.id = ? AND r.conversation_id = c.id),
+				c.active_leaf),
+			c.tenant
+		FROM conversations c WHERE c.id = ? AND c.tenant = ? AND c.owner = ?
+		RETURNING parent_id`
+	// appendedSQL bumps the conversation's updatedAt and moves its active
+	// leaf to the new message if that went after it.
+	appendedSQL = `UPDATE conversations SET updated_at = max(updated_at, ?),
+		active_leaf = CASE WHEN active_leaf = ? THEN ? ELSE active_leaf END WHERE id = ?`
 )
 
 // insertMessage fills in m's defaults, inserts it and bumps its
@@ -449,35 +463,16 @@ const (
 func (s *Store) insertMessage(ctx context.Context, tx *sql.Tx, sc chat.Scope, m *chat.Message, at time.Time) error {
 	store.FillMessage(m, at)
 	m.CreatedAt = m.CreatedAt.UTC().Truncate(time.Millisecond)
-	res, err := s.prep.exec(ctx, tx, updateConvSQL,
-		ms(m.CreatedAt), m.ConversationID, sc.Tenant, sc.User)
+	err := s.prep.queryRow(ctx, tx, appendMessageSQL,
+		m.ID, m.Role, m.Content, nullJSON(m.Parts), nullJSON(m.Metadata), m.RunID, m.ToolName, m.ToolCallID, ms(m.CreatedAt),
+		m.ParentID, m.RunID, m.ConversationID, sc.Tenant, sc.User).Scan(&m.ParentID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.ErrNotFound
+	}
 	if err != nil {
 		return err
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return store.ErrNotFound
-	}
-	// Its place in the tree (store.Steering): after the run's latest
-	// message, else where the run began, else after the active leaf.
-	var leaf string
-	if err := s.prep.queryRow(ctx, tx, activeLeafSQL, m.ConversationID).Scan(&leaf); err != nil {
-		return err
-	}
-	if m.ParentID == "" {
-		m.ParentID = leaf
-		if m.RunID != "" {
-			err := s.prep.queryRow(ctx, tx, runParentSQL, m.ConversationID, m.RunID, m.RunID, m.ConversationID).Scan(&m.ParentID)
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return err
-			}
-		}
-	}
-	_, err = s.prep.exec(ctx, tx, insertMessageSQL,
-		m.ID, m.ConversationID, m.Role, m.Content, nullJSON(m.Parts), nullJSON(m.Metadata), m.RunID, m.ToolName, m.ToolCallID, ms(m.CreatedAt), m.ParentID, sc.Tenant)
-	if err != nil || leaf != m.ParentID {
-		return err
-	}
-	_, err = s.prep.exec(ctx, tx, setActiveLeafSQL, m.ID, m.ConversationID)
+	_, err = s.prep.exec(ctx, tx, appendedSQL, ms(m.CreatedAt), m.ParentID, m.ID, m.ConversationID)
 	return err
 }
 

@@ -28,16 +28,36 @@ var ErrTooLarge = errors.New("a stream event is larger than 32 MiB")
 // was exactly [DONE], the OpenAI end marker: the body may stop right after
 // that line, before its blank line.
 type Reader struct {
-	// r is a pooled buffer over first and the body, held only while it
-	// has bytes not yet read: between events a stream waits for the next
-	// one in a one-byte read of the body (first), with no buffer, and a
-	// thousand streams waiting for their next token hold none.
+	src  Source
+	own  *buffered // src when the body lends no buffer of its own
+	typ  []byte    // the event's type; reused
+	data []byte    // the event's data; reused
+	long []byte    // a line that crosses what src had at hand; reused
+	done bool
+}
+
+// Source is a body that lends its read buffer: the provider transport's
+// chunked body (llm/transport) is one. The events are parsed where the
+// bytes lie, so each byte of a token is copied once after its read (into
+// the event's data), and the buffer is the body's, held only while it has
+// bytes not yet delivered.
+type Source interface {
+	// Peek returns the body's next bytes, reading them if none are at
+	// hand; they are valid until Discard. It returns bytes or an error
+	// (io.EOF at the body's end), never neither.
+	Peek() ([]byte, error)
+	// Discard drops the first n bytes Peek returned.
+	Discard(n int)
+}
+
+// buffered is the Source over a body that lends no buffer: a pooled
+// buffer over first and the body, held only while it has bytes not yet
+// read. Between events a stream waits for the next one in a one-byte read
+// of the body (first), with no buffer, and a thousand streams waiting for
+// their next token hold none.
+type buffered struct {
 	r     *bufio.Reader
 	first first
-	typ   []byte // the event's type; reused
-	data  []byte // the event's data; reused
-	long  []byte // a line longer than r's buffer; reused
-	done  bool
 }
 
 // first is the body after the byte that was read while no buffer was held.
@@ -63,26 +83,49 @@ func (f *first) Read(p []byte) (int, error) {
 	return f.body.Read(p)
 }
 
-// bufferSize is a Reader's buffer: a few events of a token each. The body
-// it reads is buffered already (the HTTP transport's reader holds what the
-// connection delivered); a longer line is gathered in long.
+// bufferSize is a buffered's buffer: a few events of a token each. The
+// body it reads is buffered already (the HTTP transport's reader holds what
+// the connection delivered); a longer line is gathered in Reader.long.
 const bufferSize = 1 << 10
 
-// buffers are the Readers' buffers, shared: a stream holds one only while
-// an event it received is being read.
+// buffers are the buffereds' buffers, shared: a stream holds one only
+// while an event it received is being read.
 var buffers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, bufferSize) }}
 
-// NewReader returns a Reader of body.
+// NewReader returns a Reader of body, parsing in body's own buffer if it
+// is a Source.
 func NewReader(body io.Reader) *Reader {
-	return &Reader{first: first{body: body}}
+	if src, ok := body.(Source); ok {
+		return &Reader{src: src}
+	}
+	b := &buffered{first: first{body: body}}
+	return &Reader{src: b, own: b}
 }
 
+// Peek waits for the body's next byte without a buffer, if none is held,
+// and then returns what the buffer has.
+func (b *buffered) Peek() ([]byte, error) {
+	if b.r == nil {
+		if err := b.take(); err != nil {
+			return nil, err
+		}
+	}
+	if b.r.Buffered() == 0 {
+		if _, err := b.r.Peek(1); err != nil {
+			return nil, err
+		}
+	}
+	return b.r.Peek(b.r.Buffered())
+}
+
+func (b *buffered) Discard(n int) { b.r.Discard(n) }
+
 // take waits for the body's next byte without a buffer and then takes one.
-func (e *Reader) take() error {
+func (b *buffered) take() error {
 	for empty := 0; ; empty++ {
-		n, err := e.first.body.Read(e.first.b[:])
+		n, err := b.first.body.Read(b.first.b[:])
 		if n == 1 {
-			e.first.has, e.first.err = true, err
+			b.first.has, b.first.err = true, err
 			break
 		}
 		if err != nil {
@@ -92,17 +135,17 @@ func (e *Reader) take() error {
 			return io.ErrNoProgress
 		}
 	}
-	e.r = buffers.Get().(*bufio.Reader)
-	e.r.Reset(&e.first)
+	b.r = buffers.Get().(*bufio.Reader)
+	b.r.Reset(&b.first)
 	return nil
 }
 
 // give gives the buffer back if everything in it was read.
-func (e *Reader) give() {
-	if e.r != nil && e.r.Buffered() == 0 && !e.first.has && e.first.err == nil {
-		e.r.Reset(nil)
-		buffers.Put(e.r)
-		e.r = nil
+func (b *buffered) give() {
+	if b.r != nil && b.r.Buffered() == 0 && !b.first.has && b.first.err == nil {
+		b.r.Reset(nil)
+		buffers.Put(b.r)
+		b.r = nil
 	}
 }
 
@@ -114,18 +157,16 @@ func (e *Reader) Done() bool { return e.done }
 // ended the body (io.EOF at its clean end, ErrTooLarge).
 func (e *Reader) Next() (typ, data []byte, err error) {
 	e.typ, e.data = e.typ[:0], e.data[:0]
-	if e.r == nil {
-		if err := e.take(); err != nil {
-			return nil, nil, err
-		}
+	if e.own != nil {
+		defer e.own.give()
 	}
-	defer e.give()
 	for {
-		line, err := e.line()
+		line, n, err := e.line()
 		if len(line) == 0 && err != nil {
 			return nil, nil, err
 		}
 		if len(line) == 0 {
+			e.src.Discard(n)
 			if len(e.data) > 0 {
 				return e.typ, e.data, nil
 			}
@@ -149,32 +190,48 @@ func (e *Reader) Next() (typ, data []byte, err error) {
 		case "event":
 			e.typ = append(e.typ[:0], value...)
 		}
+		// The line may lie in src's buffer: it is dropped once used.
+		e.src.Discard(n)
 		if err != nil {
 			return nil, nil, err
 		}
 	}
 }
 
-// line reads one line without its line ending. At the end of the body it
-// returns the unterminated rest, if any, with the error.
-func (e *Reader) line() ([]byte, error) {
-	line, err := e.r.ReadSlice('\n')
-	if err == bufio.ErrBufferFull {
-		e.long = append(e.long[:0], line...)
-		for err == bufio.ErrBufferFull {
-			if len(e.long) >= MaxEvent {
-				return nil, ErrTooLarge
+// line returns one line without its line ending, and how many bytes of
+// what src last peeked it still takes (to Discard once the line is used).
+// At the end of the body it returns the unterminated rest, if any, with
+// the error.
+func (e *Reader) line() (line []byte, n int, err error) {
+	e.long = e.long[:0]
+	for {
+		b, err := e.src.Peek()
+		if len(b) == 0 {
+			if err == nil {
+				err = io.ErrNoProgress
 			}
-			line, err = e.r.ReadSlice('\n')
-			e.long = append(e.long, line...)
+			return trimCR(e.long), 0, err
 		}
-		line = e.long
+		i := bytes.IndexByte(b, '\n')
+		if i >= 0 && len(e.long) == 0 {
+			return trimCR(b[:i]), i + 1, nil
+		}
+		if i >= 0 {
+			e.long = append(e.long, b[:i]...)
+			return trimCR(e.long), i + 1, nil
+		}
+		if len(e.long)+len(b) >= MaxEvent {
+			return nil, 0, ErrTooLarge
+		}
+		e.long = append(e.long, b...)
+		e.src.Discard(len(b))
 	}
-	if err == nil {
-		line = line[:len(line)-1] // the LF
-	}
+}
+
+// trimCR drops a CR that ended a line.
+func trimCR(line []byte) []byte {
 	if n := len(line); n > 0 && line[n-1] == '\r' {
-		line = line[:n-1]
+		return line[:n-1]
 	}
-	return line, err
+	return line
 }

@@ -33,21 +33,31 @@ func TestReader(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			// One byte per read: every line crosses reads.
-			e := NewReader(&oneByteReader{strings.NewReader(tt.body)})
-			var got []string
-			for {
-				typ, data, err := e.Next()
-				if err == io.EOF {
-					break
+			for _, body := range []struct {
+				name string
+				r    io.Reader
+			}{
+				// One byte per read: every line crosses reads.
+				{"one byte per read", &oneByteReader{strings.NewReader(tt.body)}},
+				// A body that lends its buffer, three bytes at a time.
+				{"lent buffer", &lender{body: tt.body, step: 3}},
+				{"lent buffer, whole", &lender{body: tt.body, step: len(tt.body)}},
+			} {
+				e := NewReader(body.r)
+				var got []string
+				for {
+					typ, data, err := e.Next()
+					if err == io.EOF {
+						break
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					got = append(got, string(typ), string(data))
 				}
-				if err != nil {
-					t.Fatal(err)
+				if !reflect.DeepEqual(got, tt.want) || e.Done() != tt.done {
+					t.Errorf("%s: events %q done %v, want %q %v", body.name, got, e.Done(), tt.want, tt.done)
 				}
-				got = append(got, string(typ), string(data))
-			}
-			if !reflect.DeepEqual(got, tt.want) || e.Done() != tt.done {
-				t.Errorf("events %q done %v, want %q %v", got, e.Done(), tt.want, tt.done)
 			}
 		})
 	}
@@ -58,6 +68,35 @@ func TestReader(t *testing.T) {
 			t.Errorf("err %v, want ErrTooLarge", err)
 		}
 	})
+}
+
+// lender is a Source that lends a buffer of step bytes at most and
+// overwrites what was discarded, so that a byte used after its Discard
+// shows in the events read.
+type lender struct {
+	body string
+	step int
+	buf  []byte
+}
+
+func (l *lender) Read([]byte) (int, error) { panic("a Source is read through Peek") }
+
+func (l *lender) Peek() ([]byte, error) {
+	if len(l.buf) == 0 {
+		if l.body == "" {
+			return nil, io.EOF
+		}
+		n := min(l.step, len(l.body))
+		l.buf, l.body = []byte(l.body[:n]), l.body[n:]
+	}
+	return l.buf, nil
+}
+
+func (l *lender) Discard(n int) {
+	for i := range l.buf[:n] {
+		l.buf[i] = '#'
+	}
+	l.buf = l.buf[n:]
 }
 
 type oneByteReader struct{ r io.Reader }
@@ -101,11 +140,11 @@ func TestReaderHoldsNoBufferBetweenEvents(t *testing.T) {
 		if string(data) != want.data || err != nil {
 			t.Fatalf("event %d: %q, %v; want %q", i, data, err, want.data)
 		}
-		if held := e.r != nil; held != want.held {
+		if held := e.own.r != nil; held != want.held {
 			t.Errorf("event %d: buffer held %v, want %v", i, held, want.held)
 		}
 	}
-	if _, _, err := e.Next(); err != io.EOF || e.r != nil {
-		t.Errorf("at the end: %v, buffer held %v; want io.EOF and none", err, e.r != nil)
+	if _, _, err := e.Next(); err != io.EOF || e.own.r != nil {
+		t.Errorf("at the end: %v, buffer held %v; want io.EOF and none", err, e.own.r != nil)
 	}
 }
