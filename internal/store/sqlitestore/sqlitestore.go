@@ -589,35 +589,74 @@ func (s *Store) GetRunAnyOwner(ctx context.Context, tenant, id string) (chat.Run
 // UpdateRun's statements.
 const (
 	selectRunSQL = `SELECT ` + runCols + ` FROM runs WHERE id = ? AND tenant = ?`
-	updateRunSQL = `UPDATE runs SET status = ?, error_code = ?, error_message = ?, usage = ?, model = ?, state = ?, ended_at = ?, cancel_requested = ? WHERE id = ?`
+	// updateRunSQL changes what the update sets, each column behind its own
+	// flag, if the run's status is one of a comma-separated list ('' for
+	// any), and returns the run: one statement, where a read of the run
+	// before its update made two (the end of every run; docs/benchmarks.md,
+	// issue 25). A stored NULL usage is written as a zero one, as the
+	// read-then-write did.
+	updateRunSQL = `UPDATE runs SET
+		status = CASE WHEN ? <> '' THEN ? ELSE status END,
+		error_code = CASE WHEN ? THEN ? ELSE error_code END,
+		error_message = CASE WHEN ? THEN ? ELSE error_message END,
+		usage = coalesce(?, usage, ?),
+		model = CASE WHEN ? THEN ? ELSE model END,
+		state = CASE WHEN ? THEN ? ELSE state END,
+		ended_at = coalesce(?, ended_at),
+		cancel_requested = CASE WHEN ? THEN 1 ELSE cancel_requested END
+		WHERE id = ? AND tenant = ? AND (? = '' OR instr(?, ',' || status || ',') > 0)
+		RETURNING ` + runCols
 )
+
+// zeroUsage is the usage written over a stored NULL.
+var zeroUsage = func() string { b, _ := json.Marshal(event.Usage{}); return string(b) }()
 
 // UpdateRun changes a run, optionally only from the given statuses.
 func (s *Store) UpdateRun(ctx context.Context, tenant, id string, u store.RunUpdate) (chat.Run, error) {
 	var r chat.Run
 	err := s.grouped(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var hasErr bool
+		var ecode, emsg, usage, model, state, ended, from any
+		if u.Error != nil {
+			hasErr, ecode, emsg = true, u.Error.Code, u.Error.Message
+		}
+		if u.Usage != nil {
+			b, _ := json.Marshal(*u.Usage)
+			usage = string(b)
+		}
+		if u.Model != nil {
+			model = *u.Model
+		}
+		if u.State != nil && string(u.State) != "null" {
+			state = nullJSON(u.State)
+		}
+		if u.EndedAt != nil {
+			ended = ms(u.EndedAt.UTC().Truncate(time.Millisecond))
+		}
+		from = ""
+		if len(u.From) > 0 {
+			from = "," + strings.Join(u.From, ",") + ","
+		}
 		var err error
-		r, err = scanRun(s.prep.queryRow(ctx, tx, selectRunSQL, id, tenant))
+		r, err = scanRun(s.prep.queryRow(ctx, tx, updateRunSQL,
+			u.Status, u.Status, hasErr, ecode, hasErr, emsg, usage, zeroUsage, u.Model != nil, model,
+			u.State != nil, state, ended, u.CancelRequested, id, tenant, from, from))
+		if errors.Is(err, sql.ErrNoRows) && len(u.From) > 0 {
+			// Not found, or not in a status it may change from.
+			cur, err := scanRun(s.prep.queryRow(ctx, tx, selectRunSQL, id, tenant))
+			if err != nil {
+				return err
+			}
+			return fmt.Errorf("%w: run %s is %s", store.ErrConflict, id, cur.Status)
+		}
 		if err != nil {
 			return err
 		}
-		if len(u.From) > 0 && !contains(u.From, r.Status) {
-			return fmt.Errorf("%w: run %s is %s", store.ErrConflict, id, r.Status)
-		}
+		// What was written, as the caller gave it (its usage's empty
+		// slices, say, which the stored JSON drops).
 		applyRunUpdate(&r, u)
-		var ecode, emsg any
-		if r.Error != nil {
-			ecode, emsg = r.Error.Code, r.Error.Message
-		}
-		usage, _ := json.Marshal(r.Usage)
-		var ended any
-		if r.EndedAt != nil {
-			ended = ms(*r.EndedAt)
-		}
-		_, err = s.prep.exec(ctx, tx, updateRunSQL,
-			r.Status, ecode, emsg, string(usage), r.Model, nullJSON(r.State), ended, r.CancelRequested, id)
-		if err != nil || u.Usage == nil || u.EndedAt == nil {
-			return err
+		if u.Usage == nil || u.EndedAt == nil {
+			return nil
 		}
 		// The run's end and its usage records: one transaction.
 		return s.recordUsage(ctx, tx, r)
