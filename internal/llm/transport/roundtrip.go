@@ -167,11 +167,17 @@ func (b *chunkedBody) Peek() ([]byte, error) {
 	return p, (*body)(b).result(err)
 }
 
-// Discard drops the first n bytes Peek returned.
+// Discard drops the first n bytes Peek returned. Past the body's last
+// bytes, once its end was read too, the connection is given back at once,
+// as Read gives it back with them: a stream's reader stops at its end
+// marker and never peeks again.
 func (b *chunkedBody) Discard(n int) {
 	b.reading.Lock()
+	defer b.reading.Unlock()
 	b.ch.Discard(n)
-	b.reading.Unlock()
+	if b.ch.st == chunkEnd && !b.done.Load() {
+		(*body)(b).end()
+	}
 }
 
 // Close ends the body. One not read to its end closes its connection

@@ -18,6 +18,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/agentchat/agentchat/internal/llm/internal/sse"
 	"github.com/agentchat/agentchat/internal/llm/transport"
 )
 
@@ -228,17 +229,35 @@ func TestBodyClosedAtItsEndMarkerKeepsItsConnection(t *testing.T) {
 	s.Start()
 	defer s.Close()
 	c := newClient(t, &http.Transport{})
-	for range 2 {
+	// Read through Read, and as the provider streams read it, where the
+	// body's end comes with the end marker's bytes (Peek and Discard).
+	untilDone := map[string]func(body io.Reader) error{
+		"read": func(body io.Reader) error {
+			br := bufio.NewReader(body)
+			for {
+				line, err := br.ReadString('\n')
+				if err != nil || line == "data: [DONE]\n" {
+					return err
+				}
+			}
+		},
+		"sse": func(body io.Reader) error {
+			if _, ok := body.(sse.Source); !ok {
+				return fmt.Errorf("the body (%T) lends no buffer", body)
+			}
+			events := sse.NewReader(body)
+			for {
+				_, data, err := events.Next()
+				if err != nil || string(data) == "[DONE]\n" {
+					return err
+				}
+			}
+		},
+	}
+	for _, name := range []string{"read", "sse", "read", "sse"} {
 		resp := post(t, c, t.Context(), s.URL)
-		br := bufio.NewReader(resp.Body)
-		for {
-			line, err := br.ReadString('\n')
-			if err != nil {
-				t.Fatalf("read: %v", err)
-			}
-			if line == "data: [DONE]\n" {
-				break
-			}
+		if err := untilDone[name](resp.Body); err != nil {
+			t.Fatalf("%s: %v", name, err)
 		}
 		<-idle
 		resp.Body.Close()
