@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -527,27 +528,38 @@ func BenchmarkAdapter(b *testing.B, a Adapter) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*tokens), "ns/chunk")
 }
 
-// BenchmarkAdapterPaced is BenchmarkAdapter with the body sent as a
-// streaming provider sends it: each event written and flushed alone, so a
-// chunk of the response's chunked body per token, as the bench's fake
-// upstream sends them. a.NewModel gives the HTTP client under test.
-func BenchmarkAdapterPaced(b *testing.B, a Adapter) {
+// BenchmarkAdapterChunked is BenchmarkAdapter with the body framed as a
+// streaming provider frames it, a chunk of the chunked body per event, as
+// the bench's fake upstream sends them; the whole response is written in
+// one write, so the time is the client's (a.NewModel gives the HTTP client
+// under test), not the upstream's. The connection closes after each
+// response.
+func BenchmarkAdapterChunked(b *testing.B, a Adapter) {
 	const tokens = 200
 	rec := httptest.NewRecorder()
 	fake := a.NewHandler(Options{Tokens: tokens, DiscardRequests: true})
 	body := `{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[]}`
 	fake.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, a.Path, strings.NewReader(body)))
-	events := bytes.SplitAfter(rec.Body.Bytes(), []byte("\n\n"))
-	if len(events) < tokens {
-		b.Fatalf("recorded %d events, want at least %d", len(events), tokens)
+	resp := []byte("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
+	events := 0
+	for ev := range bytes.SplitAfterSeq(rec.Body.Bytes(), []byte("\n\n")) {
+		if len(ev) > 0 {
+			resp = fmt.Appendf(resp, "%x\r\n%s\r\n", len(ev), ev)
+			events++
+		}
+	}
+	resp = append(resp, "0\r\n\r\n"...)
+	if events < tokens {
+		b.Fatalf("recorded %d events, want at least %d", events, tokens)
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		rc := http.NewResponseController(w)
-		for _, ev := range events {
-			w.Write(ev)
-			rc.Flush()
+		io.Copy(io.Discard, r.Body)
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
 		}
+		conn.Write(resp)
+		conn.Close()
 	}))
 	b.Cleanup(srv.Close)
 	m, err := a.NewModel(srv.URL, "sk-bench", -1, 0)

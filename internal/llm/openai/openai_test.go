@@ -63,7 +63,7 @@ func BenchmarkStream(b *testing.B) { llmtest.BenchmarkAdapter(b, adapter) }
 func BenchmarkStreamOverTransport(b *testing.B) {
 	a := adapter
 	a.NewModel = newModelWith(&http.Client{Transport: transport.New(&http.Transport{})})
-	llmtest.BenchmarkAdapterPaced(b, a)
+	llmtest.BenchmarkAdapterChunked(b, a)
 }
 
 func setup(t *testing.T, opts llmtest.Options) (llm.Model, *llmtest.Server) {

@@ -434,28 +434,28 @@ func (s *Store) AppendMessage(ctx context.Context, sc chat.Scope, m chat.Message
 	return m, nil
 }
 
-// insertMessage's statements: two, where a read of the conversation's
-// active leaf and of the run's place in the tree, and separate updates of
-// its updatedAt and leaf, made five (a run's answer is one of the three
-// grouped writes of every chat; docs/benchmarks.md, issue 25).
+// insertMessage's statements beside insertMessageSQL: three in all, where
+// a read of the conversation's active leaf, one of the run's place in the
+// tree, and separate updates of its updatedAt and leaf made five (a run's
+// answer is one of the three grouped writes of every chat;
+// docs/benchmarks.md, issue 25). The place is read apart from the insert:
+// an INSERT … SELECT that reads messages makes SQLite copy its row to a
+// temporary table first, which cost more than the statement it saved.
 const (
-	// appendMessageSQL inserts a message into a conversation of the scope
-	// (no row: not the scope's) and returns where it went in the tree
-	// (store.Steering): the given parent, else after the run's latest
-	// message, else where the run began, else after the active leaf.
-	appendMessageSQL = `INSERT INTO messages (` + messageCols + `, tenant)
-		SELECT ?, c.id, ?, ?, ?, ?, ?, ?, ?, ?,
-			coalesce(nullif(?, ''),
-				(SELECT coalesce((SELECT id FROM messages WHERE conversation_id = r.conversation_id AND run_id = r.id ORDER BY created_at DESC, id DESC LIMIT 1), r.parent_id)
-					FROM runs r WHERE r.id = ? AND r.conversation_id = c.id),
-				c.active_leaf),
-			c.tenant
-		FROM conversations c WHERE c.id = ? AND c.tenant = ? AND c.owner = ?
-		RETURNING parent_id`
-	// appendedSQL bumps the conversation's updatedAt and moves its active
-	// leaf to the new message if that went after it.
-	appendedSQL = `UPDATE conversations SET updated_at = max(updated_at, ?),
-		active_leaf = CASE WHEN active_leaf = ? THEN ? ELSE active_leaf END WHERE id = ?`
+	// messagePlaceSQL reads where a message goes in the tree of a
+	// conversation of the scope (no row: not the scope's;
+	// store.Steering): the given parent, else after the run's latest
+	// message, else where the run began, else after the active leaf; and
+	// the active leaf.
+	messagePlaceSQL = `SELECT coalesce(nullif(?, ''),
+			(SELECT coalesce((SELECT id FROM messages WHERE conversation_id = r.conversation_id AND run_id = r.id ORDER BY created_at DESC, id DESC LIMIT 1), r.parent_id)
+				FROM runs r WHERE r.id = ? AND r.conversation_id = c.id),
+			c.active_leaf), c.active_leaf
+		FROM conversations c WHERE c.id = ? AND c.tenant = ? AND c.owner = ?`
+	// appendedSQL bumps the conversation's updatedAt and sets its active
+	// leaf (the new message, if that went after the leaf read with its
+	// place: the transaction holds SQLite's one write lock since).
+	appendedSQL = `UPDATE conversations SET updated_at = max(updated_at, ?), active_leaf = ? WHERE id = ?`
 )
 
 // insertMessage fills in m's defaults, inserts it and bumps its
@@ -463,16 +463,24 @@ const (
 func (s *Store) insertMessage(ctx context.Context, tx *sql.Tx, sc chat.Scope, m *chat.Message, at time.Time) error {
 	store.FillMessage(m, at)
 	m.CreatedAt = m.CreatedAt.UTC().Truncate(time.Millisecond)
-	err := s.prep.queryRow(ctx, tx, appendMessageSQL,
-		m.ID, m.Role, m.Content, nullJSON(m.Parts), nullJSON(m.Metadata), m.RunID, m.ToolName, m.ToolCallID, ms(m.CreatedAt),
-		m.ParentID, m.RunID, m.ConversationID, sc.Tenant, sc.User).Scan(&m.ParentID)
+	var leaf string
+	err := s.prep.queryRow(ctx, tx, messagePlaceSQL, m.ParentID, m.RunID, m.ConversationID, sc.Tenant, sc.User).Scan(&m.ParentID, &leaf)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.ErrNotFound
 	}
 	if err != nil {
 		return err
 	}
-	_, err = s.prep.exec(ctx, tx, appendedSQL, ms(m.CreatedAt), m.ParentID, m.ID, m.ConversationID)
+	_, err = s.prep.exec(ctx, tx, insertMessageSQL,
+		m.ID, m.ConversationID, m.Role, m.Content, nullJSON(m.Parts), nullJSON(m.Metadata), m.RunID, m.ToolName, m.ToolCallID, ms(m.CreatedAt), m.ParentID, sc.Tenant)
+	if err != nil {
+		return err
+	}
+	next := leaf
+	if leaf == m.ParentID {
+		next = m.ID
+	}
+	_, err = s.prep.exec(ctx, tx, appendedSQL, ms(m.CreatedAt), next, m.ConversationID)
 	return err
 }
 
