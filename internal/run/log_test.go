@@ -336,6 +336,43 @@ func TestEventLogGatherTakesTurns(t *testing.T) {
 	}
 }
 
+// TestEventLogQueueHoldsWhatIsQueued: a shard's queue is as many blocks as
+// its events need, not an array grown past them, and the writer takes them
+// all, in order, leaving the shard empty for the next event to start a
+// block of its own.
+func TestEventLogQueueHoldsWhatIsQueued(t *testing.T) {
+	t.Parallel()
+	l := &eventLog{limit: maxPending, seed: maphash.MakeSeed()} // no writer: the test takes
+	const n = 10*logBlockLen + 1
+	for i := range int64(n) {
+		l.Enqueue(event.Event{Thread: "c", Seq: i + 1}, nil)
+	}
+	sh := &l.shards[maphash.String(l.seed, "c")%logShards]
+	blocks := 0
+	for b := sh.head; b != nil; b = b.next {
+		blocks++
+	}
+	if blocks != 11 {
+		t.Fatalf("%d events queued in %d blocks, want 11 of %d", n, blocks, logBlockLen)
+	}
+	l.take(nil)
+	if len(l.evs) != n || len(l.owners) != n {
+		t.Fatalf("took %d events and %d owners, want %d", len(l.evs), len(l.owners), n)
+	}
+	for i, ev := range l.evs {
+		if ev.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d: out of order", i, ev.Seq)
+		}
+	}
+	if sh.head != nil || sh.tail != nil || l.held.Load() != 0 {
+		t.Fatalf("after the take the shard still queues blocks (%v) or counts %d held", sh.head != nil, l.held.Load())
+	}
+	l.Enqueue(event.Event{Thread: "c", Seq: n + 1}, nil)
+	if sh.head == nil || sh.head != sh.tail || sh.head.n != 1 {
+		t.Fatal("the next event did not start a block of its own")
+	}
+}
+
 // TestFitKeepsRecentNeed pins how long a burst's size is kept: for the
 // window it fell in and the next, then the arrays fit the recent batches.
 func TestFitKeepsRecentNeed(t *testing.T) {
