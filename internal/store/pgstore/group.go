@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -39,6 +40,10 @@ type group struct {
 	queue   []*groupReq
 	leading bool // a group is in progress; the next leader is handed over
 }
+
+// groupTimeout bounds a group's wait for a connection and its round trip:
+// the event log's bound on one write (run.writeTimeout).
+const groupTimeout = 30 * time.Second
 
 // maxGroup bounds one batch, so that the leader's own wait stays bounded
 // under a flood.
@@ -104,8 +109,12 @@ func (s *Store) leadGroup() {
 	q := &s.group
 	q.mu.Lock()
 	// The batch is the group's, not one caller's: a caller that goes away
-	// must not cancel the others' writes (each is looked at before it is sent).
-	ctx := context.WithoutCancel(q.queue[0].ctx)
+	// must not cancel the others' writes (each is looked at before it is
+	// sent). It is bounded all the same: a database that stops answering
+	// (a partition, no reset) would otherwise hold every caller of the
+	// group, and every caller queued behind it, for good.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(q.queue[0].ctx), groupTimeout)
+	defer cancel()
 	q.mu.Unlock()
 
 	conn, err := s.pool.Acquire(ctx)
