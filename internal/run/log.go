@@ -76,13 +76,18 @@ type eventLog struct {
 	quit     context.Context // ends with giveUp: a write in flight is abandoned
 	quitNow  context.CancelFunc
 	done     chan struct{}
-	// evs is write's array of the events it hands the store, kept between
-	// batches (the writer's alone): a fresh one per batch was a few hundred
-	// bytes of garbage per token.
-	evs []event.Event
-	// batchFit sizes the writer's batch and evs arrays to recent batches
-	// (the writer's alone).
+	// evs and owners are the batch being written (the writer's alone): the
+	// events taken from the queues' blocks, which go back to blocks at
+	// once, and each event's owner. Kept between batches: a fresh array per
+	// batch was a few hundred bytes of garbage per token.
+	evs    []event.Event
+	owners []fencer
+	// batchFit sizes evs and owners to recent batches (the writer's alone).
 	batchFit fit
+	// blocks holds the queues' free blocks. A pool, not a list of its own:
+	// it is per P (no lock shared by the shards), and what a burst left in
+	// it is dropped by the next collections rather than kept.
+	blocks sync.Pool
 	// from is the shard gather starts at (the writer's alone): where the
 	// last full batch stopped. Starting at shard 0 every time, a log behind
 	// by more than a batch took the first shards' events again and again,
@@ -124,16 +129,24 @@ func (f *fit) keep(used int) int {
 	return max(2*max(f.peak, f.prev), fitFloor)
 }
 
-// logShard is one queue of the log: its events in the order enqueued, and
-// counts that let Flush wait for exactly the events enqueued before it.
+// logShard is one queue of the log: its events in the order enqueued, in a
+// chain of fixed-size blocks, and counts that let Flush wait for exactly the
+// events enqueued before it.
+//
+// Blocks rather than one array per shard: an array grown by append holds up
+// to twice what is queued, and the one it replaced (kept for reuse) as much
+// again, so the queues' live heap was several times the events held (6-7 MB
+// at 1000 streams, where the events held were a fraction of that), and the
+// collector's goal, twice the live heap, doubled that again
+// (docs/benchmarks.md, "tenth round: memory per active stream"). A chain of
+// blocks holds what is queued, to a block, and the writer hands each block
+// back as soon as it has copied its events out.
 type logShard struct {
-	mu       sync.Mutex
-	pending  []logEntry
-	spare    []logEntry    // the last batch's array, reused for the next pending
-	fit      fit           // sizes the shard's arrays to its recent batches (the writer's alone)
-	enqueued atomic.Uint64 // events ever enqueued here; moved under mu, read without it
-	written  atomic.Uint64 // events ever written (or given up on) from here: a prefix of them
-	_        [64]byte      // keeps neighbouring shards' locks off one cache line
+	mu         sync.Mutex
+	head, tail *logBlock     // the queue: head's first event is the oldest; nil when empty
+	enqueued   atomic.Uint64 // events ever enqueued here; moved under mu, read without it
+	written    atomic.Uint64 // events ever written (or given up on) from here: a prefix of them
+	_          [64]byte      // keeps neighbouring shards' locks off one cache line
 }
 
 // flushWaiter is one Flush call's wait: done is closed once every shard has
@@ -193,6 +206,38 @@ func (l *eventLog) forget(w *flushWaiter) {
 type logEntry struct {
 	ev    event.Event
 	owner fencer
+}
+
+// logBlockLen is how many events a queue block holds: 48 entries of 168
+// bytes with the header fill an 8 KiB size class. Small enough that the
+// block a queue is filling when the writer takes it wastes little; large
+// enough that a block is taken from the pool once per 48 events.
+const logBlockLen = 48
+
+// logBlock is a piece of a shard's queue.
+type logBlock struct {
+	next *logBlock
+	n    int // entries used
+	e    [logBlockLen]logEntry
+}
+
+// block returns an empty block.
+func (l *eventLog) block() *logBlock {
+	if b, ok := l.blocks.Get().(*logBlock); ok {
+		return b
+	}
+	return new(logBlock)
+}
+
+// free hands a chain of blocks back, their events' references dropped.
+func (l *eventLog) free(b *logBlock) {
+	for b != nil {
+		next := b.next
+		clear(b.e[:b.n])
+		b.n, b.next = 0, nil
+		l.blocks.Put(b)
+		b = next
+	}
 }
 
 // fencer is an event's producer that may stop acting for its run.
@@ -260,7 +305,18 @@ func (l *eventLog) Enqueue(ev event.Event, owner fencer) {
 	}
 	sh := &l.shards[maphash.String(l.seed, ev.Thread)%logShards]
 	sh.mu.Lock()
-	sh.pending = append(sh.pending, logEntry{ev, owner})
+	b := sh.tail
+	if b == nil || b.n == logBlockLen {
+		nb := l.block()
+		if b == nil {
+			sh.head = nb
+		} else {
+			b.next = nb
+		}
+		sh.tail, b = nb, nb
+	}
+	b.e[b.n] = logEntry{ev, owner}
+	b.n++
 	sh.enqueued.Add(1)
 	sh.mu.Unlock()
 	l.held.Add(1)
@@ -360,17 +416,14 @@ func (l *eventLog) Flush(ctx context.Context) error {
 type gathered struct {
 	shard int
 	n     int
-	whole []logEntry // the shard's array when all of it was taken, to hand back as its spare
+	head  *logBlock // the blocks taken, in order
 }
 
 func (l *eventLog) loop() {
 	defer close(l.done)
 	timer := time.NewTimer(linger)
 	timer.Stop()
-	var (
-		batch []logEntry
-		parts []gathered
-	)
+	var parts []gathered
 	for {
 		// held may dip below zero for a moment: the writer can take an
 		// event whose Enqueue has not counted it yet.
@@ -392,8 +445,9 @@ func (l *eventLog) loop() {
 				timer.Stop()
 			}
 		}
-		batch, parts = l.gather(batch[:0], parts[:0])
-		if len(batch) == 0 {
+		parts = l.take(parts[:0])
+		n := len(l.evs)
+		if n == 0 {
 			if l.closed.Load() && l.held.Load() <= 0 {
 				return
 			}
@@ -401,113 +455,113 @@ func (l *eventLog) loop() {
 		}
 		l.broadcast() // room for an Enqueue waiting past the limit
 
-		l.write(batch)
+		l.write(l.evs, l.owners)
 
-		clear(batch) // drop the events' references
-		if keep := l.batchFit.keep(len(batch)); cap(batch) > keep || cap(l.evs) > keep {
+		// Drop the events' references (write may have moved some within
+		// the first n).
+		clear(l.evs[:n])
+		clear(l.owners[:n])
+		l.evs, l.owners = l.evs[:0], l.owners[:0]
+		if keep := l.batchFit.keep(n); cap(l.evs) > keep || cap(l.owners) > keep {
 			// Outgrown by a burst: regrown to the next batch's size.
-			batch, l.evs = nil, nil
+			l.evs, l.owners = nil, nil
 		}
 		for _, p := range parts {
-			sh := &l.shards[p.shard]
-			if p.whole != nil {
-				clear(p.whole)
-				if cap(p.whole) > sh.fit.keep(p.n) {
-					// Outgrown by a burst: not kept as the spare, so the
-					// next gather starts a queue of this batch's size.
-					p.whole = nil
-				}
-			}
-			sh.mu.Lock()
-			if p.whole != nil && sh.spare == nil {
-				sh.spare = p.whole[:0]
-			}
-			sh.mu.Unlock()
-			sh.written.Add(uint64(p.n))
+			l.shards[p.shard].written.Add(uint64(p.n))
 		}
 		l.release()
 		l.broadcast() // for an Enqueue waiting past the limit
 	}
 }
 
-// gather takes up to maxBatch queued events, shard by shard, into batch.
-// A shard whose queue is taken whole swaps in its spare array, so that at
-// tens of thousands of events a second the queues do not grow fresh arrays.
-func (l *eventLog) gather(batch []logEntry, parts []gathered) ([]logEntry, []gathered) {
+// take gathers up to maxBatch queued events into l.evs and l.owners, in
+// order within each shard, and hands their blocks back.
+func (l *eventLog) take(parts []gathered) []gathered {
+	parts = l.gather(parts)
+	for _, p := range parts {
+		for b := p.head; b != nil; b = b.next {
+			for i := range b.e[:b.n] {
+				l.evs = append(l.evs, b.e[i].ev)
+				l.owners = append(l.owners, b.e[i].owner)
+			}
+		}
+		l.free(p.head)
+	}
+	return parts
+}
+
+// gather takes up to maxBatch queued events, shard by shard, a whole block
+// at a time. The blocks are unlinked under the shard's lock and read after
+// it is let go, so that enqueuers never wait for a copy; a block being
+// filled is taken too, and the shard's next event starts a new one.
+func (l *eventLog) gather(parts []gathered) []gathered {
+	room := maxBatch
 	for k := range logShards {
 		i := (l.from + k) % logShards
-		room := maxBatch - len(batch)
 		sh := &l.shards[i]
 		sh.mu.Lock()
-		n := min(len(sh.pending), room)
-		if n == 0 {
+		n := 0
+		var last *logBlock
+		for b := sh.head; b != nil && n+b.n <= room; b = b.next {
+			n += b.n
+			last = b
+		}
+		if last == nil {
+			left := sh.head != nil
 			sh.mu.Unlock()
+			if left {
+				// The batch is full: the next one starts with this shard.
+				l.from = i
+				break
+			}
 			continue
 		}
-		p := gathered{shard: i, n: n}
-		if n == len(sh.pending) {
-			// The common case: the queue is taken whole and copied after
-			// the lock is let go, so that enqueuers never wait for a copy.
-			p.whole = sh.pending
-			next := sh.spare[:0]
-			if next == nil {
-				// The spare is still out (a partial take kept the array)
-				// or was given back (outgrown by a burst): start at the
-				// size this queue needed this time, rather than growing
-				// from nothing again, or keeping a past burst's size.
-				next = make([]logEntry, 0, len(p.whole))
-			}
-			sh.pending, sh.spare = next, nil
-			sh.mu.Unlock()
-			batch = append(batch, p.whole...)
-		} else {
-			// The rest moves to the front of the same array: a log that is
-			// behind (more than a batch held) keeps its arrays instead of
-			// allocating and regrowing one per shard per batch.
-			batch = append(batch, sh.pending[:n]...)
-			rest := copy(sh.pending, sh.pending[n:])
-			clear(sh.pending[rest:])
-			sh.pending = sh.pending[:rest]
-			sh.mu.Unlock()
+		p := gathered{shard: i, n: n, head: sh.head}
+		sh.head, last.next = last.next, nil
+		if sh.head == nil {
+			sh.tail = nil
 		}
+		left := sh.head != nil
+		sh.mu.Unlock()
 		l.held.Add(-int64(n))
+		room -= n
 		parts = append(parts, p)
-		if len(batch) == maxBatch {
+		if left || room == 0 {
 			// The batch is full: the next one starts with the shards this
 			// one left, this shard first if some of its queue is left.
 			l.from = i
-			if p.whole != nil {
+			if !left {
 				l.from = (i + 1) % logShards
 			}
 			break
 		}
 	}
-	return batch, parts
+	return parts
 }
 
 // write commits a batch, retrying while the store is unavailable. A batch the
 // store refuses (a duplicate seq: a retry of a commit whose answer was lost,
 // or seqs a takeover wrote) is written one by one so one refused event does
 // not lose its neighbours.
-func (l *eventLog) write(batch []logEntry) {
+// owners[i] is the owner of evs[i]; write moves entries within both (it
+// drops those of fenced owners) and leaves them to its caller to clear.
+func (l *eventLog) write(evs []event.Event, owners []fencer) {
 	ctx := l.quit
 	backoff := 50 * time.Millisecond
-	evs := l.evs[:0]
-	defer func() {
-		clear(evs) // drop the events' references until the next batch
-		l.evs = evs[:0]
-	}()
+	n := len(evs)
 	for {
 		// Looked at before every attempt: an owner may have been fenced
-		// while the store was away.
-		evs = evs[:0]
-		for _, e := range batch {
-			if e.owner == nil || !e.owner.fenced() {
-				evs = append(evs, e.ev)
+		// while the store was away. Only ever drops, so in place.
+		kept := 0
+		for i := range evs {
+			if owners[i] == nil || !owners[i].fenced() {
+				evs[kept], owners[kept] = evs[i], owners[i]
+				kept++
 			}
 		}
+		evs, owners = evs[:kept], owners[:kept]
 		if len(evs) == 0 {
-			l.dropped(len(batch))
+			l.dropped(n)
 			return
 		}
 		actx, cancel := context.WithTimeout(ctx, writeTimeout)
@@ -521,7 +575,7 @@ func (l *eventLog) write(batch []logEntry) {
 		}
 		if err == nil {
 			l.available()
-			l.dropped(len(batch) - len(evs))
+			l.dropped(n - len(evs))
 			return
 		}
 		if errors.Is(err, store.ErrUnavailable) {
@@ -539,15 +593,16 @@ func (l *eventLog) write(batch []logEntry) {
 			continue
 		}
 		l.available()
-		if len(batch) > 1 {
-			for _, e := range batch {
-				l.write([]logEntry{e})
+		if len(evs) > 1 {
+			l.dropped(n - len(evs))
+			for i := range evs {
+				l.write(evs[i:i+1], owners[i:i+1])
 			}
 			return
 		}
-		ev := batch[0].ev
+		ev := evs[0]
 		log := l.log.With("run_id", ev.Run)
-		if x, ok := batch[0].owner.(*execution); ok {
+		if x, ok := owners[0].(*execution); ok {
 			log = x.log
 		}
 		if errors.Is(err, store.ErrConflict) {
@@ -606,9 +661,12 @@ func (l *eventLog) drop() {
 	for i := range l.shards {
 		sh := &l.shards[i]
 		sh.mu.Lock()
-		n := len(sh.pending)
-		clear(sh.pending)
-		sh.pending = sh.pending[:0]
+		n := 0
+		for b := sh.head; b != nil; b = b.next {
+			n += b.n
+		}
+		l.free(sh.head)
+		sh.head, sh.tail = nil, nil
 		sh.written.Add(uint64(n))
 		sh.mu.Unlock()
 		l.held.Add(-int64(n))

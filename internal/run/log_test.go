@@ -282,13 +282,13 @@ func (discardAppends) AppendEvents(context.Context, []event.Event) error { retur
 func BenchmarkEventLogWrite(b *testing.B) {
 	l := newEventLog(discardAppends{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	defer l.Close(context.Background())
-	batch := make([]logEntry, 1000)
-	for i := range batch {
-		batch[i].ev = event.Event{Thread: fmt.Sprint("c", i), Seq: 1, Payload: event.TextDeltaData{MessageID: "m", Delta: " token"}}
+	evs, owners := make([]event.Event, 1000), make([]fencer, 1000)
+	for i := range evs {
+		evs[i] = event.Event{Thread: fmt.Sprint("c", i), Seq: 1, Payload: event.TextDeltaData{MessageID: "m", Delta: " token"}}
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		l.write(batch) // the writer goroutine is asleep: nothing is enqueued
+		l.write(evs, owners) // the writer goroutine is asleep: nothing is enqueued
 	}
 }
 
@@ -317,20 +317,59 @@ func TestEventLogGatherTakesTurns(t *testing.T) {
 	}
 	enqueue(busy, maxBatch, 1)
 	enqueue(quiet, 10, 1)
-	first, _ := l.gather(nil, nil)
-	if len(first) != maxBatch || first[0].ev.Thread != busy {
-		t.Fatalf("first batch: %d events starting with %q, want the busy thread's %d", len(first), first[0].ev.Thread, maxBatch)
+	l.take(nil)
+	first := l.evs
+	if len(first) > maxBatch || len(first) < maxBatch-logBlockLen || first[0].Thread != busy {
+		t.Fatalf("first batch: %d events starting with %q, want the busy thread's %d, to a block", len(first), first[0].Thread, maxBatch)
 	}
+	l.evs, l.owners = nil, nil
 	enqueue(busy, maxBatch, maxBatch+1) // still busy: more than a batch again
-	second, _ := l.gather(nil, nil)
+	l.take(nil)
 	got := 0
-	for _, e := range second {
-		if e.ev.Thread == quiet {
+	for _, e := range l.evs {
+		if e.Thread == quiet {
 			got++
 		}
 	}
 	if got != 10 {
 		t.Fatalf("second batch holds %d of the quiet thread's 10 events, left behind the busy thread's", got)
+	}
+}
+
+// TestEventLogQueueHoldsWhatIsQueued: a shard's queue is as many blocks as
+// its events need, not an array grown past them, and the writer takes them
+// all, in order, leaving the shard empty for the next event to start a
+// block of its own.
+func TestEventLogQueueHoldsWhatIsQueued(t *testing.T) {
+	t.Parallel()
+	l := &eventLog{limit: maxPending, seed: maphash.MakeSeed()} // no writer: the test takes
+	const n = 10*logBlockLen + 1
+	for i := range int64(n) {
+		l.Enqueue(event.Event{Thread: "c", Seq: i + 1}, nil)
+	}
+	sh := &l.shards[maphash.String(l.seed, "c")%logShards]
+	blocks := 0
+	for b := sh.head; b != nil; b = b.next {
+		blocks++
+	}
+	if blocks != 11 {
+		t.Fatalf("%d events queued in %d blocks, want 11 of %d", n, blocks, logBlockLen)
+	}
+	l.take(nil)
+	if len(l.evs) != n || len(l.owners) != n {
+		t.Fatalf("took %d events and %d owners, want %d", len(l.evs), len(l.owners), n)
+	}
+	for i, ev := range l.evs {
+		if ev.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d: out of order", i, ev.Seq)
+		}
+	}
+	if sh.head != nil || sh.tail != nil || l.held.Load() != 0 {
+		t.Fatalf("after the take the shard still queues blocks (%v) or counts %d held", sh.head != nil, l.held.Load())
+	}
+	l.Enqueue(event.Event{Thread: "c", Seq: n + 1}, nil)
+	if sh.head == nil || sh.head != sh.tail || sh.head.n != 1 {
+		t.Fatal("the next event did not start a block of its own")
 	}
 }
 
@@ -357,8 +396,8 @@ func TestFitKeepsRecentNeed(t *testing.T) {
 
 // TestEventLogGivesBackABurstsArrays queues a burst past a batch on one
 // thread while the store's first write is held, then writes one event at a
-// time: once the burst is two windows old, the shard's queues and the
-// writer's arrays are back to a small size, not the burst's.
+// time: once the burst is two windows old, the writer's arrays are back to
+// a small size, not the burst's, and the shard's queue holds no block.
 func TestEventLogGivesBackABurstsArrays(t *testing.T) {
 	rec := &appendRecorder{gate: make(chan struct{})}
 	l := newEventLog(rec, slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -373,9 +412,8 @@ func TestEventLogGivesBackABurstsArrays(t *testing.T) {
 	if err := l.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	// Two windows for the burst to leave the shard's and the writer's
-	// records, and two batches more for both of the shard's arrays (the
-	// queue and its spare) to be taken and handed back.
+	// Two windows for the burst to leave the writer's record, and two
+	// batches more.
 	for range 2*fitWindow + 2 {
 		seq++
 		l.Enqueue(event.Event{Thread: "c", Seq: seq}, nil)
@@ -387,10 +425,10 @@ func TestEventLogGivesBackABurstsArrays(t *testing.T) {
 	// The writer is idle: what it kept is settled (Flush returned after it).
 	sh := &l.shards[maphash.String(l.seed, "c")%logShards]
 	sh.mu.Lock()
-	pending, spare := cap(sh.pending), cap(sh.spare)
+	queued := sh.head != nil || sh.tail != nil
 	sh.mu.Unlock()
-	if pending > fitFloor || spare > fitFloor || cap(l.evs) > fitFloor {
-		t.Errorf("after %d one-event batches the arrays hold %d (queue), %d (spare), %d (writer) entries, want at most %d each: a burst of %d is still kept",
-			2*fitWindow+2, pending, spare, cap(l.evs), fitFloor, burst)
+	if queued || cap(l.evs) > fitFloor || cap(l.owners) > fitFloor {
+		t.Errorf("after %d one-event batches the queue holds blocks: %v; the writer's arrays %d and %d entries, want at most %d each: a burst of %d is still kept",
+			2*fitWindow+2, queued, cap(l.evs), cap(l.owners), fitFloor, burst)
 	}
 }
