@@ -594,6 +594,7 @@ func (l *eventLog) write(evs []event.Event, owners []fencer) {
 		}
 		l.available()
 		if len(evs) > 1 {
+			l.dropped(n - len(evs))
 			for i := range evs {
 				l.write(evs[i:i+1], owners[i:i+1])
 			}

@@ -434,14 +434,28 @@ func (s *Store) AppendMessage(ctx context.Context, sc chat.Scope, m chat.Message
 	return m, nil
 }
 
-// insertMessage's statements besides updateConvSQL and insertMessageSQL.
+// insertMessage's statements beside insertMessageSQL: three in all, where
+// a read of the conversation's active leaf, one of the run's place in the
+// tree, and separate updates of its updatedAt and leaf made five (a run's
+// answer is one of the three grouped writes of every chat;
+// docs/benchmarks.md, issue 25). The place is read apart from the insert:
+// an INSERT … SELECT that reads messages makes SQLite copy its row to a
+// temporary table first, which cost more than the statement it saved.
 const (
-	activeLeafSQL = `SELECT active_leaf FROM conversations WHERE id = ?`
-	// runParentSQL is where a run's next message goes: after its latest
-	// message, else where the run began.
-	runParentSQL = `SELECT COALESCE((SELECT id FROM messages WHERE conversation_id = ? AND run_id = ? ORDER BY created_at DESC, id DESC LIMIT 1), parent_id)
-		FROM runs WHERE id = ? AND conversation_id = ?`
-	setActiveLeafSQL = `UPDATE conversations SET active_leaf = ? WHERE id = ?`
+	// messagePlaceSQL reads where a message goes in the tree of a
+	// conversation of the scope (no row: not the scope's;
+	// store.Steering): the given parent, else after the run's latest
+	// message, else where the run began, else after the active leaf; and
+	// the active leaf.
+	messagePlaceSQL = `SELECT coalesce(nullif(?, ''),
+			(SELECT coalesce((SELECT id FROM messages WHERE conversation_id = r.conversation_id AND run_id = r.id ORDER BY created_at DESC, id DESC LIMIT 1), r.parent_id)
+				FROM runs r WHERE r.id = ? AND r.conversation_id = c.id),
+			c.active_leaf), c.active_leaf
+		FROM conversations c WHERE c.id = ? AND c.tenant = ? AND c.owner = ?`
+	// appendedSQL bumps the conversation's updatedAt and sets its active
+	// leaf (the new message, if that went after the leaf read with its
+	// place: the transaction holds SQLite's one write lock since).
+	appendedSQL = `UPDATE conversations SET updated_at = max(updated_at, ?), active_leaf = ? WHERE id = ?`
 )
 
 // insertMessage fills in m's defaults, inserts it and bumps its
@@ -449,35 +463,24 @@ const (
 func (s *Store) insertMessage(ctx context.Context, tx *sql.Tx, sc chat.Scope, m *chat.Message, at time.Time) error {
 	store.FillMessage(m, at)
 	m.CreatedAt = m.CreatedAt.UTC().Truncate(time.Millisecond)
-	res, err := s.prep.exec(ctx, tx, updateConvSQL,
-		ms(m.CreatedAt), m.ConversationID, sc.Tenant, sc.User)
+	var leaf string
+	err := s.prep.queryRow(ctx, tx, messagePlaceSQL, m.ParentID, m.RunID, m.ConversationID, sc.Tenant, sc.User).Scan(&m.ParentID, &leaf)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.ErrNotFound
+	}
 	if err != nil {
 		return err
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return store.ErrNotFound
-	}
-	// Its place in the tree (store.Steering): after the run's latest
-	// message, else where the run began, else after the active leaf.
-	var leaf string
-	if err := s.prep.queryRow(ctx, tx, activeLeafSQL, m.ConversationID).Scan(&leaf); err != nil {
-		return err
-	}
-	if m.ParentID == "" {
-		m.ParentID = leaf
-		if m.RunID != "" {
-			err := s.prep.queryRow(ctx, tx, runParentSQL, m.ConversationID, m.RunID, m.RunID, m.ConversationID).Scan(&m.ParentID)
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return err
-			}
-		}
-	}
 	_, err = s.prep.exec(ctx, tx, insertMessageSQL,
 		m.ID, m.ConversationID, m.Role, m.Content, nullJSON(m.Parts), nullJSON(m.Metadata), m.RunID, m.ToolName, m.ToolCallID, ms(m.CreatedAt), m.ParentID, sc.Tenant)
-	if err != nil || leaf != m.ParentID {
+	if err != nil {
 		return err
 	}
-	_, err = s.prep.exec(ctx, tx, setActiveLeafSQL, m.ID, m.ConversationID)
+	next := leaf
+	if leaf == m.ParentID {
+		next = m.ID
+	}
+	_, err = s.prep.exec(ctx, tx, appendedSQL, ms(m.CreatedAt), next, m.ConversationID)
 	return err
 }
 
@@ -594,35 +597,74 @@ func (s *Store) GetRunAnyOwner(ctx context.Context, tenant, id string) (chat.Run
 // UpdateRun's statements.
 const (
 	selectRunSQL = `SELECT ` + runCols + ` FROM runs WHERE id = ? AND tenant = ?`
-	updateRunSQL = `UPDATE runs SET status = ?, error_code = ?, error_message = ?, usage = ?, model = ?, state = ?, ended_at = ?, cancel_requested = ? WHERE id = ?`
+	// updateRunSQL changes what the update sets, each column behind its own
+	// flag, if the run's status is one of a comma-separated list ('' for
+	// any), and returns the run: one statement, where a read of the run
+	// before its update made two (the end of every run; docs/benchmarks.md,
+	// issue 25). A stored NULL usage is written as a zero one, as the
+	// read-then-write did.
+	updateRunSQL = `UPDATE runs SET
+		status = CASE WHEN ? <> '' THEN ? ELSE status END,
+		error_code = CASE WHEN ? THEN ? ELSE error_code END,
+		error_message = CASE WHEN ? THEN ? ELSE error_message END,
+		usage = coalesce(?, usage, ?),
+		model = CASE WHEN ? THEN ? ELSE model END,
+		state = CASE WHEN ? THEN ? ELSE state END,
+		ended_at = coalesce(?, ended_at),
+		cancel_requested = CASE WHEN ? THEN 1 ELSE cancel_requested END
+		WHERE id = ? AND tenant = ? AND (? = '' OR instr(?, ',' || status || ',') > 0)
+		RETURNING ` + runCols
 )
+
+// zeroUsage is the usage written over a stored NULL.
+var zeroUsage = func() string { b, _ := json.Marshal(event.Usage{}); return string(b) }()
 
 // UpdateRun changes a run, optionally only from the given statuses.
 func (s *Store) UpdateRun(ctx context.Context, tenant, id string, u store.RunUpdate) (chat.Run, error) {
 	var r chat.Run
 	err := s.grouped(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var hasErr bool
+		var ecode, emsg, usage, model, state, ended, from any
+		if u.Error != nil {
+			hasErr, ecode, emsg = true, u.Error.Code, u.Error.Message
+		}
+		if u.Usage != nil {
+			b, _ := json.Marshal(*u.Usage)
+			usage = string(b)
+		}
+		if u.Model != nil {
+			model = *u.Model
+		}
+		if u.State != nil && string(u.State) != "null" {
+			state = nullJSON(u.State)
+		}
+		if u.EndedAt != nil {
+			ended = ms(u.EndedAt.UTC().Truncate(time.Millisecond))
+		}
+		from = ""
+		if len(u.From) > 0 {
+			from = "," + strings.Join(u.From, ",") + ","
+		}
 		var err error
-		r, err = scanRun(s.prep.queryRow(ctx, tx, selectRunSQL, id, tenant))
+		r, err = scanRun(s.prep.queryRow(ctx, tx, updateRunSQL,
+			u.Status, u.Status, hasErr, ecode, hasErr, emsg, usage, zeroUsage, u.Model != nil, model,
+			u.State != nil, state, ended, u.CancelRequested, id, tenant, from, from))
+		if errors.Is(err, sql.ErrNoRows) && len(u.From) > 0 {
+			// Not found, or not in a status it may change from.
+			cur, err := scanRun(s.prep.queryRow(ctx, tx, selectRunSQL, id, tenant))
+			if err != nil {
+				return err
+			}
+			return fmt.Errorf("%w: run %s is %s", store.ErrConflict, id, cur.Status)
+		}
 		if err != nil {
 			return err
 		}
-		if len(u.From) > 0 && !contains(u.From, r.Status) {
-			return fmt.Errorf("%w: run %s is %s", store.ErrConflict, id, r.Status)
-		}
+		// What was written, as the caller gave it (its usage's empty
+		// slices, say, which the stored JSON drops).
 		applyRunUpdate(&r, u)
-		var ecode, emsg any
-		if r.Error != nil {
-			ecode, emsg = r.Error.Code, r.Error.Message
-		}
-		usage, _ := json.Marshal(r.Usage)
-		var ended any
-		if r.EndedAt != nil {
-			ended = ms(*r.EndedAt)
-		}
-		_, err = s.prep.exec(ctx, tx, updateRunSQL,
-			r.Status, ecode, emsg, string(usage), r.Model, nullJSON(r.State), ended, r.CancelRequested, id)
-		if err != nil || u.Usage == nil || u.EndedAt == nil {
-			return err
+		if u.Usage == nil || u.EndedAt == nil {
+			return nil
 		}
 		// The run's end and its usage records: one transaction.
 		return s.recordUsage(ctx, tx, r)

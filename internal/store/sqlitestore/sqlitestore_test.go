@@ -83,3 +83,14 @@ func BenchmarkStartRuns(b *testing.B) {
 	defer s.Close()
 	storetest.BenchStartRuns(b, s, 32)
 }
+
+// BenchmarkChats measures a one-answer chat's three grouped writes (start,
+// answer, end) from concurrent callers.
+func BenchmarkChats(b *testing.B) {
+	s, err := sqlitestore.Open(b.Context(), filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	storetest.BenchChats(b, s, 8)
+}

@@ -78,3 +78,42 @@ func BenchStartRuns(b *testing.B, s store.Store, parallelism int) {
 	b.StopTimer()
 	b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/start")
 }
+
+// BenchChats makes b.N one-answer chats from concurrent callers
+// (parallelism × GOMAXPROCS goroutines), each a run's three writes as a
+// chat makes them: its start in a new conversation with the user's message,
+// its answer, and its end with usage. It reports the process's CPU time
+// per chat beside the time.
+func BenchChats(b *testing.B, s store.Store, parallelism int) {
+	b.ReportAllocs()
+	b.SetParallelism(parallelism)
+	cpu := processCPU()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			started, err := s.StartRun(b.Context(), alice, &store.RunStart{
+				NewConversation: &chat.Conversation{Title: "bench"},
+				Run:             chat.Run{Input: "hello", Engine: "local"},
+				Message:         chat.Message{Role: chat.RoleUser, Content: "hello"},
+				ReserveSeqs:     1000,
+			})
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			r := started.Run
+			if _, err := s.AppendMessage(b.Context(), alice, chat.Message{ConversationID: r.ConversationID, RunID: r.ID, Role: chat.RoleAssistant, Content: "hi"}); err != nil {
+				b.Error(err)
+				return
+			}
+			end := time.Now()
+			if _, err := s.UpdateRun(b.Context(), r.Tenant, r.ID, store.RunUpdate{Status: chat.RunSucceeded,
+				Usage: &event.Usage{InputTokens: 3, OutputTokens: 1}, EndedAt: &end}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/chat")
+}
