@@ -113,14 +113,20 @@ func (s *Store) SearchKnowledge(ctx context.Context, sc chat.Scope, kq store.Kno
 	if len(kq.Terms) == 0 || (kq.Collections != nil && len(kq.Collections) == 0) {
 		return nil, nil
 	}
-	// A nil collections parameter keeps every collection.
-	rows, _ := s.pool.Query(ctx, `
+	// A nil collections parameter keeps every collection. Every chat
+	// searches, so the search goes with the group's writes (group.go) rather
+	// than waiting for a connection of its own.
+	var out []store.Passage
+	err := s.grouped(ctx, &rowsRead{sql: `
 		SELECT c.id, c.document_id, d.source, c.content, ts_rank_cd(c.tsv, q) AS score
 		FROM knowledge_chunks c JOIN knowledge_documents d ON d.id = c.document_id,
 		     to_tsquery('simple', $1) q
 		WHERE c.tenant = $2 AND c.tsv @@ q AND ($4::text[] IS NULL OR d.collection = ANY ($4::text[]))
-		ORDER BY score DESC, c.id LIMIT $3`, tsquery(kq.Terms), sc.Tenant, kq.Limit, kq.Collections)
-	out, err := pgx.CollectRows(rows, scanPassage)
+		ORDER BY score DESC, c.id LIMIT $3`, args: []any{tsquery(kq.Terms), sc.Tenant, kq.Limit, kq.Collections},
+		collect: func(rows pgx.Rows) (err error) {
+			out, err = pgx.CollectRows(rows, scanPassage)
+			return err
+		}})
 	if err != nil {
 		return nil, fmt.Errorf("search knowledge: %w", interpretError(err))
 	}

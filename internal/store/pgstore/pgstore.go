@@ -47,6 +47,8 @@ type Store struct {
 	// commit. Two connections: the writer's, and one for an append from
 	// elsewhere (a run ended by another replica) beside it.
 	events *pgxpool.Pool
+	// group queues the writes being group-committed (group.go).
+	group group
 }
 
 var _ store.Store = (*Store)(nil)
@@ -423,7 +425,9 @@ func (s *Store) AppendMessage(ctx context.Context, sc chat.Scope, m chat.Message
 	store.FillMessage(&m, now())
 	m.CreatedAt = ms(m.CreatedAt)
 	var updated time.Time
-	err := s.pool.QueryRow(ctx, appendMessageSQL, appendMessageArgs(sc, m)...).Scan(&m.ParentID, &updated)
+	err := s.groupedRow(ctx, appendMessageSQL, appendMessageArgs(sc, m), func(row pgx.Row) error {
+		return row.Scan(&m.ParentID, &updated)
+	})
 	if err != nil {
 		return chat.Message{}, fmt.Errorf("append message to %s: %w", m.ConversationID, interpretError(err))
 	}
@@ -621,7 +625,11 @@ func (s *Store) UpdateRun(ctx context.Context, tenant, id string, u store.RunUpd
 		q = `WITH r AS (` + q + `), u AS (` + usageFromRunSQL + `) SELECT ` + runCols + ` FROM r`
 		args = append(args, usageArgs(*u.Usage)...)
 	}
-	r, err := scanRun(s.pool.QueryRow(ctx, q, args...))
+	var r chat.Run
+	err := s.groupedRow(ctx, q, args, func(row pgx.Row) (err error) {
+		r, err = scanRun(row)
+		return err
+	})
 	if errors.Is(err, pgx.ErrNoRows) && from != nil {
 		var cur string
 		if err = s.pool.QueryRow(ctx, `SELECT status FROM runs WHERE id = $1 AND tenant = $2`, id, tenant).Scan(&cur); err == nil {

@@ -242,11 +242,15 @@ func scanQueued(row pgx.Row) (store.QueuedInput, error) {
 // input, if the conversation has no active run; SKIP LOCKED lets racing
 // takers each take a different one.
 func (s *Store) TakeQueuedInput(ctx context.Context, tenant, conversationID string) (store.QueuedInput, error) {
-	q, err := scanQueued(s.pool.QueryRow(ctx, `DELETE FROM run_queue WHERE id = (
+	var q store.QueuedInput
+	err := s.groupedRow(ctx, `DELETE FROM run_queue WHERE id = (
 		SELECT id FROM run_queue WHERE tenant = $1 AND conversation_id = $2
 			AND NOT EXISTS (SELECT 1 FROM runs WHERE conversation_id = $2 AND status IN `+activeStatuses+`)
 		ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
-		RETURNING `+queuedCols, tenant, conversationID))
+		RETURNING `+queuedCols, []any{tenant, conversationID}, func(row pgx.Row) (err error) {
+		q, err = scanQueued(row)
+		return err
+	})
 	if err != nil {
 		return store.QueuedInput{}, fmt.Errorf("take queued input of %s: %w", conversationID, interpretError(err))
 	}

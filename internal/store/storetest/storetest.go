@@ -30,8 +30,9 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"MessageBumpsConversation", testMessageBumpsConversation},
 		{"RunOneActivePerConversation", testRunOneActive},
 		{"StartRun", testStartRun},
-		{"ConcurrentStarts", testConcurrentStarts}, // startmany.go
-		{"RunTraceRoundTrip", testRunTrace},        // trace.go
+		{"ConcurrentStarts", testConcurrentStarts},   // startmany.go
+		{"ConcurrentRunEnds", testConcurrentRunEnds}, // endmany.go
+		{"RunTraceRoundTrip", testRunTrace},          // trace.go
 		{"RunUpdateCompareAndSet", testRunUpdate},
 		{"RunUpdateFields", testRunUpdateFields}, // runupdate.go
 		{"ReplicaTerms", testReplicaTerms},
