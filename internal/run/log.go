@@ -478,14 +478,15 @@ func (l *eventLog) loop() {
 // order within each shard, and hands their blocks back.
 func (l *eventLog) take(parts []gathered) []gathered {
 	parts = l.gather(parts)
-	for _, p := range parts {
-		for b := p.head; b != nil; b = b.next {
+	for k := range parts {
+		for b := parts[k].head; b != nil; b = b.next {
 			for i := range b.e[:b.n] {
 				l.evs = append(l.evs, b.e[i].ev)
 				l.owners = append(l.owners, b.e[i].owner)
 			}
 		}
-		l.free(p.head)
+		l.free(parts[k].head)
+		parts[k].head = nil // parts is reused: it must not keep a block the pool dropped
 	}
 	return parts
 }
