@@ -3,11 +3,12 @@ package pgstore
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/agentchat/agentchat/internal/store/groupcommit"
 )
 
 // The writes of every chat (its run's start, the assistant's message, the
@@ -35,11 +36,9 @@ import (
 // until PostgreSQL's deadlock_timeout (1 s) cancels one, which is then
 // retried write by write: rare (two replicas writing to the same two
 // conversations at once), and correct.
-type group struct {
-	mu      sync.Mutex
-	queue   []*groupReq
-	leading bool // a group is in progress; the next leader is handed over
-}
+//
+// Who leads and when each caller's wait ends is package groupcommit's, as
+// for the SQLite store's groups.
 
 // groupTimeout bounds a group's wait for a connection and its round trip:
 // the event log's bound on one write (run.writeTimeout).
@@ -62,28 +61,19 @@ type groupedWrite interface {
 
 // groupReq is one grouped write waiting for its group.
 type groupReq struct {
+	groupcommit.Turn
 	ctx   context.Context
 	w     groupedWrite
 	err   error
-	alone bool      // the group was rolled back: the caller sends its write on its own
-	done  chan bool // receives true: lead the next group; false: err or alone is set
+	alone bool // the group was rolled back: the caller sends its write on its own
 }
 
 // grouped sends w in a batch it may share with other callers' writes and
 // returns w's error, not interpreted. ctx is looked at before w is sent: a
 // caller gone by then is skipped.
 func (s *Store) grouped(ctx context.Context, w groupedWrite) error {
-	r := &groupReq{ctx: ctx, w: w, done: make(chan bool, 1)}
-	q := &s.group
-	q.mu.Lock()
-	q.queue = append(q.queue, r)
-	lead := !q.leading
-	q.leading = true
-	q.mu.Unlock()
-	// Waiting ignores ctx: the leader looks at it before sending the write
-	// and skips it when it is done, so the wait is bounded by one group, and
-	// the caller never leaves a write that is then committed behind its back.
-	if lead || <-r.done {
+	r := &groupReq{ctx: ctx, w: w}
+	if s.group.Join(r) {
 		s.leadGroup()
 	}
 	if !r.alone {
@@ -107,22 +97,16 @@ func (s *Store) grouped(ctx context.Context, w groupedWrite) error {
 // waiting for a connection of its own.
 func (s *Store) leadGroup() {
 	q := &s.group
-	q.mu.Lock()
 	// The batch is the group's, not one caller's: a caller that goes away
 	// must not cancel the others' writes (each is looked at before it is
 	// sent). It is bounded all the same: a database that stops answering
 	// (a partition, no reset) would otherwise hold every caller of the
 	// group, and every caller queued behind it, for good.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(q.queue[0].ctx), groupTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(q.First().ctx), groupTimeout)
 	defer cancel()
-	q.mu.Unlock()
 
 	conn, err := s.pool.Acquire(ctx)
-	q.mu.Lock()
-	n := min(len(q.queue), maxGroup)
-	batch := q.queue[:n:n]
-	q.queue = append([]*groupReq(nil), q.queue[n:]...)
-	q.mu.Unlock()
+	batch := q.Take(maxGroup)
 	if err != nil {
 		for _, r := range batch {
 			r.err = err
@@ -131,21 +115,7 @@ func (s *Store) leadGroup() {
 		sendGroup(ctx, conn, batch)
 		conn.Release()
 	}
-
-	q.mu.Lock()
-	var next *groupReq
-	if len(q.queue) > 0 {
-		next = q.queue[0]
-	} else {
-		q.leading = false
-	}
-	q.mu.Unlock()
-	for _, r := range batch {
-		r.done <- false
-	}
-	if next != nil {
-		next.done <- true
-	}
+	q.Done(batch)
 }
 
 // sendGroup sends batch's writes in one batch on conn, setting each one's

@@ -23,6 +23,7 @@ import (
 	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/store"
+	"github.com/agentchat/agentchat/internal/store/groupcommit"
 )
 
 //go:embed migrations/*.sql
@@ -48,7 +49,7 @@ type Store struct {
 	// elsewhere (a run ended by another replica) beside it.
 	events *pgxpool.Pool
 	// group queues the writes being group-committed (group.go).
-	group group
+	group groupcommit.Queue[*groupReq]
 }
 
 var _ store.Store = (*Store)(nil)

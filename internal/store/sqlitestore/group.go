@@ -5,8 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"runtime"
-	"sync"
 	"time"
+
+	"github.com/agentchat/agentchat/internal/store/groupcommit"
 )
 
 // The writes every run makes (its start, its answer, its end) are
@@ -22,11 +23,8 @@ import (
 // writes queue; when it is done it hands the lead to the first of them, so
 // each caller leads at most once and nobody lingers: a write that finds the
 // writer idle is committed at once.
-type group struct {
-	mu      sync.Mutex
-	queue   []*groupReq
-	leading bool // a batch is in progress; the next leader is handed over
-}
+//
+// Who leads and when each caller's wait ends is package groupcommit's.
 
 // maxGroup bounds one commit's writes, so that the leader's own wait stays
 // bounded under a flood.
@@ -34,10 +32,10 @@ const maxGroup = 256
 
 // groupReq is one grouped write waiting for its batch.
 type groupReq struct {
-	ctx  context.Context
-	fn   func(context.Context, *sql.Tx) error
-	err  error
-	done chan bool // receives true: lead the next batch; false: err is set
+	groupcommit.Turn
+	ctx context.Context
+	fn  func(context.Context, *sql.Tx) error
+	err error
 }
 
 // grouped runs fn in a write transaction it may share with other grouped
@@ -46,17 +44,8 @@ type groupReq struct {
 // roll back the whole transaction, the other callers' writes with it. ctx is
 // looked at before fn runs: a caller gone by then is skipped.
 func (s *Store) grouped(ctx context.Context, fn func(context.Context, *sql.Tx) error) error {
-	r := &groupReq{ctx: ctx, fn: fn, done: make(chan bool, 1)}
-	q := &s.group
-	q.mu.Lock()
-	q.queue = append(q.queue, r)
-	lead := !q.leading
-	q.leading = true
-	q.mu.Unlock()
-	// Waiting ignores ctx: the leader looks at it before running fn and
-	// skips it when it is done, so the wait is bounded by one batch, and the
-	// caller never leaves a write that is then committed behind its back.
-	if lead || <-r.done {
+	r := &groupReq{ctx: ctx, fn: fn}
+	if s.group.Join(r) {
 		s.leadGroup()
 	}
 	return r.err
@@ -72,13 +61,9 @@ func (s *Store) grouped(ctx context.Context, fn func(context.Context, *sql.Tx) e
 // transactions (each commit writes its pages to the WAL again).
 func (s *Store) leadGroup() {
 	q := &s.group
-	q.mu.Lock()
-	// The leader's own write is the queue's first: writes leave the queue
-	// only in batches, and the lead goes to the first one left.
 	// The transaction is the batch's, not one caller's: a caller that goes
 	// away must not roll back the others (each is looked at before its turn).
-	ctx := context.WithoutCancel(q.queue[0].ctx)
-	q.mu.Unlock()
+	ctx := context.WithoutCancel(q.First().ctx)
 	// The leader runs SQLite for the whole batch on its thread. In a burst
 	// of starts, the other requests already runnable (a chat's handler, a
 	// run sending its model request) go first: their first tokens wait for
@@ -93,11 +78,7 @@ func (s *Store) leadGroup() {
 	// leader is whichever caller came first, any goroutine.
 	labelled(ctx, partRuns, func(context.Context) {
 		tx, err := s.write.BeginTx(ctx, nil)
-		q.mu.Lock()
-		n := min(len(q.queue), maxGroup)
-		batch = q.queue[:n:n]
-		q.queue = append([]*groupReq(nil), q.queue[n:]...)
-		q.mu.Unlock()
+		batch = q.Take(maxGroup)
 		if err != nil {
 			for _, r := range batch {
 				r.err = interpret(err)
@@ -107,20 +88,7 @@ func (s *Store) leadGroup() {
 		s.commitGroup(ctx, tx, batch)
 	})
 
-	q.mu.Lock()
-	var next *groupReq
-	if len(q.queue) > 0 {
-		next = q.queue[0]
-	} else {
-		q.leading = false
-	}
-	q.mu.Unlock()
-	for _, r := range batch {
-		r.done <- false
-	}
-	if next != nil {
-		next.done <- true
-	}
+	q.Done(batch)
 }
 
 // commitGroup runs batch in tx, setting each write's err, and ends tx.

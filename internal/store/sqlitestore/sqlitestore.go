@@ -23,6 +23,7 @@ import (
 	"github.com/agentchat/agentchat/internal/chat"
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/store"
+	"github.com/agentchat/agentchat/internal/store/groupcommit"
 )
 
 //go:embed migrations/*.sql
@@ -32,11 +33,11 @@ var migrations embed.FS
 type Store struct {
 	write *sql.DB
 	read  *sql.DB
-	prep  *prepared           // the write pool's hot statements
-	rprep *prepared           // the read pool's hot statements
-	group group               // the runs' writes' group commit (group.go)
-	busy  [numParts]busyCount // the write connection's work (busy.go)
-	docs  documents           // knowledge documents per tenant (knowledge.go)
+	prep  *prepared                    // the write pool's hot statements
+	rprep *prepared                    // the read pool's hot statements
+	group groupcommit.Queue[*groupReq] // the runs' writes' group commit (group.go)
+	busy  [numParts]busyCount          // the write connection's work (busy.go)
+	docs  documents                    // knowledge documents per tenant (knowledge.go)
 }
 
 var _ store.Store = (*Store)(nil)
