@@ -58,25 +58,10 @@ var AppendBenchmarks = []struct {
 // goroutines), each in a new conversation, as simultaneous chat requests do.
 // It reports the process's CPU time per start beside the time.
 func BenchStartRuns(b *testing.B, s store.Store, parallelism int) {
-	b.ReportAllocs()
-	b.SetParallelism(parallelism)
-	cpu := processCPU()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if _, err := s.StartRun(b.Context(), alice, &store.RunStart{
-				NewConversation: &chat.Conversation{Title: "bench"},
-				Run:             chat.Run{Input: "hello", Engine: "local"},
-				Message:         chat.Message{Role: chat.RoleUser, Content: "hello"},
-				ReserveSeqs:     1000,
-			}); err != nil {
-				b.Error(err)
-				return
-			}
-		}
+	benchParallel(b, parallelism, "cpu-ns/start", func() error {
+		_, err := s.StartRun(b.Context(), alice, benchStart())
+		return err
 	})
-	b.StopTimer()
-	b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/start")
 }
 
 // BenchChats makes b.N one-answer chats from concurrent callers
@@ -85,35 +70,47 @@ func BenchStartRuns(b *testing.B, s store.Store, parallelism int) {
 // its answer, and its end with usage. It reports the process's CPU time
 // per chat beside the time.
 func BenchChats(b *testing.B, s store.Store, parallelism int) {
+	benchParallel(b, parallelism, "cpu-ns/chat", func() error {
+		started, err := s.StartRun(b.Context(), alice, benchStart())
+		if err != nil {
+			return err
+		}
+		r := started.Run
+		if _, err := s.AppendMessage(b.Context(), alice, chat.Message{ConversationID: r.ConversationID, RunID: r.ID, Role: chat.RoleAssistant, Content: "hi"}); err != nil {
+			return err
+		}
+		end := time.Now()
+		_, err = s.UpdateRun(b.Context(), r.Tenant, r.ID, store.RunUpdate{Status: chat.RunSucceeded,
+			Usage: &event.Usage{InputTokens: 3, OutputTokens: 1}, EndedAt: &end})
+		return err
+	})
+}
+
+// benchStart is a chat's start in a new conversation with the user's message.
+func benchStart() *store.RunStart {
+	return &store.RunStart{
+		NewConversation: &chat.Conversation{Title: "bench"},
+		Run:             chat.Run{Input: "hello", Engine: "local"},
+		Message:         chat.Message{Role: chat.RoleUser, Content: "hello"},
+		ReserveSeqs:     1000,
+	}
+}
+
+// benchParallel runs op b.N times from parallelism × GOMAXPROCS goroutines
+// and reports the process's CPU time per op as unit beside the time.
+func benchParallel(b *testing.B, parallelism int, unit string, op func() error) {
 	b.ReportAllocs()
 	b.SetParallelism(parallelism)
 	cpu := processCPU()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			started, err := s.StartRun(b.Context(), alice, &store.RunStart{
-				NewConversation: &chat.Conversation{Title: "bench"},
-				Run:             chat.Run{Input: "hello", Engine: "local"},
-				Message:         chat.Message{Role: chat.RoleUser, Content: "hello"},
-				ReserveSeqs:     1000,
-			})
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			r := started.Run
-			if _, err := s.AppendMessage(b.Context(), alice, chat.Message{ConversationID: r.ConversationID, RunID: r.ID, Role: chat.RoleAssistant, Content: "hi"}); err != nil {
-				b.Error(err)
-				return
-			}
-			end := time.Now()
-			if _, err := s.UpdateRun(b.Context(), r.Tenant, r.ID, store.RunUpdate{Status: chat.RunSucceeded,
-				Usage: &event.Usage{InputTokens: 3, OutputTokens: 1}, EndedAt: &end}); err != nil {
+			if err := op(); err != nil {
 				b.Error(err)
 				return
 			}
 		}
 	})
 	b.StopTimer()
-	b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/chat")
+	b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(b.N), unit)
 }
