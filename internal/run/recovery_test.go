@@ -108,19 +108,42 @@ func (b *retainingBus) Publish(ctx context.Context, ev event.Event) error {
 // awaitPublished waits until at least n events of thread were published.
 func (b *retainingBus) awaitPublished(t *testing.T, thread string, n int) {
 	t.Helper()
+	b.await(t, thread, fmt.Sprintf("%d events", n), func(kept []event.Event) bool { return len(kept) >= n })
+}
+
+// awaitEnd waits until thread's run end (a terminal event) was published
+// and returns its seq. A run's end is stored before it is published, so a
+// run read as ended may not have reached the bus yet.
+func (b *retainingBus) awaitEnd(t *testing.T, thread string) int64 {
+	t.Helper()
+	var end int64
+	b.await(t, thread, "the run's end", func(kept []event.Event) bool {
+		for _, ev := range kept {
+			if ev.Terminal() {
+				end = ev.Seq
+			}
+		}
+		return end != 0
+	})
+	return end
+}
+
+// await waits until done holds for thread's published events.
+func (b *retainingBus) await(t *testing.T, thread, what string, done func([]event.Event) bool) {
+	t.Helper()
 	timeout := time.NewTimer(30 * time.Second)
 	defer timeout.Stop()
 	for {
 		b.mu.Lock()
-		got, changed := len(b.kept[thread]), b.changed
+		ok, changed := done(b.kept[thread]), b.changed
 		b.mu.Unlock()
-		if got >= n {
+		if ok {
 			return
 		}
 		select {
 		case <-changed:
 		case <-timeout.C:
-			t.Fatalf("%d events of %s published within 30s, want %d", got, thread, n)
+			t.Fatalf("%s of %s not published within 30s", what, thread)
 		}
 	}
 }
@@ -504,12 +527,7 @@ func TestCutOffExecutorIsFenced(t *testing.T) {
 	if got.Status != chat.RunFailed || got.Error == nil || got.Error.Code != "executor_lost" {
 		t.Fatalf("run %+v", got)
 	}
-	endSeq := int64(0)
-	for _, ev := range b.published(started.Run.ConversationID) {
-		if ev.Terminal() {
-			endSeq = ev.Seq
-		}
-	}
+	endSeq := b.awaitEnd(t, started.Run.ConversationID)
 	cut.down.Store(false)
 	// a's writer drops what it held for the fenced execution, rather than
 	// write it after the end.
