@@ -25,7 +25,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	ramp := fs.Duration("ramp", 0, "spread the streams' starts evenly over this long, e.g. 2s (default: all at once)")
 	idle := fs.Bool("idle", false, "also measure memory per idle stream")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	profileDir := fs.String("profile", "", "write the first server's profiles of the load (cpu.pprof, and heap.pprof and goroutine.pprof halfway) to this folder")
+	profileDir := fs.String("profile", "", "write the first server's profiles of the load (cpu.pprof; heap.pprof, goroutine.pprof and a 2 s trace.out halfway) to this folder")
 	soakFor := fs.Duration("soak", 0, "keep --streams chats going for this long (e.g. 10m) and report the servers' goroutines, RSS and open files, first minute against last")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: agentchat bench [flags]\n\nStarts a fake OpenAI-compatible upstream and agentchat server processes pointed at it,\nopens concurrent chats, and reports latency over the upstream floor, throughput, CPU and memory.\n\n")

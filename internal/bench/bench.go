@@ -55,8 +55,9 @@ type Config struct {
 	// ProfileDir, when set, is a folder to write the first server's
 	// profiles of the load to, from its pprof listener: cpu.pprof over as
 	// long as the floor took (rounded up: the load's busy part), heap.pprof
-	// and goroutine.pprof halfway through it, mutex.pprof (contention since
-	// the server started) at its end.
+	// and goroutine.pprof halfway through it, trace.out (an execution
+	// trace, runtime/trace) over traceWindow from halfway, mutex.pprof
+	// (contention since the server started) at its end.
 	ProfileDir string
 	Log        io.Writer // progress; nil discards
 }
@@ -358,6 +359,11 @@ func run(ctx context.Context, cfg Config) (Result, error) {
 	return res, nil
 }
 
+// traceWindow is how long the execution trace of a profiled load runs: a
+// couple of seconds of a loaded server is tens of MiB of trace, which
+// go tool trace still opens.
+const traceWindow = 2 * time.Second
+
 // profile writes the profiles the server at debugURL takes over the next
 // window to dir (see Config.ProfileDir).
 func profile(ctx context.Context, client *http.Client, debugURL string, window time.Duration, dir string) error {
@@ -374,10 +380,17 @@ func profile(ctx context.Context, client *http.Client, debugURL string, window t
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	// The trace shows what the CPU profile cannot: where a goroutine that
+	// is not running waits (a syscall, the scheduler, a lock), such as the
+	// write connection's holder between its CPU samples.
+	trace := make(chan error, 1)
+	go func() {
+		trace <- fetchProfile(ctx, client, fmt.Sprintf("%s/debug/pprof/trace?seconds=%d", debugURL, int(traceWindow.Seconds())), filepath.Join(dir, "trace.out"))
+	}()
 	err := errors.Join(
 		fetchProfile(ctx, client, debugURL+"/debug/pprof/heap", filepath.Join(dir, "heap.pprof")),
 		fetchProfile(ctx, client, debugURL+"/debug/pprof/goroutine", filepath.Join(dir, "goroutine.pprof")))
-	err = errors.Join(err, <-cpu)
+	err = errors.Join(err, <-trace, <-cpu)
 	return errors.Join(err, fetchProfile(ctx, client, debugURL+"/debug/pprof/mutex", filepath.Join(dir, "mutex.pprof")))
 }
 

@@ -17,7 +17,7 @@ import (
 type Serial struct {
 	// Name is "store writer" (SQLite's one write connection, all of its
 	// work), "store writer: PART" (one kind of that work: events, runs,
-	// other, reads) or "event log writer" (the goroutine that commits the
+	// other, reads, checkpoint) or "event log writer" (the goroutine that commits the
 	// event log's batches; its busy time includes its wait for the store).
 	Name string `json:"name"`
 	// Busy is the fraction of the load's wall time it was held, summed

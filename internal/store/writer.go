@@ -27,8 +27,9 @@ type WriterStats struct {
 type WriterPart struct {
 	// Name says what it is: "events" (the event log's batches), "runs"
 	// (the runs' group-committed starts, messages and ends), "other" (every
-	// other transaction) or "reads" (reads served by the write connection,
-	// which must see the latest commit: a thread's last seq).
+	// other transaction), "reads" (reads served by the write connection,
+	// which must see the latest commit: a thread's last seq) or
+	// "checkpoint" (a WAL checkpoint run in the writer's turn, SQLite's).
 	Name string
 	// Busy is how long the connection was held for it: from a transaction's
 	// begin to its commit, or a read's start (its wait for the connection

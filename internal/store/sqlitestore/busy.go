@@ -19,14 +19,15 @@ import (
 type writerPart int
 
 const (
-	partEvents writerPart = iota // the event log's batches (AppendEvents)
-	partRuns                     // the group-committed writes of runs (group.go)
-	partOther                    // every other transaction (Store.tx)
-	partReads                    // reads the write connection serves (LastSeq)
+	partEvents     writerPart = iota // the event log's batches (AppendEvents)
+	partRuns                         // the group-committed writes of runs (group.go)
+	partOther                        // every other transaction (Store.tx)
+	partReads                        // reads the write connection serves (LastSeq)
+	partCheckpoint                   // WAL checkpoints in the writer's turn (checkpoint.go)
 	numParts
 )
 
-var partNames = [numParts]string{"events", "runs", "other", "reads"}
+var partNames = [numParts]string{"events", "runs", "other", "reads", "checkpoint"}
 
 // partLabels are the pprof labels of the goroutine holding the connection
 // for each part.
@@ -43,12 +44,16 @@ type busyCount struct {
 }
 
 // held notes that the write connection was held for p since start, for one
-// transaction carrying writes writes.
+// transaction carrying writes writes, and after a write transaction sees
+// to the WAL's checkpoints (checkpoint.go).
 func (s *Store) held(p writerPart, start time.Time, writes int) {
 	c := &s.busy[p]
 	c.ns.Add(int64(time.Since(start)))
 	c.txs.Add(1)
 	c.writes.Add(int64(writes))
+	if p < partReads {
+		s.committed()
+	}
 }
 
 // labelled runs fn with the goroutine labelled as holding the write

@@ -8,7 +8,8 @@ import (
 
 // The page caches are bounded as Open says: 16 MiB for the write
 // connection, 2 MiB for each read connection (cache_size in KiB when
-// negative), so their sum is known from the number of connections.
+// negative), 256 KiB for the checkpointer's, so their sum is known from the
+// number of connections.
 func TestPageCacheSizes(t *testing.T) {
 	t.Parallel()
 	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "agentchat.db"))
@@ -20,7 +21,7 @@ func TestPageCacheSizes(t *testing.T) {
 		name string
 		db   *sql.DB
 		want int64
-	}{{"write", s.write, -16384}, {"read", s.read, -2048}} {
+	}{{"write", s.write, -16384}, {"read", s.read, -2048}, {"checkpoint", s.ckpt.db, -256}} {
 		// Hold every connection of the pool, so that each is asked once.
 		n := p.db.Stats().MaxOpenConnections
 		for i := range n {

@@ -38,12 +38,19 @@ type Store struct {
 	group groupcommit.Queue[*groupReq] // the runs' writes' group commit (group.go)
 	busy  [numParts]busyCount          // the write connection's work (busy.go)
 	docs  documents                    // knowledge documents per tenant (knowledge.go)
+	ckpt  *checkpointer                // the WAL's checkpoints (checkpoint.go)
 }
 
 var _ store.Store = (*Store)(nil)
 
 // Open opens (creating if needed) the database file at path and applies pending migrations.
 func Open(ctx context.Context, path string) (*Store, error) {
+	return open(ctx, path, walPolicy{checkpoint: walCheckpointFrames, cap: walCapFrames})
+}
+
+// open is Open with the WAL's checkpoints as wal says (tests make them
+// small).
+func open(ctx context.Context, path string, wal walPolicy) (*Store, error) {
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return nil, err
@@ -58,19 +65,14 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// under load a reader holds little more than one query's pages, and
 	// when writes stop its cache would otherwise keep filling, up to 16 MiB
 	// per reader, with every page read. So the caches are bounded by
-	// 16 MiB + 2 MiB per reader, reached early (docs/benchmarks.md, "the
+	// 16 MiB + 2 MiB per reader (and the checkpointer's 256 KiB,
+	// checkpoint.go), reached early (docs/benchmarks.md, "the
 	// soak's RSS"). Temporary tables and sorts stay in memory too:
 	// a temporary file is a file descriptor, which a busy process may not
-	// have to spare. The WAL is checkpointed (copied into the database, with
-	// two fsyncs) by the write connection after the commit that takes it
-	// past wal_autocheckpoint pages, inside the writer's turn: an event-log
-	// commit at a thousand streams can dirty an index leaf per active
-	// thread, hundreds of pages, so at SQLite's default (1000 pages) every
-	// few commits checkpointed, copying the same hot pages again each time.
-	// At 10000 pages (about 40 MiB of WAL between checkpoints) a hot page
-	// is copied once per ten times as many commits (docs/benchmarks.md,
-	// "seventh round").
-	pragmas := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_pragma=temp_store(MEMORY)&_pragma=wal_autocheckpoint(10000)"
+	// have to spare. The WAL is checkpointed off the write connection's
+	// turn (checkpoint.go), so no connection checkpoints on commit
+	// (wal_autocheckpoint(0)).
+	pragmas := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_pragma=temp_store(MEMORY)&_pragma=wal_autocheckpoint(0)"
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + pragmas
 	write, err := sql.Open("sqlite", dsn+"&_pragma=cache_size(-16384)&_txlock=immediate")
 	if err != nil {
@@ -96,6 +98,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}
 	s.read = read
+	if s.ckpt, err = openCheckpointer(ctx, dsn, path, wal); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
 	if s.prep, err = prepareAll(ctx, write, hotStatements); err == nil {
 		s.rprep, err = prepareAll(ctx, read, hotReads)
 	}
@@ -141,7 +147,7 @@ func keepOpen(ctx context.Context, db *sql.DB, n int) error {
 
 // MaxConns is how many connections the store holds, all opened by Open.
 func (s *Store) MaxConns() int {
-	return s.write.Stats().MaxOpenConnections + s.read.Stats().MaxOpenConnections
+	return s.write.Stats().MaxOpenConnections + s.read.Stats().MaxOpenConnections + s.ckpt.db.Stats().MaxOpenConnections
 }
 
 // Migrate applies pending migrations to the database at path and closes it.
@@ -195,9 +201,17 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
-// Close closes both pools.
+// Close stops the checkpointer, checkpoints the whole WAL into the
+// database file and closes the connections.
 func (s *Store) Close() error {
-	errs := []error{s.prep.close(), s.rprep.close()}
+	var errs []error
+	if s.ckpt != nil {
+		errs = append(errs, s.ckpt.close())
+		if err := s.truncateWAL(context.Background(), true); err != nil {
+			errs = append(errs, fmt.Errorf("sqlitestore: checkpoint at close: %w", err))
+		}
+	}
+	errs = append(errs, s.prep.close(), s.rprep.close())
 	if s.read != nil {
 		errs = append(errs, s.read.Close())
 	}

@@ -1,0 +1,217 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+)
+
+// The WAL is checkpointed (its frames copied into the database, with an
+// fsync of each) off the write connection's turn. SQLite's own
+// autocheckpoint runs in the connection whose commit takes the WAL past
+// the threshold, while it is still that connection's turn: at a thousand
+// streams and more, some 40 MiB copied and two fsyncs inside the event
+// log's or the runs' commit, every other writer waiting (docs/benchmarks.md,
+// "eleventh round"). So the write connection has wal_autocheckpoint(0), and
+// after each write transaction its committer reads how far the WAL has
+// grown (the wal-index header, below: two integers, no lock, no query):
+//
+//   - past walCheckpointFrames not yet copied, it wakes the checkpointer, a
+//     goroutine with a read-write connection of its own, which runs
+//     PASSIVE checkpoints: they copy what no reader still needs, never
+//     wait for a lock, and the writer goes on appending meanwhile. It
+//     repeats them while they make progress, so that one catches up with
+//     the writer (the frames committed during the last are few); once all
+//     is copied, the writer's next transaction starts the WAL again from
+//     its beginning (SQLite does that when no reader is on an older
+//     snapshot).
+//   - past walCapFrames in all (the passive ones fell behind: a reader on
+//     an old snapshot held every restart off, or the writer never left a
+//     gap), it takes the write connection's turn and runs one
+//     wal_checkpoint(TRUNCATE) on it. Holding the turn, no frame is
+//     appended; TRUNCATE waits (busy_timeout, 10 s) for the readers still
+//     on old snapshots, which are single queries, and empties the WAL. So
+//     the WAL stays under walCapFrames plus what the writers waiting for
+//     the turn meanwhile commit (a transaction each: every committer
+//     checks after its commit). Where TRUNCATE cannot finish (a reader
+//     held on past busy_timeout) the next commit tries again.
+//
+// Close runs a last TRUNCATE checkpoint, so the database file alone holds
+// everything.
+const (
+	// walCheckpointFrames is the frames not yet copied at which a passive
+	// checkpoint starts: about 40 MiB of 4 KiB pages, SQLite's
+	// autocheckpoint threshold before (a hot page is copied once per this
+	// many frames; docs/benchmarks.md, "seventh round").
+	walCheckpointFrames = 10000
+	// walCapFrames is the WAL's bound in frames (about 160 MiB), past which
+	// one TRUNCATE checkpoint is run in the writer's turn.
+	walCapFrames = 4 * walCheckpointFrames
+	// maxPassivePasses bounds the passive checkpoints one wake-up runs.
+	maxPassivePasses = 8
+)
+
+// walPolicy is when the WAL is checkpointed, in frames.
+type walPolicy struct {
+	checkpoint uint32 // not yet copied, at which a passive checkpoint starts
+	cap        uint32 // in all, past which one TRUNCATE checkpoint is run
+	// passes, if not nil, is told of each passive checkpoint's outcome
+	// (frames in the WAL, frames copied), or not if full (tests).
+	passes chan<- [2]int
+}
+
+// checkpointer runs the passive checkpoints (see above).
+type checkpointer struct {
+	wal      walPolicy
+	db       *sql.DB  // its own read-write connection
+	shm      *os.File // the wal-index, read for the WAL's size
+	kick     chan struct{}
+	cancel   context.CancelFunc
+	stopped  chan struct{}
+	truncing sync.Mutex // one TRUNCATE at a time
+	// copying is held by each checkpoint: a checkpoint started while
+	// another is running fails (SQLITE_BUSY) at once, whatever the
+	// busy_timeout, so the TRUNCATE waits here for a passive one to end.
+	copying sync.Mutex
+}
+
+// openCheckpointer opens the checkpointer's connection on dsn and the
+// wal-index of the database at path, now (keepOpen: the file descriptors
+// a busy process may not have later), and starts its goroutine.
+func openCheckpointer(ctx context.Context, dsn, path string, wal walPolicy) (*checkpointer, error) {
+	// A checkpoint copies frames through a buffer of its own, not the page
+	// cache: this connection needs one of a few pages, and keeps it small
+	// for the RSS.
+	db, err := sql.Open("sqlite", dsn+"&_pragma=cache_size(-256)")
+	if err != nil {
+		return nil, err
+	}
+	if err := keepOpen(ctx, db, 1); err != nil {
+		db.Close()
+		return nil, err
+	}
+	shm, err := os.Open(path + "-shm")
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	c := &checkpointer{wal: wal, db: db, shm: shm, kick: make(chan struct{}, 1), cancel: cancel, stopped: make(chan struct{})}
+	go c.run(runCtx)
+	return c, nil
+}
+
+// walFrames reads the WAL's frames and those copied into the database
+// from the wal-index (https://sqlite.org/walformat.html, 2.2): mxFrame at
+// offset 16 of each of the header's two copies (48 bytes each), nBackfill
+// at offset 96, in the machine's byte order. It takes no lock: a header
+// being written has copies that differ, read as not known (false).
+func (c *checkpointer) walFrames() (frames, copied uint32, ok bool) {
+	var b [100]byte
+	if _, err := c.shm.ReadAt(b[:], 0); err != nil {
+		return 0, 0, false
+	}
+	if string(b[:48]) != string(b[48:96]) {
+		return 0, 0, false
+	}
+	return binary.NativeEndian.Uint32(b[16:]), binary.NativeEndian.Uint32(b[96:]), true
+}
+
+// run runs passive checkpoints when woken, until ctx ends.
+func (c *checkpointer) run(ctx context.Context) {
+	defer close(c.stopped)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.kick:
+		}
+		last := -1
+		for range maxPassivePasses {
+			var busy, frames, copied int
+			c.copying.Lock()
+			err := c.db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &copied)
+			c.copying.Unlock()
+			if err != nil {
+				break // closing, or the next wake-up tries again
+			}
+			select {
+			case c.wal.passes <- [2]int{frames, copied}:
+			default:
+			}
+			// Caught up, or held back by a reader: the next commit's check
+			// wakes it again if need be.
+			if copied >= frames || copied == last {
+				break
+			}
+			last = copied
+		}
+	}
+}
+
+// close stops the goroutine and closes the connection and the wal-index.
+func (c *checkpointer) close() error {
+	c.cancel()
+	<-c.stopped
+	return errors.Join(c.db.Close(), c.shm.Close())
+}
+
+// committed is called after each write transaction, outside the write
+// connection's turn: it wakes the checkpointer, or truncates the WAL
+// when past its cap.
+func (s *Store) committed() {
+	c := s.ckpt
+	if c == nil { // migrations, before Open starts the checkpointer
+		return
+	}
+	frames, copied, ok := c.walFrames()
+	switch {
+	case !ok:
+	case frames >= c.wal.cap:
+		s.truncateWAL(context.Background(), false)
+	case frames-copied >= c.wal.checkpoint:
+		select {
+		case c.kick <- struct{}{}:
+		default: // awake already
+		}
+	}
+}
+
+// truncateWAL runs wal_checkpoint(TRUNCATE) in the write connection's
+// turn, counted as the writer's "checkpoint" part: if the WAL is still
+// past its cap once the turn is had, or always.
+func (s *Store) truncateWAL(ctx context.Context, always bool) (err error) {
+	c := s.ckpt
+	if always {
+		c.truncing.Lock()
+	} else if !c.truncing.TryLock() {
+		return nil // another committer is at it
+	}
+	defer c.truncing.Unlock()
+	// Before the turn: the writers go on while a passive checkpoint ends.
+	c.copying.Lock()
+	defer c.copying.Unlock()
+	labelled(ctx, partCheckpoint, func(ctx context.Context) {
+		var conn *sql.Conn
+		if conn, err = s.write.Conn(ctx); err != nil {
+			return
+		}
+		defer conn.Close()
+		if !always {
+			if frames, _, ok := c.walFrames(); !ok || frames < c.wal.cap {
+				return // restarted meanwhile
+			}
+		}
+		defer s.held(partCheckpoint, time.Now(), 0)
+		var busy, frames, copied int
+		if err = conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &copied); err == nil && busy != 0 {
+			err = fmt.Errorf("wal_checkpoint(TRUNCATE): busy, %d of %d frames copied", copied, frames)
+		}
+	})
+	return interpret(err)
+}
