@@ -12,7 +12,7 @@ import (
 )
 
 // The WAL is checkpointed (its frames copied into the database, with an
-// fsync of each) off the write connection's turn. SQLite's own
+// fsync of each) mostly off the write connection's turn. SQLite's own
 // autocheckpoint runs in the connection whose commit takes the WAL past
 // the threshold, while it is still that connection's turn: at a thousand
 // streams and more, some 40 MiB copied and two fsyncs inside the event
@@ -21,36 +21,48 @@ import (
 // after each write transaction its committer reads how far the WAL has
 // grown (the wal-index header, below: two integers, no lock, no query):
 //
-//   - past walCheckpointFrames not yet copied, it wakes the checkpointer, a
+//   - past walCheckpointFrames in all, it wakes the checkpointer, a
 //     goroutine with a read-write connection of its own, which runs
 //     PASSIVE checkpoints: they copy what no reader still needs, never
 //     wait for a lock, and the writer goes on appending meanwhile. It
-//     repeats them while they make progress, so that one catches up with
-//     the writer (the frames committed during the last are few); once all
-//     is copied, the writer's next transaction starts the WAL again from
-//     its beginning (SQLite does that when no reader is on an older
-//     snapshot).
-//   - past walCapFrames in all (the passive ones fell behind: a reader on
-//     an old snapshot held every restart off, or the writer never left a
-//     gap), it takes the write connection's turn and runs one
-//     wal_checkpoint(TRUNCATE) on it. Holding the turn, no frame is
-//     appended; TRUNCATE waits (busy_timeout, 10 s) for the readers still
-//     on old snapshots, which are single queries, and empties the WAL. So
-//     the WAL stays under walCapFrames plus what the writers waiting for
-//     the turn meanwhile commit (a transaction each: every committer
-//     checks after its commit). Where TRUNCATE cannot finish (a reader
-//     held on past busy_timeout) the next commit tries again.
+//     repeats them while they make progress, until what is left is a
+//     tail (walTailFrames, frames the writer committed during the last
+//     one). Then it takes the write connection's turn for one
+//     wal_checkpoint(RESTART) there: the tail copied, and the readers on
+//     older snapshots (single queries) waited for, so that the next
+//     transaction writes the WAL from its start again. SQLite would
+//     restart it by itself after a passive checkpoint that copied all,
+//     but only if no reader is on an older snapshot at the writer's next
+//     commit and no commit came during that checkpoint: under load, that
+//     is never (the WAL grew to its cap in every loaded run).
+//     RESTART leaves the WAL file as large as it grew: writing its
+//     allocated blocks again is cheaper than growing a file TRUNCATE
+//     emptied.
+//   - past walCapFrames in all (the checkpointer fell behind: readers held
+//     its passes back, or a writer's restart failed), the committer itself
+//     takes the turn for one wal_checkpoint(TRUNCATE), after the
+//     checkpointer's pass in flight. Holding the turn, no frame is
+//     appended; TRUNCATE waits (busy_timeout, 10 s) for the readers on
+//     older snapshots, then empties the WAL itself (RESTART leaves that to
+//     the next writer, which can fail to). So the WAL stays under
+//     walCapFrames plus what the writers waiting for the turn meanwhile
+//     commit (a transaction each: every committer checks after its
+//     commit). Where TRUNCATE cannot finish (a reader held on past
+//     busy_timeout) the next commit tries again.
 //
 // Close runs a last TRUNCATE checkpoint, so the database file alone holds
 // everything.
 const (
-	// walCheckpointFrames is the frames not yet copied at which a passive
-	// checkpoint starts: about 40 MiB of 4 KiB pages, SQLite's
-	// autocheckpoint threshold before (a hot page is copied once per this
-	// many frames; docs/benchmarks.md, "seventh round").
+	// walCheckpointFrames is the WAL's frames at which the checkpointer
+	// starts: about 40 MiB of 4 KiB pages, SQLite's autocheckpoint
+	// threshold before (a hot page is copied once per this many frames;
+	// docs/benchmarks.md, "seventh round").
 	walCheckpointFrames = 10000
+	// walTailFrames is what passive checkpoints leave to the RESTART in the
+	// writer's turn: about 2.5 MiB.
+	walTailFrames = walCheckpointFrames / 16
 	// walCapFrames is the WAL's bound in frames (about 160 MiB), past which
-	// one TRUNCATE checkpoint is run in the writer's turn.
+	// a committer runs a TRUNCATE.
 	walCapFrames = 4 * walCheckpointFrames
 	// maxPassivePasses bounds the passive checkpoints one wake-up runs.
 	maxPassivePasses = 8
@@ -58,8 +70,9 @@ const (
 
 // walPolicy is when the WAL is checkpointed, in frames.
 type walPolicy struct {
-	checkpoint uint32 // not yet copied, at which a passive checkpoint starts
-	cap        uint32 // in all, past which one TRUNCATE checkpoint is run
+	checkpoint uint32 // in all, at which the checkpointer starts
+	tail       uint32 // not yet copied, left to the RESTART in the writer's turn
+	cap        uint32 // in all, past which a committer runs the RESTART
 	// passes, if not nil, is told of each passive checkpoint's outcome
 	// (frames in the WAL, frames copied), or not if full (tests).
 	passes chan<- [2]int
@@ -67,22 +80,22 @@ type walPolicy struct {
 
 // checkpointer runs the passive checkpoints (see above).
 type checkpointer struct {
-	wal      walPolicy
-	db       *sql.DB  // its own read-write connection
-	shm      *os.File // the wal-index, read for the WAL's size
-	kick     chan struct{}
-	cancel   context.CancelFunc
-	stopped  chan struct{}
-	truncing sync.Mutex // one TRUNCATE at a time
+	wal        walPolicy
+	db         *sql.DB  // its own read-write connection
+	shm        *os.File // the wal-index, read for the WAL's size
+	kick       chan struct{}
+	cancel     context.CancelFunc
+	stopped    chan struct{}
+	restarting sync.Mutex // one RESTART at a time
 	// copying is held by each checkpoint: a checkpoint started while
 	// another is running fails (SQLITE_BUSY) at once, whatever the
-	// busy_timeout, so the TRUNCATE waits here for a passive one to end.
+	// busy_timeout, so the RESTART waits here for a passive one to end.
 	copying sync.Mutex
 }
 
 // openCheckpointer opens the checkpointer's connection on dsn and the
 // wal-index of the database at path, now (keepOpen: the file descriptors
-// a busy process may not have later), and starts its goroutine.
+// a busy process may not have later).
 func openCheckpointer(ctx context.Context, dsn, path string, wal walPolicy) (*checkpointer, error) {
 	// A checkpoint copies frames through a buffer of its own, not the page
 	// cache: this connection needs one of a few pages, and keeps it small
@@ -100,10 +113,7 @@ func openCheckpointer(ctx context.Context, dsn, path string, wal walPolicy) (*ch
 		db.Close()
 		return nil, err
 	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	c := &checkpointer{wal: wal, db: db, shm: shm, kick: make(chan struct{}, 1), cancel: cancel, stopped: make(chan struct{})}
-	go c.run(runCtx)
-	return c, nil
+	return &checkpointer{wal: wal, db: db, shm: shm, kick: make(chan struct{}, 1), stopped: make(chan struct{})}, nil
 }
 
 // walFrames reads the WAL's frames and those copied into the database
@@ -122,8 +132,10 @@ func (c *checkpointer) walFrames() (frames, copied uint32, ok bool) {
 	return binary.NativeEndian.Uint32(b[16:]), binary.NativeEndian.Uint32(b[96:]), true
 }
 
-// run runs passive checkpoints when woken, until ctx ends.
-func (c *checkpointer) run(ctx context.Context) {
+// checkpoints runs the checkpointer's checkpoints when woken, until ctx
+// ends.
+func (s *Store) checkpoints(ctx context.Context) {
+	c := s.ckpt
 	defer close(c.stopped)
 	for {
 		select {
@@ -144,37 +156,49 @@ func (c *checkpointer) run(ctx context.Context) {
 			case c.wal.passes <- [2]int{frames, copied}:
 			default:
 			}
-			// Caught up, or held back by a reader: the next commit's check
-			// wakes it again if need be.
-			if copied >= frames || copied == last {
+			// A tail left, or held back by a reader: the next commit's
+			// check wakes it again if need be.
+			if frames-copied <= int(c.wal.tail) || copied == last {
 				break
 			}
 			last = copied
 		}
+		s.restartWAL(ctx, "RESTART", func(frames, copied uint32) bool {
+			return frames >= c.wal.checkpoint && frames-copied <= c.wal.tail
+		})
 	}
+}
+
+// start starts s's checkpointer.
+func (s *Store) startCheckpoints() {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.ckpt.cancel = cancel
+	go s.checkpoints(ctx)
 }
 
 // close stops the goroutine and closes the connection and the wal-index.
 func (c *checkpointer) close() error {
-	c.cancel()
-	<-c.stopped
+	if c.cancel != nil {
+		c.cancel()
+		<-c.stopped
+	}
 	return errors.Join(c.db.Close(), c.shm.Close())
 }
 
 // committed is called after each write transaction, outside the write
-// connection's turn: it wakes the checkpointer, or truncates the WAL
-// when past its cap.
+// connection's turn: it wakes the checkpointer, or restarts the WAL in
+// the writer's turn when past its cap.
 func (s *Store) committed() {
 	c := s.ckpt
 	if c == nil { // migrations, before Open starts the checkpointer
 		return
 	}
-	frames, copied, ok := c.walFrames()
+	frames, _, ok := c.walFrames()
 	switch {
 	case !ok:
 	case frames >= c.wal.cap:
-		s.truncateWAL(context.Background(), false)
-	case frames-copied >= c.wal.checkpoint:
+		s.restartWAL(context.Background(), "TRUNCATE", func(frames, _ uint32) bool { return frames >= c.wal.cap })
+	case frames >= c.wal.checkpoint:
 		select {
 		case c.kick <- struct{}{}:
 		default: // awake already
@@ -182,17 +206,15 @@ func (s *Store) committed() {
 	}
 }
 
-// truncateWAL runs wal_checkpoint(TRUNCATE) in the write connection's
-// turn, counted as the writer's "checkpoint" part: if the WAL is still
-// past its cap once the turn is had, or always.
-func (s *Store) truncateWAL(ctx context.Context, always bool) (err error) {
+// restartWAL runs wal_checkpoint(mode) in the write connection's turn if
+// need(frames, copied) holds once the turn is had (need nil: always),
+// counted as the writer's "checkpoint" part.
+func (s *Store) restartWAL(ctx context.Context, mode string, need func(frames, copied uint32) bool) (err error) {
 	c := s.ckpt
-	if always {
-		c.truncing.Lock()
-	} else if !c.truncing.TryLock() {
-		return nil // another committer is at it
-	}
-	defer c.truncing.Unlock()
+	// One at a time; a committer past the cap waits for the
+	// checkpointer's, then finds the WAL restarted or not (need).
+	c.restarting.Lock()
+	defer c.restarting.Unlock()
 	// Before the turn: the writers go on while a passive checkpoint ends.
 	c.copying.Lock()
 	defer c.copying.Unlock()
@@ -202,15 +224,15 @@ func (s *Store) truncateWAL(ctx context.Context, always bool) (err error) {
 			return
 		}
 		defer conn.Close()
-		if !always {
-			if frames, _, ok := c.walFrames(); !ok || frames < c.wal.cap {
+		if need != nil {
+			if frames, copied, ok := c.walFrames(); !ok || !need(frames, copied) {
 				return // restarted meanwhile
 			}
 		}
 		defer s.held(partCheckpoint, time.Now(), 0)
 		var busy, frames, copied int
-		if err = conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &copied); err == nil && busy != 0 {
-			err = fmt.Errorf("wal_checkpoint(TRUNCATE): busy, %d of %d frames copied", copied, frames)
+		if err = conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(`+mode+`)`).Scan(&busy, &frames, &copied); err == nil && busy != 0 {
+			err = fmt.Errorf("wal_checkpoint(%s): busy, %d of %d frames copied", mode, copied, frames)
 		}
 	})
 	return interpret(err)

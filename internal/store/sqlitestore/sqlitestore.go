@@ -45,7 +45,7 @@ var _ store.Store = (*Store)(nil)
 
 // Open opens (creating if needed) the database file at path and applies pending migrations.
 func Open(ctx context.Context, path string) (*Store, error) {
-	return open(ctx, path, walPolicy{checkpoint: walCheckpointFrames, cap: walCapFrames})
+	return open(ctx, path, walPolicy{checkpoint: walCheckpointFrames, tail: walTailFrames, cap: walCapFrames})
 }
 
 // open is Open with the WAL's checkpoints as wal says (tests make them
@@ -112,6 +112,7 @@ func open(ctx context.Context, path string, wal walPolicy) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}
+	s.startCheckpoints()
 	return s, nil
 }
 
@@ -207,7 +208,7 @@ func (s *Store) Close() error {
 	var errs []error
 	if s.ckpt != nil {
 		errs = append(errs, s.ckpt.close())
-		if err := s.truncateWAL(context.Background(), true); err != nil {
+		if err := s.restartWAL(context.Background(), "TRUNCATE", nil); err != nil {
 			errs = append(errs, fmt.Errorf("sqlitestore: checkpoint at close: %w", err))
 		}
 	}
