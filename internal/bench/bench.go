@@ -411,8 +411,8 @@ func (ld *loadPasses) pass(ctx context.Context, cfg Config, client *http.Client,
 }
 
 // traceWindow is how long the execution trace of a profiled load runs: a
-// couple of seconds of a loaded server is tens of MiB of trace, which
-// go tool trace still opens.
+// couple of seconds of a loaded server is a few MiB of trace (1.2 MiB at
+// a thousand streams on two cores), which go tool trace opens quickly.
 const traceWindow = 2 * time.Second
 
 // profile writes the profiles the server at debugURL takes over the next
