@@ -18,8 +18,10 @@ import (
 // streams and more, some 40 MiB copied and two fsyncs inside the event
 // log's or the runs' commit, every other writer waiting (docs/benchmarks.md,
 // "eleventh round"). So the write connection has wal_autocheckpoint(0), and
-// after each write transaction its committer reads how far the WAL has
-// grown (the wal-index header, below: two integers, no lock, no query):
+// after each of the store's write transactions (Store.tx, the event log's,
+// the runs' group commit; held, busy.go) its committer reads how far the
+// WAL has grown (the wal-index header, below: two integers, no lock, no
+// query):
 //
 //   - past walCheckpointFrames in all, it wakes the checkpointer, a
 //     goroutine with a read-write connection of its own, which runs
@@ -34,7 +36,8 @@ import (
 //     restart it by itself after a passive checkpoint that copied all,
 //     but only if no reader is on an older snapshot at the writer's next
 //     commit and no commit came during that checkpoint: under load, that
-//     is never (the WAL grew to its cap in every loaded run).
+//     was never (without this RESTART the WAL grew to its cap in every
+//     loaded run).
 //     RESTART leaves the WAL file as large as it grew: writing its
 //     allocated blocks again is cheaper than growing a file TRUNCATE
 //     emptied.
@@ -72,7 +75,7 @@ const (
 type walPolicy struct {
 	checkpoint uint32 // in all, at which the checkpointer starts
 	tail       uint32 // not yet copied, left to the RESTART in the writer's turn
-	cap        uint32 // in all, past which a committer runs the RESTART
+	cap        uint32 // in all, past which a committer runs a TRUNCATE
 	// passes, if not nil, is told of each passive checkpoint's outcome
 	// (frames in the WAL, frames copied), or not if full (tests).
 	passes chan<- [2]int
