@@ -98,8 +98,8 @@ func (s *Store) leadGroup() {
 // commitGroup runs batch in tx, setting each write's err, and ends tx.
 //
 // The writes run without savepoints first: a savepoint and its release are
-// two statements more per write (a chat's three grouped writes made ten
-// statements sixteen), and inside a savepoint SQLite copies each page a write
+// two statements more per write (a chat's three grouped writes made nine
+// statements fifteen), and inside a savepoint SQLite copies each page a write
 // changes, already changed by the batch's writes before it, to its
 // statement journal, so that the page can be rolled back alone; the
 // batch's writes share their tables' last pages, so that was almost every
