@@ -17,9 +17,9 @@ import (
 // commits of their starts and ends were a third of the writer's CPU.
 //
 // A grouped write queues itself; the caller that finds no batch in progress
-// leads: it takes every queued write, runs each inside its own savepoint (a
-// write that fails, a busy conversation say, is rolled back alone and its
-// caller gets its error) and commits them all at once. While it commits, new
+// leads: it takes every queued write, runs them (a write that fails, a busy
+// conversation say, is rolled back alone and its caller gets its error:
+// commitGroup) and commits them all at once. While it commits, new
 // writes queue; when it is done it hands the lead to the first of them, so
 // each caller leads at most once and nobody lingers: a write that finds the
 // writer idle is committed at once.
@@ -42,7 +42,11 @@ type groupReq struct {
 // writes, and returns fn's error (interpreted) or the commit's. fn must use
 // the context it is given, not ctx: a statement cancelled mid-batch could
 // roll back the whole transaction, the other callers' writes with it. ctx is
-// looked at before fn runs: a caller gone by then is skipped.
+// looked at before fn runs: a caller gone by then is skipped. fn may run
+// more than once (commitGroup tries a batch again when one of its writes
+// fails), each time in a transaction that does not keep what the runs
+// before wrote: it must write and set the same from its arguments each
+// time, not from what a run before set.
 func (s *Store) grouped(ctx context.Context, fn func(context.Context, *sql.Tx) error) error {
 	r := &groupReq{ctx: ctx, fn: fn}
 	if s.group.Join(r) {
@@ -92,66 +96,110 @@ func (s *Store) leadGroup() {
 }
 
 // commitGroup runs batch in tx, setting each write's err, and ends tx.
+//
+// The writes run without savepoints first: a savepoint and its release are
+// two statements more per write (a chat's three grouped writes made nine
+// statements fifteen), and inside a savepoint SQLite copies each page a write
+// changes, already changed by the batch's writes before it, to its
+// statement journal, so that the page can be rolled back alone; the
+// batch's writes share their tables' last pages, so that was almost every
+// page they wrote (docs/benchmarks.md, "eleventh round"). A write that
+// fails among them may have left some of its rows, which only a savepoint
+// could take back alone: the transaction is rolled back and the batch
+// tried again in a new one, from that write on each inside its own
+// savepoint, as before. Writes fail rarely (a start in a busy
+// conversation, a conversation that is not the caller's), so a batch is
+// tried once almost always, twice at most but for a write that fails the
+// second time where it succeeded the first.
 func (s *Store) commitGroup(ctx context.Context, tx *sql.Tx, batch []*groupReq) {
+	from, guarded := 0, len(batch)
+	for {
+		var again bool
+		if from, guarded, again = s.tryGroup(ctx, tx, batch, from, guarded); !again {
+			return
+		}
+		var err error
+		if tx, err = s.write.BeginTx(ctx, nil); err != nil {
+			for _, r := range batch[from:] {
+				r.err = interpret(err)
+			}
+			return
+		}
+	}
+}
+
+// tryGroup runs batch[from:] in tx, those from guarded on each inside a
+// savepoint, setting each write's err, and ends tx. A write before guarded
+// that fails rolls tx back; then again says to try the batch anew from
+// from, guarded from guarded on (the failed write's own index when writes
+// before it were kept). The writes before from have their errors already.
+func (s *Store) tryGroup(ctx context.Context, tx *sql.Tx, batch []*groupReq, from, guarded int) (nextFrom, nextGuarded int, again bool) {
+	defer s.held(partRuns, time.Now(), len(batch)-from)
 	fail := func(err error) {
-		for _, r := range batch {
+		for _, r := range batch[from:] {
 			if r.err == nil {
 				r.err = err
 			}
 		}
 	}
-	defer s.held(partRuns, time.Now(), len(batch))
-	single := len(batch) == 1
-	wrote := 0
-	for _, r := range batch {
+	kept := 0
+	for i := from; i < len(batch); i++ {
+		r := batch[i]
 		if r.err = r.ctx.Err(); r.err != nil {
 			continue
 		}
-		if !single {
-			if _, err := s.prep.exec(ctx, tx, savepointSQL); err != nil {
-				tx.Rollback()
-				fail(interpret(err))
-				return
+		if i < guarded {
+			if r.err = r.fn(context.WithoutCancel(r.ctx), tx); r.err == nil {
+				kept++
+				continue
 			}
+			r.err = interpret(r.err)
+			tx.Rollback()
+			if kept > 0 {
+				// What it wrote cannot be told from what the writes before
+				// it kept: all again, it in a savepoint.
+				return from, i, true
+			}
+			// Nothing before it was kept and the rollback took back what it
+			// wrote: it failed on the state the batch began with, as it
+			// would have alone. Its error stands; the rest go again.
+			return i + 1, guarded, i+1 < len(batch)
+		}
+		if _, err := s.prep.exec(ctx, tx, savepointSQL); err != nil {
+			tx.Rollback()
+			fail(interpret(err))
+			return from, guarded, false
 		}
 		r.err = r.fn(context.WithoutCancel(r.ctx), tx)
-		switch {
-		case r.err == nil:
-			wrote++
-			if !single {
-				if _, err := s.prep.exec(ctx, tx, releaseSQL); err != nil {
-					tx.Rollback()
-					fail(interpret(err))
-					return
-				}
-			}
-		case !single:
-			r.err = interpret(r.err)
-			// A failed statement that ended the transaction (a full disk,
-			// an I/O error) makes this fail too: then nothing is kept.
-			if _, err := s.prep.exec(ctx, tx, rollbackToSQL); err != nil {
-				tx.Rollback()
-				fail(errors.Join(r.err, interpret(err)))
-				return
-			}
+		if r.err == nil {
+			kept++
 			if _, err := s.prep.exec(ctx, tx, releaseSQL); err != nil {
 				tx.Rollback()
 				fail(interpret(err))
-				return
+				return from, guarded, false
 			}
-		default:
-			r.err = interpret(r.err)
+			continue
+		}
+		r.err = interpret(r.err)
+		// A failed statement that ended the transaction (a full disk,
+		// an I/O error) makes this fail too: then nothing is kept.
+		if _, err := s.prep.exec(ctx, tx, rollbackToSQL); err != nil {
+			tx.Rollback()
+			fail(errors.Join(r.err, interpret(err)))
+			return from, guarded, false
+		}
+		if _, err := s.prep.exec(ctx, tx, releaseSQL); err != nil {
+			tx.Rollback()
+			fail(interpret(err))
+			return from, guarded, false
 		}
 	}
-	if wrote == 0 {
+	if kept == 0 {
 		tx.Rollback()
-		return
+		return from, guarded, false
 	}
 	if err := tx.Commit(); err != nil {
-		for _, r := range batch {
-			if r.err == nil {
-				r.err = interpret(err)
-			}
-		}
+		fail(interpret(err))
 	}
+	return from, guarded, false
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 )
 
 // prepared keeps a pool's hot statements prepared: SQLite parsing a
@@ -23,6 +24,21 @@ import (
 type prepared struct {
 	db *sql.DB
 	m  map[string]*sql.Stmt // read-only once built
+
+	// exec and queryRow keep the transaction copies (Tx.StmtContext) of
+	// the statements they ran in the write pool's current transaction, so
+	// that each is made once per transaction rather than once per
+	// statement run: a copy takes the pool's lock and registers itself
+	// with the statement and the transaction, and the transaction closes
+	// each copy when it ends; a group of a few hundred chats' writes made
+	// thousands (docs/benchmarks.md, "eleventh round"). The write pool is
+	// one connection, so it has one transaction at a time; a new one
+	// drops the copies of the last, which ended with it (keeping the
+	// ended transaction referenced until then, so that a new one is never
+	// mistaken for it).
+	mu    sync.Mutex
+	curTx *sql.Tx
+	inTx  map[string]*sql.Stmt
 }
 
 // hotReads are the read pool's statements prepared when the store opens:
@@ -53,19 +69,43 @@ func (p *prepared) stmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stm
 	return tx.PrepareContext(ctx, query)
 }
 
+// txStmt is query prepared in tx, made once per transaction for the hot
+// statements (the copy is the transaction's: callers do not close it).
+func (p *prepared) txStmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
+	st, ok := p.m[query]
+	if !ok {
+		return tx.PrepareContext(ctx, query)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.curTx != tx {
+		p.curTx = tx
+		clear(p.inTx)
+	} else if c, ok := p.inTx[query]; ok {
+		return c, nil
+	}
+	if p.inTx == nil {
+		p.inTx = make(map[string]*sql.Stmt, len(p.m))
+	}
+	c := tx.StmtContext(ctx, st)
+	if ctx.Err() == nil { // else c may carry ctx's error: not the transaction's copy
+		p.inTx[query] = c
+	}
+	return c, nil
+}
+
 // exec runs query in tx as a prepared statement.
 func (p *prepared) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
-	st, err := p.stmt(ctx, tx, query)
+	st, err := p.txStmt(ctx, tx, query)
 	if err != nil {
 		return nil, err
 	}
 	return st.ExecContext(ctx, args...)
 }
 
-// queryRow runs query in tx as a prepared statement. The row's Scan closes
-// the statement's transaction copy.
+// queryRow runs query in tx as a prepared statement.
 func (p *prepared) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) scanner {
-	st, err := p.stmt(ctx, tx, query)
+	st, err := p.txStmt(ctx, tx, query)
 	if err != nil {
 		return errRow{err}
 	}

@@ -443,7 +443,13 @@ func scanMessage(row scanner) (chat.Message, error) {
 
 // AppendMessage adds a message to one of s's conversations.
 func (s *Store) AppendMessage(ctx context.Context, sc chat.Scope, m chat.Message) (chat.Message, error) {
-	err := s.grouped(ctx, func(ctx context.Context, tx *sql.Tx) error { return s.insertMessage(ctx, tx, sc, &m, now()) })
+	in := m
+	err := s.grouped(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		// From the caller's message each time: a try before this one set
+		// its parent from a transaction that was not kept (group.go).
+		m = in
+		return s.insertMessage(ctx, tx, sc, &m, now())
+	})
 	if err != nil {
 		return chat.Message{}, fmt.Errorf("append message to %s: %w", m.ConversationID, err)
 	}
@@ -529,21 +535,35 @@ func (s *Store) ListMessages(ctx context.Context, sc chat.Scope, conversationID 
 const runCols = `id, tenant, owner, conversation_id, turn_id, status, input, engine, model, error_code, error_message, usage, state, created_at, started_at, ended_at, lease_owner, lease_epoch, cancel_requested, seq_reserved, trace_id, span_id, agent_id, agent_version, parent_id`
 
 func scanRun(row scanner) (chat.Run, error) {
+	var usage sql.NullString
+	r, err := scanRunUsage(row, &usage)
+	if err == nil {
+		decodeUsage(&r, usage)
+	}
+	return r, err
+}
+
+// decodeUsage sets r's usage from its stored JSON.
+func decodeUsage(r *chat.Run, usage sql.NullString) {
+	if usage.Valid {
+		_ = json.Unmarshal([]byte(usage.String), &r.Usage)
+	}
+}
+
+// scanRunUsage is scanRun leaving the stored usage undecoded in usage.
+func scanRunUsage(row scanner, usage *sql.NullString) (chat.Run, error) {
 	var r chat.Run
-	var ecode, emsg, usage, state sql.NullString
+	var ecode, emsg, state sql.NullString
 	var created, started int64
 	var ended sql.NullInt64
 	err := row.Scan(&r.ID, &r.Tenant, &r.Owner, &r.ConversationID, &r.TurnID, &r.Status, &r.Input, &r.Engine, &r.Model,
-		&ecode, &emsg, &usage, &state, &created, &started, &ended, &r.LeaseOwner, &r.LeaseEpoch, &r.CancelRequested, &r.SeqReserved, &r.TraceID, &r.SpanID,
+		&ecode, &emsg, usage, &state, &created, &started, &ended, &r.LeaseOwner, &r.LeaseEpoch, &r.CancelRequested, &r.SeqReserved, &r.TraceID, &r.SpanID,
 		&r.AgentID, &r.AgentVersion, &r.ParentID)
 	if err != nil {
 		return r, err
 	}
 	if ecode.Valid {
 		r.Error = &event.ErrorInfo{Code: ecode.String, Message: emsg.String}
-	}
-	if usage.Valid {
-		_ = json.Unmarshal([]byte(usage.String), &r.Usage)
 	}
 	r.State = rawJSON(state)
 	r.CreatedAt, r.StartedAt = fromMS(created), fromMS(started)
@@ -637,34 +657,39 @@ var zeroUsage = func() string { b, _ := json.Marshal(event.Usage{}); return stri
 
 // UpdateRun changes a run, optionally only from the given statuses.
 func (s *Store) UpdateRun(ctx context.Context, tenant, id string, u store.RunUpdate) (chat.Run, error) {
+	// The arguments are made before the write connection is taken, and the
+	// stored usage is decoded after it is given back (and only when the
+	// update did not replace it): Go work while the connection is held
+	// holds every other write up too.
+	var hasErr bool
+	var ecode, emsg, usage, model, state, ended, from any
+	if u.Error != nil {
+		hasErr, ecode, emsg = true, u.Error.Code, u.Error.Message
+	}
+	if u.Usage != nil {
+		b, _ := json.Marshal(*u.Usage)
+		usage = string(b)
+	}
+	if u.Model != nil {
+		model = *u.Model
+	}
+	if u.State != nil && string(u.State) != "null" {
+		state = nullJSON(u.State)
+	}
+	if u.EndedAt != nil {
+		ended = ms(u.EndedAt.UTC().Truncate(time.Millisecond))
+	}
+	from = ""
+	if len(u.From) > 0 {
+		from = "," + strings.Join(u.From, ",") + ","
+	}
 	var r chat.Run
+	var storedUsage sql.NullString
 	err := s.grouped(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		var hasErr bool
-		var ecode, emsg, usage, model, state, ended, from any
-		if u.Error != nil {
-			hasErr, ecode, emsg = true, u.Error.Code, u.Error.Message
-		}
-		if u.Usage != nil {
-			b, _ := json.Marshal(*u.Usage)
-			usage = string(b)
-		}
-		if u.Model != nil {
-			model = *u.Model
-		}
-		if u.State != nil && string(u.State) != "null" {
-			state = nullJSON(u.State)
-		}
-		if u.EndedAt != nil {
-			ended = ms(u.EndedAt.UTC().Truncate(time.Millisecond))
-		}
-		from = ""
-		if len(u.From) > 0 {
-			from = "," + strings.Join(u.From, ",") + ","
-		}
 		var err error
-		r, err = scanRun(s.prep.queryRow(ctx, tx, updateRunSQL,
+		r, err = scanRunUsage(s.prep.queryRow(ctx, tx, updateRunSQL,
 			u.Status, u.Status, hasErr, ecode, hasErr, emsg, usage, zeroUsage, u.Model != nil, model,
-			u.State != nil, state, ended, u.CancelRequested, id, tenant, from, from))
+			u.State != nil, state, ended, u.CancelRequested, id, tenant, from, from), &storedUsage)
 		if errors.Is(err, sql.ErrNoRows) && len(u.From) > 0 {
 			// Not found, or not in a status it may change from.
 			cur, err := scanRun(s.prep.queryRow(ctx, tx, selectRunSQL, id, tenant))
@@ -687,6 +712,9 @@ func (s *Store) UpdateRun(ctx context.Context, tenant, id string, u store.RunUpd
 	})
 	if err != nil {
 		return chat.Run{}, fmt.Errorf("update run %s: %w", id, err)
+	}
+	if u.Usage == nil {
+		decodeUsage(&r, storedUsage)
 	}
 	return r, nil
 }

@@ -94,3 +94,15 @@ func BenchmarkChats(b *testing.B) {
 	defer s.Close()
 	storetest.BenchChats(b, s, 8)
 }
+
+// BenchmarkManyChats is BenchmarkChats from 256 callers: a group then
+// carries up to a few hundred writes, as at thousands of streams (~200 per
+// transaction on 16 cores at 5000 streams).
+func BenchmarkManyChats(b *testing.B) {
+	s, err := sqlitestore.Open(b.Context(), filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	storetest.BenchChats(b, s, 128)
+}

@@ -58,7 +58,7 @@ var AppendBenchmarks = []struct {
 // goroutines), each in a new conversation, as simultaneous chat requests do.
 // It reports the process's CPU time per start beside the time.
 func BenchStartRuns(b *testing.B, s store.Store, parallelism int) {
-	benchParallel(b, parallelism, "cpu-ns/start", func() error {
+	benchParallel(b, s, parallelism, "cpu-ns/start", func() error {
 		_, err := s.StartRun(b.Context(), alice, benchStart())
 		return err
 	})
@@ -70,7 +70,7 @@ func BenchStartRuns(b *testing.B, s store.Store, parallelism int) {
 // its answer, and its end with usage. It reports the process's CPU time
 // per chat beside the time.
 func BenchChats(b *testing.B, s store.Store, parallelism int) {
-	benchParallel(b, parallelism, "cpu-ns/chat", func() error {
+	benchParallel(b, s, parallelism, "cpu-ns/chat", func() error {
 		started, err := s.StartRun(b.Context(), alice, benchStart())
 		if err != nil {
 			return err
@@ -97,10 +97,24 @@ func benchStart() *store.RunStart {
 }
 
 // benchParallel runs op b.N times from parallelism × GOMAXPROCS goroutines
-// and reports the process's CPU time per op as unit beside the time.
-func benchParallel(b *testing.B, parallelism int, unit string, op func() error) {
+// and reports the process's CPU time per op as unit beside the time, and,
+// for a store with a serial writer (store.SerialWriter), how long per op
+// its writes held that writer ("writer-ns/op": the figure that bounds a
+// node's chats per second, where the process's CPU counts the callers
+// too).
+func benchParallel(b *testing.B, s store.Store, parallelism int, unit string, op func() error) {
 	b.ReportAllocs()
 	b.SetParallelism(parallelism)
+	sw, serial := s.(store.SerialWriter)
+	held := func() (d time.Duration) {
+		if serial {
+			for _, p := range sw.WriterStats().Parts {
+				d += p.Busy
+			}
+		}
+		return d
+	}
+	busy := held()
 	cpu := processCPU()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
@@ -113,4 +127,7 @@ func benchParallel(b *testing.B, parallelism int, unit string, op func() error) 
 	})
 	b.StopTimer()
 	b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(b.N), unit)
+	if serial {
+		b.ReportMetric(float64((held()-busy).Nanoseconds())/float64(b.N), "writer-ns/op")
+	}
 }

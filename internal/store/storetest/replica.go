@@ -181,11 +181,14 @@ func testExecutingCap(t *testing.T, s store.Store) {
 		t.Fatalf("a waiting run counted against the cap: %v", err)
 	}
 
-	// Racing starts never exceed the cap.
+	// Racing starts never exceed the cap, and a refused one leaves no
+	// conversation, though it is refused after its conversation's row was
+	// written (a backend that commits the racers together takes that row
+	// back alone).
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	ok := 0
-	for range 8 {
+	for range 32 {
 		wg.Go(func() {
 			_, err := start(chat.Scope{Tenant: "race", User: "u"}, 3)
 			if err == nil {
@@ -200,6 +203,9 @@ func testExecutingCap(t *testing.T, s store.Store) {
 	wg.Wait()
 	if ok != 3 {
 		t.Fatalf("%d racing starts admitted under a cap of 3", ok)
+	}
+	if convs, _, _ := s.ListConversations(ctx(t), chat.Scope{Tenant: "race", User: "u"}, store.ConversationFilter{}, store.Page{Limit: 50}); len(convs) != 3 {
+		t.Fatalf("3 racing starts admitted, %d conversations stored", len(convs))
 	}
 }
 
