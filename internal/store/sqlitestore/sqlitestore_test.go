@@ -3,6 +3,7 @@ package sqlitestore_test
 import (
 	"database/sql"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/agentchat/agentchat/internal/store"
@@ -45,6 +46,22 @@ func BenchmarkAppendEvents(b *testing.B) {
 			}
 			defer s.Close()
 			storetest.BenchAppendEvents(b, s, bc.Batch, bc.Threads)
+		})
+	}
+}
+
+// BenchmarkAppendStreams measures the event log's write path at thousands
+// of live streams (storetest.BenchAppendStreams): a batch per iteration,
+// each stream's deltas a row, into a log that already holds 100 batches.
+func BenchmarkAppendStreams(b *testing.B) {
+	for _, threads := range []int{1000, 5000} {
+		b.Run(strconv.Itoa(threads), func(b *testing.B) {
+			s, err := sqlitestore.Open(b.Context(), filepath.Join(b.TempDir(), "bench.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			storetest.BenchAppendStreams(b, s, threads, 100)
 		})
 	}
 }
