@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/agentchat/agentchat/internal/chat"
@@ -40,10 +39,12 @@ const insertEventSQL = `INSERT INTO event_rows (thread, seq, seq_end, tenant, ru
 const legacyOverlapSQL = `SELECT EXISTS (SELECT 1 FROM (SELECT coalesce(seq_end, seq) AS last FROM events
 	WHERE thread_id = ?1 AND seq <= ?2 ORDER BY seq DESC LIMIT 1) WHERE last >= ?3)`
 
-// threadNumberSQL reads a thread's number, newThreadSQL gives it one.
+// threadNumberSQL reads a thread's number, newThreadSQL gives it one, and
+// legacyLastSQL reads its last seq in events.
 const (
 	threadNumberSQL = `SELECT id FROM event_threads WHERE thread_id = ?`
 	newThreadSQL    = `INSERT INTO event_threads (thread_id) VALUES (?) RETURNING id`
+	legacyLastSQL   = `SELECT coalesce((SELECT coalesce(seq_end, seq) FROM events WHERE thread_id = ? ORDER BY seq DESC LIMIT 1), 0)`
 )
 
 // lastSeqSQL reads a thread's last seq (?1 thread, ?2 tenant): the end of its
@@ -80,17 +81,22 @@ var deleteOldEventsSQL = []string{
 // always were.
 type threadNumbers struct {
 	mu sync.Mutex
-	m  map[string]int64
-	// legacy is whether events held rows when the first batch was written
-	// (0 not yet looked at, 1 empty, 2 holding rows): nothing writes it, so
-	// once empty it stays empty and its overlap check is skipped.
-	legacy atomic.Int32
+	m  map[string]threadNumber
+}
+
+// threadNumber is a thread's number and the last seq of its rows in events
+// when it was looked up: nothing writes events any more, and deletions
+// only lower it, so a row starting after it cannot overlap one there.
+type threadNumber struct {
+	n, legacyLast int64
 }
 
 // maxThreadNumbers bounds the numbers remembered (about 100 bytes each).
 const maxThreadNumbers = 1 << 16
 
-func (t *threadNumbers) lookup(threads map[string]int64) (missing int) {
+// lookup fills in the numbers of threads it remembers and reports how many
+// it does not.
+func (t *threadNumbers) lookup(threads map[string]threadNumber) (missing int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for th := range threads {
@@ -103,14 +109,14 @@ func (t *threadNumbers) lookup(threads map[string]int64) (missing int) {
 	return missing
 }
 
-func (t *threadNumbers) remember(threads map[string]int64) {
+func (t *threadNumbers) remember(threads map[string]threadNumber) {
 	if len(threads) == 0 {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.m == nil || len(t.m)+len(threads) > maxThreadNumbers {
-		t.m = make(map[string]int64, len(threads))
+		t.m = make(map[string]threadNumber, len(threads))
 	}
 	for th, n := range threads {
 		t.m[th] = n
@@ -132,7 +138,7 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 	if err != nil {
 		return fmt.Errorf("append %d events: %w", len(evs), err)
 	}
-	var numbered map[string]int64
+	var numbered map[string]threadNumber
 	err = s.txFor(ctx, partEvents, len(evs), func(tx *sql.Tx) (err error) {
 		numbered, err = s.insertEventRows(ctx, tx, rows)
 		return err
@@ -145,15 +151,18 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 }
 
 // number fills in the numbers of threads (those left 0), giving one to a
-// thread without.
-func number(ctx context.Context, tx *sql.Tx, threads map[string]int64) error {
+// thread without, and the last seq of each in events.
+func number(ctx context.Context, tx *sql.Tx, threads map[string]threadNumber) error {
 	for th, n := range threads {
-		if n != 0 {
+		if n.n != 0 {
 			continue
 		}
-		err := tx.QueryRowContext(ctx, threadNumberSQL, th).Scan(&n)
+		err := tx.QueryRowContext(ctx, threadNumberSQL, th).Scan(&n.n)
 		if errors.Is(err, sql.ErrNoRows) {
-			err = tx.QueryRowContext(ctx, newThreadSQL, th).Scan(&n)
+			err = tx.QueryRowContext(ctx, newThreadSQL, th).Scan(&n.n)
+		}
+		if err == nil {
+			err = tx.QueryRowContext(ctx, legacyLastSQL, th).Scan(&n.legacyLast)
 		}
 		if err != nil {
 			return fmt.Errorf("number thread %s: %w", th, err)
@@ -166,10 +175,10 @@ func number(ctx context.Context, tx *sql.Tx, threads map[string]int64) error {
 // insertEventRows inserts packed rows in tx, each under its thread's
 // number. It returns the numbers it read or made, for s.threads to remember
 // once tx has committed (nil where it knew them all).
-func (s *Store) insertEventRows(ctx context.Context, tx *sql.Tx, rows []store.EventRow) (map[string]int64, error) {
-	numbers := make(map[string]int64, min(len(rows), 1024))
+func (s *Store) insertEventRows(ctx context.Context, tx *sql.Tx, rows []store.EventRow) (map[string]threadNumber, error) {
+	numbers := make(map[string]threadNumber, min(len(rows), 1024))
 	for _, r := range rows {
-		numbers[r.Thread] = 0
+		numbers[r.Thread] = threadNumber{}
 	}
 	missing := s.threads.lookup(numbers)
 	if missing > 0 {
@@ -187,23 +196,12 @@ func (s *Store) insertEventRows(ctx context.Context, tx *sql.Tx, rows []store.Ev
 }
 
 // insertNumberedRows inserts rows, numbers holding their threads' numbers.
-func (s *Store) insertNumberedRows(ctx context.Context, tx *sql.Tx, rows []store.EventRow, numbers map[string]int64) error {
-	legacy, err := s.legacyRows(ctx, tx)
-	if err != nil {
-		return err
-	}
+func (s *Store) insertNumberedRows(ctx context.Context, tx *sql.Tx, rows []store.EventRow, numbers map[string]threadNumber) error {
 	stmt, err := s.prep.stmt(ctx, tx, insertEventSQL)
 	if err != nil {
 		return err
 	}
 	defer stmt.Close()
-	var legacyStmt *sql.Stmt
-	if legacy {
-		if legacyStmt, err = tx.PrepareContext(ctx, legacyOverlapSQL); err != nil {
-			return err
-		}
-		defer legacyStmt.Close()
-	}
 	// The rows are inserted under a context without cancellation, looked
 	// at between rows instead: given one that can end, the driver starts a
 	// goroutine (and a progress handler) to interrupt each statement, which
@@ -216,9 +214,13 @@ func (s *Store) insertNumberedRows(ctx context.Context, tx *sql.Tx, rows []store
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if legacyStmt != nil {
+		n := numbers[r.Thread]
+		if r.Seq <= n.legacyLast {
+			// Rare: a thread with rows in events, and a row that may
+			// overlap one of them (a retry of a batch written before the
+			// upgrade).
 			var overlaps bool
-			if err := legacyStmt.QueryRowContext(rowCtx, r.Thread, r.SeqEnd, r.Seq).Scan(&overlaps); err != nil {
+			if err := tx.QueryRowContext(rowCtx, legacyOverlapSQL, r.Thread, r.SeqEnd, r.Seq).Scan(&overlaps); err != nil {
 				return err
 			}
 			if overlaps {
@@ -229,35 +231,14 @@ func (s *Store) insertNumberedRows(ctx context.Context, tx *sql.Tx, rows []store
 		if r.IsRange() {
 			end = r.SeqEnd
 		}
-		n := numbers[r.Thread]
 		// Plain ? parameters, each bound once: numbered ones cost the
 		// driver a name lookup per parameter per row.
-		if _, err := stmt.ExecContext(rowCtx, n, r.Seq, n, r.SeqEnd, r.Seq, end, r.Tenant, r.Run, string(r.Type), r.Turn, r.Iteration, r.Step,
+		if _, err := stmt.ExecContext(rowCtx, n.n, r.Seq, n.n, r.SeqEnd, r.Seq, end, r.Tenant, r.Run, string(r.Type), r.Turn, r.Iteration, r.Step,
 			ms(r.Time), string(r.Payload)); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// legacyRows reports whether events holds rows, looking the first time.
-func (s *Store) legacyRows(ctx context.Context, tx *sql.Tx) (bool, error) {
-	switch s.threads.legacy.Load() {
-	case 1:
-		return false, nil
-	case 2:
-		return true, nil
-	}
-	var held bool
-	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM events)`).Scan(&held); err != nil {
-		return false, err
-	}
-	state := int32(1)
-	if held {
-		state = 2
-	}
-	s.threads.legacy.Store(state)
-	return held, nil
 }
 
 // ListEvents reads a thread's log in seq order. The rows read are those

@@ -17,7 +17,7 @@ func (s *Store) PauseRun(ctx context.Context, p store.PauseRunParams) error {
 		return err
 	}
 	rows, usage, confs := enc.Events, enc.Usage, enc.Confirmations
-	var numbered map[string]int64
+	var numbered map[string]threadNumber
 	err = s.tx(ctx, func(tx *sql.Tx) error {
 		var status, owner, thread string
 		var epoch int64

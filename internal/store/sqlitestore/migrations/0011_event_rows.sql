@@ -37,4 +37,6 @@ CREATE UNIQUE INDEX event_rows_by_thread ON event_rows (thread, seq);
 -- The rows of events stay where they are (copying a large log would hold
 -- the upgrade for as long): they are read beside event_rows, and a row of
 -- event_rows may not overlap one of events either. Nothing writes events
--- any more, so once retention or deletions empty it, it costs nothing.
+-- any more, so a thread's last seq there, read once when the writer first
+-- numbers the thread, bounds what needs that check: only a row starting at
+-- or before it (a retry of a batch written before the upgrade) is checked.
