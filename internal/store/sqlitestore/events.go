@@ -20,7 +20,8 @@ import (
 // row's seq_end is NULL for a row holding one event (so rows written before
 // ranges existed need no rewrite) and the last seq of a range otherwise.
 
-// insertEventSQL inserts one row (?1 the thread's number) unless it overlaps
+// insertEventSQL inserts one row (the first parameter is the thread's
+// number) unless it overlaps
 // a stored row of its thread in event_rows. The only stored row that can
 // overlap seqs s..e is the last one starting at or before e (rows never
 // overlap); when it reaches s, the new row is given that row's seq, and the
@@ -54,11 +55,13 @@ const lastSeqSQL = `SELECT max(
 	coalesce((SELECT coalesce(seq_end, seq) FROM events WHERE thread_id = ?1 AND tenant = ?2 ORDER BY seq DESC LIMIT 1), 0))`
 
 // deleteThreadEventsSQL are a conversation's deletion of its events (?1 the
-// conversation, ?2 its tenant): its rows in both tables, then its number.
+// conversation, ?2 its tenant): its rows in both tables. Its number stays
+// (a row of event_threads, the id alone): a number is then never stale,
+// in this process's memory or another's, and a batch arriving after the
+// deletion lands where it did when rows were keyed by the id.
 var deleteThreadEventsSQL = []string{
 	`DELETE FROM event_rows WHERE thread = (SELECT id FROM event_threads WHERE thread_id = ?1) AND tenant = ?2`,
 	`DELETE FROM events WHERE thread_id = ?1 AND tenant = ?2`,
-	`DELETE FROM event_threads WHERE thread_id = ?1`,
 }
 
 // deleteOldEventsSQL are retention's deletion of the events of runs ended
@@ -74,11 +77,8 @@ var deleteOldEventsSQL = []string{
 // threadNumbers remembers the numbers of the threads the event log wrote
 // lately, so that a batch looks up only its new threads. A number is
 // remembered once the transaction that read or made it has committed (one
-// made in a transaction rolled back does not exist), and forgotten when its
-// conversation is deleted. Another process deleting the conversation
-// leaves a number here that no longer maps to it: rows written under it
-// then are invisible, as rows written under a deleted conversation's id
-// always were.
+// made in a transaction rolled back does not exist); numbers are never
+// deleted, so one remembered stays right.
 type threadNumbers struct {
 	mu sync.Mutex
 	m  map[string]threadNumber
@@ -121,12 +121,6 @@ func (t *threadNumbers) remember(threads map[string]threadNumber) {
 	for th, n := range threads {
 		t.m[th] = n
 	}
-}
-
-func (t *threadNumbers) forget(thread string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.m, thread)
 }
 
 // AppendEvents writes a batch of events in one transaction, packed into rows.

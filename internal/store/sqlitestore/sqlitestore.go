@@ -415,7 +415,6 @@ func (s *Store) DeleteConversation(ctx context.Context, sc chat.Scope, id string
 	if err != nil {
 		return fmt.Errorf("delete conversation %s: %w", id, err)
 	}
-	s.threads.forget(id)
 	return nil
 }
 

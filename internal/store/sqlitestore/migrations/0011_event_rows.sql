@@ -7,11 +7,10 @@
 -- streams; with integer keys an entry takes about 12 (docs/benchmarks.md,
 -- "eleventh round: cheaper event rows").
 --
--- event_threads numbers the threads. AUTOINCREMENT: a number is never
--- given twice, so rows left under the number of a deleted conversation
--- (a batch written after its deletion) never join another thread.
+-- event_threads numbers the threads, for good: deleting a conversation
+-- deletes its rows, not its number, so no process ever holds a stale one.
 CREATE TABLE event_threads (
-    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    id         INTEGER PRIMARY KEY,
     thread_id  TEXT NOT NULL UNIQUE
 );
 
