@@ -31,14 +31,15 @@ var migrations embed.FS
 
 // Store is the SQLite store.Store.
 type Store struct {
-	write   *sql.DB
-	read    *sql.DB
-	prep    *prepared                    // the write pool's hot statements
-	rprep   *prepared                    // the read pool's hot statements
-	group   groupcommit.Queue[*groupReq] // the runs' writes' group commit (group.go)
-	busy    [numParts]busyCount          // the write connection's work (busy.go)
-	docs    documents                    // knowledge documents per tenant (knowledge.go)
-	threads threadNumbers                // the event log's thread numbers (events.go)
+	write *sql.DB
+	read  *sql.DB
+	prep  *prepared                    // the write pool's hot statements
+	rprep *prepared                    // the read pool's hot statements
+	group groupcommit.Queue[*groupReq] // the runs' writes' group commit (group.go)
+	busy  [numParts]busyCount          // the write connection's work (busy.go)
+	docs  documents                    // knowledge documents per tenant (knowledge.go)
+
+	threads threadNumbers // the event log's thread numbers (events.go)
 }
 
 var _ store.Store = (*Store)(nil)
