@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentchat/agentchat/internal/chat"
@@ -82,7 +83,15 @@ var deleteOldEventsSQL = []string{
 type threadNumbers struct {
 	mu sync.Mutex
 	m  map[string]threadNumber
+	// legacy is whether events held rows when first looked at (legacyEvents).
+	legacy atomic.Int32
 }
+
+// The states of threadNumbers.legacy (0: not looked at yet).
+const (
+	legacyNone int32 = 1 + iota
+	legacyHeld
+)
 
 // threadNumber is a thread's number and the last seq of its rows in events
 // when it was looked up: nothing writes events any more, and deletions
@@ -259,13 +268,16 @@ func (s *Store) ListEvents(ctx context.Context, sc chat.Scope, p store.ListEvent
 	q := `SELECT ?1 AS thread_id, seq, coalesce(seq_end, seq), tenant, run_id, type, turn, iteration, step, at, payload FROM event_rows
 		WHERE thread = (SELECT id FROM event_threads WHERE thread_id = ?1) AND tenant = ?2
 		AND seq >= coalesce((SELECT seq FROM event_rows WHERE thread = (SELECT id FROM event_threads WHERE thread_id = ?1) AND seq <= ?3 ORDER BY seq DESC LIMIT 1), 0)
-		AND coalesce(seq_end, seq) > ?3` + cond + `
+		AND coalesce(seq_end, seq) > ?3` + cond
+	if s.legacyEvents(ctx) {
+		q += `
 		UNION ALL
 		SELECT thread_id, seq, coalesce(seq_end, seq), tenant, run_id, type, turn, iteration, step, at, payload FROM events
 		WHERE thread_id = ?1 AND tenant = ?2
 		AND seq >= coalesce((SELECT seq FROM events WHERE thread_id = ?1 AND seq <= ?3 ORDER BY seq DESC LIMIT 1), 0)
-		AND coalesce(seq_end, seq) > ?3` + cond + `
-		ORDER BY seq`
+		AND coalesce(seq_end, seq) > ?3` + cond
+	}
+	q += ` ORDER BY seq`
 	if limit > 0 {
 		args = append(args, limit)
 		q += fmt.Sprintf(` LIMIT ?%d`, len(args))
@@ -297,11 +309,35 @@ func (s *Store) LastSeq(ctx context.Context, tenant, thread string) (int64, erro
 	// The write pool sees every committed batch, including one committed an instant ago.
 	labelled(ctx, partReads, func(ctx context.Context) {
 		start := time.Now()
-		err = s.write.QueryRowContext(ctx, lastSeqSQL, thread, tenant).Scan(&n)
+		err = s.prep.row(ctx, lastSeqSQL, thread, tenant).Scan(&n)
 		s.held(partReads, start, 1)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("last seq of %s: %w", thread, interpret(err))
 	}
 	return n, nil
+}
+
+// legacyEvents reports whether events may hold rows (of versions before
+// migration 0011), so that a read without them is parsed without its half
+// for them (the parse of a query run unprepared is most of a short read's
+// cost). It is looked at once: nothing writes events, so once empty it
+// stays empty.
+func (s *Store) legacyEvents(ctx context.Context) bool {
+	switch s.threads.legacy.Load() {
+	case legacyNone:
+		return false
+	case legacyHeld:
+		return true
+	}
+	var held bool
+	if err := s.read.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM events)`).Scan(&held); err != nil {
+		return true // read both
+	}
+	state := legacyNone
+	if held {
+		state = legacyHeld
+	}
+	s.threads.legacy.Store(state)
+	return held
 }
