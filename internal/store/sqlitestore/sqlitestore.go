@@ -31,6 +31,8 @@ var migrations embed.FS
 
 // Store is the SQLite store.Store.
 type Store struct {
+	threads threadNumbers // the event log's thread numbers (events.go)
+
 	write *sql.DB
 	read  *sql.DB
 	prep  *prepared                    // the write pool's hot statements
@@ -38,8 +40,6 @@ type Store struct {
 	group groupcommit.Queue[*groupReq] // the runs' writes' group commit (group.go)
 	busy  [numParts]busyCount          // the write connection's work (busy.go)
 	docs  documents                    // knowledge documents per tenant (knowledge.go)
-
-	threads threadNumbers // the event log's thread numbers (events.go)
 }
 
 var _ store.Store = (*Store)(nil)
