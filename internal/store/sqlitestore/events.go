@@ -3,7 +3,10 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentchat/agentchat/internal/chat"
@@ -11,23 +14,123 @@ import (
 	"github.com/agentchat/agentchat/internal/store"
 )
 
-// The event log: rows as store.PackEvents makes them. seq_end is NULL for a
-// row holding one event (so rows written before ranges existed need no
-// rewrite) and the last seq of a range otherwise.
+// The event log: rows as store.PackEvents makes them, in event_rows under
+// their thread's number (event_threads; migration 0011 says why), and in
+// events, keyed by the conversation id, the rows written before that
+// migration, which stay where they were and are read beside the others. A
+// row's seq_end is NULL for a row holding one event (so rows written before
+// ranges existed need no rewrite) and the last seq of a range otherwise.
 
-// insertEventSQL inserts one row unless it overlaps a stored row of its
-// thread. The only stored row that can overlap seqs s..e is the last one
-// starting at or before e (rows never overlap); when it reaches s, the new
-// row is given that row's seq, and the (thread, seq) unique index refuses it
-// as it refuses any repeated seq: one index probe, no second statement, and
-// rows inserted earlier in the same transaction are seen.
-const insertEventSQL = `INSERT INTO events (thread_id, seq, seq_end, tenant, run_id, type, turn, iteration, step, at, payload)
-	VALUES (?, coalesce((SELECT CASE WHEN coalesce(seq_end, seq) >= ? THEN seq END FROM events
-		WHERE thread_id = ? AND seq <= ? ORDER BY seq DESC LIMIT 1), ?), ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+// insertEventSQL inserts one row (the first parameter is the thread's
+// number) unless it overlaps
+// a stored row of its thread in event_rows. The only stored row that can
+// overlap seqs s..e is the last one starting at or before e (rows never
+// overlap); when it reaches s, the new row is given that row's seq, and the
+// (thread, seq) unique index refuses it as it refuses any repeated seq: one
+// index probe, no second statement, and rows inserted earlier in the same
+// transaction are seen. The refusal is what makes a retried batch (a commit
+// whose answer was lost) and the events of an executor cut off by a takeover
+// fail instead of writing seqs twice (the event log's write in
+// internal/run/log.go). Rows of events are checked apart (legacyOverlapSQL).
+const insertEventSQL = `INSERT INTO event_rows (thread, seq, seq_end, tenant, run_id, type, turn, iteration, step, at, payload)
+	VALUES (?, coalesce((SELECT CASE WHEN coalesce(seq_end, seq) >= ? THEN seq END FROM event_rows
+		WHERE thread = ? AND seq <= ? ORDER BY seq DESC LIMIT 1), ?), ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// legacyOverlapSQL reports whether seqs ?3..?2 of thread ?1 overlap a row of
+// events, as insertEventSQL's probe does in event_rows.
+const legacyOverlapSQL = `SELECT EXISTS (SELECT 1 FROM (SELECT coalesce(seq_end, seq) AS last FROM events
+	WHERE thread_id = ?1 AND seq <= ?2 ORDER BY seq DESC LIMIT 1) WHERE last >= ?3)`
+
+// threadNumberSQL reads a thread's number, newThreadSQL gives it one, and
+// legacyLastSQL reads its last seq in events.
+const (
+	threadNumberSQL = `SELECT id FROM event_threads WHERE thread_id = ?`
+	newThreadSQL    = `INSERT INTO event_threads (thread_id) VALUES (?) RETURNING id`
+	legacyLastSQL   = `SELECT coalesce((SELECT coalesce(seq_end, seq) FROM events WHERE thread_id = ? ORDER BY seq DESC LIMIT 1), 0)`
+)
 
 // lastSeqSQL reads a thread's last seq (?1 thread, ?2 tenant): the end of its
-// row with the greatest seq, one backward probe of the (thread, seq) index.
-const lastSeqSQL = `SELECT coalesce((SELECT coalesce(seq_end, seq) FROM events WHERE thread_id = ?1 AND tenant = ?2 ORDER BY seq DESC LIMIT 1), 0)`
+// row with the greatest seq, one backward probe of each (thread, seq) index.
+const lastSeqSQL = `SELECT max(
+	coalesce((SELECT coalesce(seq_end, seq) FROM event_rows WHERE thread = (SELECT id FROM event_threads WHERE thread_id = ?1) AND tenant = ?2 ORDER BY seq DESC LIMIT 1), 0),
+	coalesce((SELECT coalesce(seq_end, seq) FROM events WHERE thread_id = ?1 AND tenant = ?2 ORDER BY seq DESC LIMIT 1), 0))`
+
+// deleteThreadEventsSQL are a conversation's deletion of its events (?1 the
+// conversation, ?2 its tenant): its rows in both tables. Its number stays
+// (a row of event_threads, the id alone): a number is then never stale,
+// in this process's memory or another's, and a batch arriving after the
+// deletion lands where it did when rows were keyed by the id.
+var deleteThreadEventsSQL = []string{
+	`DELETE FROM event_rows WHERE thread = (SELECT id FROM event_threads WHERE thread_id = ?1) AND tenant = ?2`,
+	`DELETE FROM events WHERE thread_id = ?1 AND tenant = ?2`,
+}
+
+// deleteOldEventsSQL are retention's deletion of the events of runs ended
+// before ?1, through the (thread, seq) indexes: the threads of old runs,
+// then their rows of those runs.
+var deleteOldEventsSQL = []string{
+	`DELETE FROM event_rows WHERE thread IN (SELECT id FROM event_threads WHERE thread_id IN (SELECT conversation_id FROM runs WHERE ended_at IS NOT NULL AND ended_at < ?1))
+		AND run_id IN (SELECT id FROM runs WHERE ended_at IS NOT NULL AND ended_at < ?1)`,
+	`DELETE FROM events WHERE thread_id IN (SELECT conversation_id FROM runs WHERE ended_at IS NOT NULL AND ended_at < ?1)
+		AND run_id IN (SELECT id FROM runs WHERE ended_at IS NOT NULL AND ended_at < ?1)`,
+}
+
+// threadNumbers remembers the numbers of the threads the event log wrote
+// lately, so that a batch looks up only its new threads. A number is
+// remembered once the transaction that read or made it has committed (one
+// made in a transaction rolled back does not exist); numbers are never
+// deleted, so one remembered stays right.
+type threadNumbers struct {
+	mu sync.Mutex
+	m  map[string]threadNumber
+	// legacy is whether events held rows when first looked at (legacyEvents).
+	legacy atomic.Int32
+}
+
+// The states of threadNumbers.legacy (0: not looked at yet).
+const (
+	legacyNone int32 = 1 + iota
+	legacyHeld
+)
+
+// threadNumber is a thread's number and the last seq of its rows in events
+// when it was looked up: nothing writes events any more, and deletions
+// only lower it, so a row starting after it cannot overlap one there.
+type threadNumber struct {
+	n, legacyLast int64
+}
+
+// maxThreadNumbers bounds the numbers remembered (about 100 bytes each).
+const maxThreadNumbers = 1 << 16
+
+// lookup fills in the numbers of threads it remembers and reports how many
+// it does not.
+func (t *threadNumbers) lookup(threads map[string]threadNumber) (missing int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for th := range threads {
+		if n, ok := t.m[th]; ok {
+			threads[th] = n
+		} else {
+			missing++
+		}
+	}
+	return missing
+}
+
+func (t *threadNumbers) remember(threads map[string]threadNumber) {
+	if len(threads) == 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil || len(t.m)+len(threads) > maxThreadNumbers {
+		t.m = make(map[string]threadNumber, len(threads))
+	}
+	for th, n := range threads {
+		t.m[th] = n
+	}
+}
 
 // AppendEvents writes a batch of events in one transaction, packed into rows.
 func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
@@ -38,15 +141,65 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 	if err != nil {
 		return fmt.Errorf("append %d events: %w", len(evs), err)
 	}
-	err = s.txFor(ctx, partEvents, len(evs), func(tx *sql.Tx) error { return s.insertEventRows(ctx, tx, rows) })
+	var numbered map[string]threadNumber
+	err = s.txFor(ctx, partEvents, len(evs), func(tx *sql.Tx) (err error) {
+		numbered, err = s.insertEventRows(ctx, tx, rows)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("append %d events: %w", len(evs), err)
+	}
+	s.threads.remember(numbered)
+	return nil
+}
+
+// number fills in the numbers of threads (those left 0), giving one to a
+// thread without, and the last seq of each in events.
+func number(ctx context.Context, tx *sql.Tx, threads map[string]threadNumber) error {
+	for th, n := range threads {
+		if n.n != 0 {
+			continue
+		}
+		err := tx.QueryRowContext(ctx, threadNumberSQL, th).Scan(&n.n)
+		if errors.Is(err, sql.ErrNoRows) {
+			err = tx.QueryRowContext(ctx, newThreadSQL, th).Scan(&n.n)
+		}
+		if err == nil {
+			err = tx.QueryRowContext(ctx, legacyLastSQL, th).Scan(&n.legacyLast)
+		}
+		if err != nil {
+			return fmt.Errorf("number thread %s: %w", th, err)
+		}
+		threads[th] = n
 	}
 	return nil
 }
 
-// insertEventRows inserts packed rows in tx.
-func (s *Store) insertEventRows(ctx context.Context, tx *sql.Tx, rows []store.EventRow) error {
+// insertEventRows inserts packed rows in tx, each under its thread's
+// number. It returns the numbers it read or made, for s.threads to remember
+// once tx has committed (nil where it knew them all).
+func (s *Store) insertEventRows(ctx context.Context, tx *sql.Tx, rows []store.EventRow) (map[string]threadNumber, error) {
+	numbers := make(map[string]threadNumber, min(len(rows), 1024))
+	for _, r := range rows {
+		numbers[r.Thread] = threadNumber{}
+	}
+	missing := s.threads.lookup(numbers)
+	if missing > 0 {
+		if err := number(ctx, tx, numbers); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.insertNumberedRows(ctx, tx, rows, numbers); err != nil {
+		return nil, err
+	}
+	if missing == 0 {
+		return nil, nil
+	}
+	return numbers, nil
+}
+
+// insertNumberedRows inserts rows, numbers holding their threads' numbers.
+func (s *Store) insertNumberedRows(ctx context.Context, tx *sql.Tx, rows []store.EventRow, numbers map[string]threadNumber) error {
 	stmt, err := s.prep.stmt(ctx, tx, insertEventSQL)
 	if err != nil {
 		return err
@@ -64,13 +217,26 @@ func (s *Store) insertEventRows(ctx context.Context, tx *sql.Tx, rows []store.Ev
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		n := numbers[r.Thread]
+		if r.Seq <= n.legacyLast {
+			// Rare: a thread with rows in events, and a row that may
+			// overlap one of them (a retry of a batch written before the
+			// upgrade).
+			var overlaps bool
+			if err := tx.QueryRowContext(rowCtx, legacyOverlapSQL, r.Thread, r.SeqEnd, r.Seq).Scan(&overlaps); err != nil {
+				return err
+			}
+			if overlaps {
+				return fmt.Errorf("%w: seqs %d..%d of %s overlap a stored row", store.ErrConflict, r.Seq, r.SeqEnd, r.Thread)
+			}
+		}
 		var end any
 		if r.IsRange() {
 			end = r.SeqEnd
 		}
 		// Plain ? parameters, each bound once: numbered ones cost the
 		// driver a name lookup per parameter per row.
-		if _, err := stmt.ExecContext(rowCtx, r.Thread, r.Seq, r.Thread, r.SeqEnd, r.Seq, end, r.Tenant, r.Run, string(r.Type), r.Turn, r.Iteration, r.Step,
+		if _, err := stmt.ExecContext(rowCtx, n.n, r.Seq, n.n, r.SeqEnd, r.Seq, end, r.Tenant, r.Run, string(r.Type), r.Turn, r.Iteration, r.Step,
 			ms(r.Time), string(r.Payload)); err != nil {
 			return err
 		}
@@ -87,23 +253,34 @@ func (s *Store) ListEvents(ctx context.Context, sc chat.Scope, p store.ListEvent
 	if _, err := s.GetConversation(ctx, sc, thread); err != nil {
 		return nil, err
 	}
-	q := `SELECT thread_id, seq, coalesce(seq_end, seq), tenant, run_id, type, turn, iteration, step, at, payload FROM events
-		WHERE thread_id = ?1 AND tenant = ?2
-		AND seq >= coalesce((SELECT seq FROM events WHERE thread_id = ?1 AND seq <= ?3 ORDER BY seq DESC LIMIT 1), 0)
-		AND coalesce(seq_end, seq) > ?3`
+	// Each table's rows overlapping (after, until], merged in seq order:
+	// a thread's rows in the two never overlap either.
 	args := []any{thread, sc.Tenant, after}
+	var cond string
 	if until > 0 {
-		q += ` AND seq <= ?`
 		args = append(args, until)
+		cond += fmt.Sprintf(` AND seq <= ?%d`, len(args))
 	}
 	if p.RunID != "" {
-		q += ` AND run_id = ?`
 		args = append(args, p.RunID)
+		cond += fmt.Sprintf(` AND run_id = ?%d`, len(args))
+	}
+	q := `SELECT ?1 AS thread_id, seq, coalesce(seq_end, seq), tenant, run_id, type, turn, iteration, step, at, payload FROM event_rows
+		WHERE thread = (SELECT id FROM event_threads WHERE thread_id = ?1) AND tenant = ?2
+		AND seq >= coalesce((SELECT seq FROM event_rows WHERE thread = (SELECT id FROM event_threads WHERE thread_id = ?1) AND seq <= ?3 ORDER BY seq DESC LIMIT 1), 0)
+		AND coalesce(seq_end, seq) > ?3` + cond
+	if s.legacyEvents(ctx) {
+		q += `
+		UNION ALL
+		SELECT thread_id, seq, coalesce(seq_end, seq), tenant, run_id, type, turn, iteration, step, at, payload FROM events
+		WHERE thread_id = ?1 AND tenant = ?2
+		AND seq >= coalesce((SELECT seq FROM events WHERE thread_id = ?1 AND seq <= ?3 ORDER BY seq DESC LIMIT 1), 0)
+		AND coalesce(seq_end, seq) > ?3` + cond
 	}
 	q += ` ORDER BY seq`
 	if limit > 0 {
-		q += ` LIMIT ?`
 		args = append(args, limit)
+		q += fmt.Sprintf(` LIMIT ?%d`, len(args))
 	}
 	rows, err := collect(scanEventRow)(s.read.QueryContext(ctx, q, args...))
 	if err != nil {
@@ -132,11 +309,35 @@ func (s *Store) LastSeq(ctx context.Context, tenant, thread string) (int64, erro
 	// The write pool sees every committed batch, including one committed an instant ago.
 	labelled(ctx, partReads, func(ctx context.Context) {
 		start := time.Now()
-		err = s.write.QueryRowContext(ctx, lastSeqSQL, thread, tenant).Scan(&n)
+		err = s.prep.row(ctx, lastSeqSQL, thread, tenant).Scan(&n)
 		s.held(partReads, start, 1)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("last seq of %s: %w", thread, interpret(err))
 	}
 	return n, nil
+}
+
+// legacyEvents reports whether events may hold rows (of versions before
+// migration 0011), so that a read without them is parsed without its half
+// for them (the parse of a query run unprepared is most of a short read's
+// cost). It is looked at once: nothing writes events, so once empty it
+// stays empty.
+func (s *Store) legacyEvents(ctx context.Context) bool {
+	switch s.threads.legacy.Load() {
+	case legacyNone:
+		return false
+	case legacyHeld:
+		return true
+	}
+	var held bool
+	if err := s.read.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM events)`).Scan(&held); err != nil {
+		return true // read both
+	}
+	state := legacyNone
+	if held {
+		state = legacyHeld
+	}
+	s.threads.legacy.Store(state)
+	return held
 }

@@ -17,6 +17,7 @@ func (s *Store) PauseRun(ctx context.Context, p store.PauseRunParams) error {
 		return err
 	}
 	rows, usage, confs := enc.Events, enc.Usage, enc.Confirmations
+	var numbered map[string]threadNumber
 	err = s.tx(ctx, func(tx *sql.Tx) error {
 		var status, owner, thread string
 		var epoch int64
@@ -36,7 +37,7 @@ func (s *Store) PauseRun(ctx context.Context, p store.PauseRunParams) error {
 				return err
 			}
 		}
-		if err := s.insertEventRows(ctx, tx, rows); err != nil {
+		if numbered, err = s.insertEventRows(ctx, tx, rows); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE runs SET state = ?, usage = ? WHERE id = ?`, nullJSON(p.State), string(usage), p.RunID)
@@ -45,6 +46,7 @@ func (s *Store) PauseRun(ctx context.Context, p store.PauseRunParams) error {
 	if err != nil {
 		return fmt.Errorf("pause run %s: %w", p.RunID, err)
 	}
+	s.threads.remember(numbered)
 	return nil
 }
 

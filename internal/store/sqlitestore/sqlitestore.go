@@ -31,6 +31,8 @@ var migrations embed.FS
 
 // Store is the SQLite store.Store.
 type Store struct {
+	threads threadNumbers // the event log's thread numbers (events.go)
+
 	write *sql.DB
 	read  *sql.DB
 	prep  *prepared                    // the write pool's hot statements
@@ -419,8 +421,12 @@ func (s *Store) DeleteConversation(ctx context.Context, sc chat.Scope, id string
 		if n, _ := res.RowsAffected(); n == 0 {
 			return store.ErrNotFound
 		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM events WHERE thread_id = ? AND tenant = ?`, id, sc.Tenant)
-		return err
+		for _, q := range deleteThreadEventsSQL {
+			if _, err := tx.ExecContext(ctx, q, id, sc.Tenant); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("delete conversation %s: %w", id, err)
@@ -819,10 +825,10 @@ func (s *Store) ClaimRun(ctx context.Context, p store.ClaimRunParams) (chat.Run,
 func (s *Store) DeleteRunsEndedBefore(ctx context.Context, t time.Time) (int, error) {
 	var n int64
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		// Through the (thread, seq) index: the threads of old runs, then their rows of those runs.
-		if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE thread_id IN (SELECT conversation_id FROM runs WHERE ended_at IS NOT NULL AND ended_at < ?)
-			AND run_id IN (SELECT id FROM runs WHERE ended_at IS NOT NULL AND ended_at < ?)`, ms(t), ms(t)); err != nil {
-			return err
+		for _, q := range deleteOldEventsSQL {
+			if _, err := tx.ExecContext(ctx, q, ms(t)); err != nil {
+				return err
+			}
 		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE ended_at IS NOT NULL AND ended_at < ?`, ms(t))
 		if err != nil {

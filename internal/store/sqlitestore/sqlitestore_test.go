@@ -3,6 +3,7 @@ package sqlitestore_test
 import (
 	"database/sql"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/agentchat/agentchat/internal/store"
@@ -49,6 +50,22 @@ func BenchmarkAppendEvents(b *testing.B) {
 	}
 }
 
+// BenchmarkAppendStreams measures the event log's write path at thousands
+// of live streams (storetest.BenchAppendStreams): a batch per iteration,
+// each stream's deltas a row, into a log that already holds 100 batches.
+func BenchmarkAppendStreams(b *testing.B) {
+	for _, threads := range []int{1000, 5000} {
+		b.Run(strconv.Itoa(threads), func(b *testing.B) {
+			s, err := sqlitestore.Open(b.Context(), filepath.Join(b.TempDir(), "bench.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			storetest.BenchAppendStreams(b, s, threads, 100)
+		})
+	}
+}
+
 // TestDeltasShareARow counts the event log's rows: a message's deltas in one
 // batch are one row, however many streams the batch interleaves.
 func TestDeltasShareARow(t *testing.T) {
@@ -66,7 +83,7 @@ func TestDeltasShareARow(t *testing.T) {
 	defer db.Close()
 	storetest.CountRows(t, s, func(thread string) (rows, lastSeqEnd int64) {
 		t.Helper()
-		if err := db.QueryRowContext(t.Context(), `SELECT count(*), coalesce(max(coalesce(seq_end, seq)), 0) FROM events WHERE thread_id = ?`, thread).Scan(&rows, &lastSeqEnd); err != nil {
+		if err := db.QueryRowContext(t.Context(), `SELECT count(*), coalesce(max(coalesce(seq_end, seq)), 0) FROM event_rows WHERE thread = (SELECT id FROM event_threads WHERE thread_id = ?)`, thread).Scan(&rows, &lastSeqEnd); err != nil {
 			t.Fatal(err)
 		}
 		return rows, lastSeqEnd

@@ -131,3 +131,59 @@ func benchParallel(b *testing.B, s store.Store, parallelism int, unit string, op
 		b.ReportMetric(float64((held()-busy).Nanoseconds())/float64(b.N), "writer-ns/op")
 	}
 }
+
+// BenchAppendStreams appends batches shaped as the event log's at thousands
+// of live streams: each of threads conversations (ids, runs and turns as the
+// server makes them, 36 characters each) gets one text delta per batch and
+// every other one a second, so a batch holds 1.5 × threads events in about
+// threads rows, and the (thread, seq) keys it touches are spread over the
+// whole log. The log first holds prefill such batches, so that the timed
+// ones write into a grown database, as a long run does. It reports
+// ns/event and the process's CPU time per event.
+func BenchAppendStreams(b *testing.B, s store.Store, threads, prefill int) {
+	type stream struct {
+		thread, run, msg string
+		seq              int64
+	}
+	streams := make([]stream, threads)
+	for i := range streams {
+		streams[i] = stream{thread: chat.NewID(), run: chat.NewID(), msg: chat.NewID()}
+	}
+	batch := make([]event.Event, 0, threads*3/2+1)
+	n := 0
+	next := func() []event.Event {
+		batch = batch[:0]
+		now := time.Now()
+		for i := range streams {
+			st := &streams[i]
+			k := 1 + (i+n)%2
+			for range k {
+				st.seq++
+				batch = append(batch, event.Event{Tenant: "default", Thread: st.thread, Run: st.run, Seq: st.seq, Time: now,
+					Type: event.TextDelta, Turn: st.run, Payload: event.TextDeltaData{MessageID: st.msg, Delta: " token"}})
+			}
+		}
+		n++
+		return batch
+	}
+	for range prefill {
+		if err := s.AppendEvents(b.Context(), next()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	var cpu time.Duration
+	events := 0
+	for b.Loop() {
+		if cpu == 0 {
+			cpu = processCPU()
+		}
+		evs := next()
+		events += len(evs)
+		if err := s.AppendEvents(b.Context(), evs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(events), "ns/event")
+	b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(events), "cpu-ns/event")
+}
