@@ -12,6 +12,9 @@
 #   STREAMS="5000 5000 5000" scripts/bench-cores.sh
 #   AGENTCHAT_BIN=./agentchat scripts/bench-cores.sh   # no Go on this machine
 #   PROFILE_DIR=/tmp/prof scripts/bench-cores.sh       # the last run's profiles
+#   BASE_BIN=./agentchat-base AGENTCHAT_BIN=./agentchat STREAMS="5000 5000 5000" \
+#     scripts/bench-cores.sh   # each load run by base, then by this binary
+#   EXTRA="--rounds 10" STREAMS="1 20" scripts/bench-cores.sh   # more bench flags
 #
 # With PROFILE_DIR, the last run writes the server's CPU, heap, goroutine and
 # mutex profiles there; `go tool pprof -tags PROFILE_DIR/cpu.pprof` gives
@@ -38,7 +41,11 @@ t0=$(date +%s)
 # one where the shell may.
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
-# AGENTCHAT_BIN names a binary built elsewhere (a machine without Go).
+# AGENTCHAT_BIN names a binary built elsewhere (a machine without Go);
+# BASE_BIN one to compare it with.
+if [ -n "${BASE_BIN:-}" ]; then
+  cp "$BASE_BIN" "$out/base"
+fi
 if [ -n "${AGENTCHAT_BIN:-}" ]; then
   cp "$AGENTCHAT_BIN" "$out/agentchat"
 else
@@ -47,37 +54,44 @@ else
 fi
 echo "$(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)" >&2
 
-runs=$(echo $STREAMS | wc -w)
+# With BASE_BIN, each load is run by base first, then by this binary:
+# alternating pairs, so the machine's drift falls on both alike.
+who=(agentchat)
+[ -n "${BASE_BIN:-}" ] && who=(base agentchat)
+runs=$(($(echo $STREAMS | wc -w) * ${#who[@]}))
 i=0
 for n in $STREAMS; do
-  i=$((i + 1))
-  echo "run $i: $n streams" >&2
-  extra=()
-  if [ -n "${PROFILE_DIR:-}" ] && [ "$i" = "$runs" ]; then
-    extra=(--profile "$PROFILE_DIR")
-  fi
-  set +e
-  timeout --signal=INT --kill-after=10 "$RUN_LIMIT" \
-    "$out/agentchat" bench --streams "$n" --tokens "$TOKENS" --pace "$PACE" "${extra[@]}" >"$out/run$i.txt" 2>"$out/run$i.log"
-  echo $? >"$out/run$i.rc"
-  set -e
+  for bin in "${who[@]}"; do
+    i=$((i + 1))
+    echo "run $i: $n streams ($bin)" >&2
+    echo "$n $bin" >"$out/run$i.what"
+    extra=()
+    if [ -n "${PROFILE_DIR:-}" ] && [ "$i" = "$runs" ]; then
+      extra=(--profile "$PROFILE_DIR")
+    fi
+    set +e
+    # shellcheck disable=SC2086 # EXTRA is a list of flags
+    timeout --signal=INT --kill-after=10 "$RUN_LIMIT" \
+      "$out/$bin" bench --streams "$n" --tokens "$TOKENS" --pace "$PACE" ${EXTRA:-} "${extra[@]}" >"$out/run$i.txt" 2>"$out/run$i.log"
+    echo $? >"$out/run$i.rc"
+    set -e
+  done
 done
 
-printf '\n%s, %s cores, %s tokens at %s, all streams at once, embedded store, every event persisted\n\n' \
-  "$(date -u +%FT%TZ)" "$(nproc)" "$TOKENS" "$PACE"
-printf '| run | streams | tokens/s (floor) | share of floor | errors | added first text p50 / p99 | CPU per 1000 tokens | cores busy | peak RSS | per active stream | serial parts busy |\n'
-printf '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n'
-i=0
-for n in $STREAMS; do
-  i=$((i + 1))
+printf '\n%s, %s cores, %s tokens at %s, all streams at once, embedded store, every event persisted%s\n\n' \
+  "$(date -u +%FT%TZ)" "$(nproc)" "$TOKENS" "$PACE" "${EXTRA:+, bench flags $EXTRA}"
+printf '| run | binary | streams | tokens/s (floor) | share of floor | errors | added first text p50 / p99 | CPU per 1000 tokens | cores busy | peak RSS | per active stream | serial parts busy |\n'
+printf '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n'
+for i in $(seq 1 "$runs"); do
+  read -r n bin <"$out/run$i.what"
   rc=$(cat "$out/run$i.rc")
   if ! grep -q '^  delivered' "$out/run$i.txt"; then
     why="exit $rc"
     [ "$rc" = 124 ] && why="cut at ${RUN_LIMIT} s"
-    printf '| %d | %d | (%s: %s) | | | | | | | | |\n' "$i" "$n" "$why" "$(tail -n 1 "$out/run$i.log" | cut -c1-80)"
+    printf '| %d | %s | %d | (%s: %s) | | | | | | | | |\n' "$i" "$bin" "$n" "$why" "$(tail -n 1 "$out/run$i.log" | cut -c1-80)"
     continue
   fi
-  awk -v run="$i" -v n="$n" '
+  awk -v run="$i" -v n="$n" -v bin="$bin" '
     /^  added to first text/ { p50 = $6; p99 = $9 }
     /^  delivered/ {
       secs = $5; tps = $8; floor = $11; share = $13
@@ -88,8 +102,8 @@ for n in $STREAMS; do
     /^  serial parts busy/ { serial = $0; sub(/^  serial parts busy +/, "", serial) }
     END {
       cores = (secs > 0) ? cpu / 1000 / secs : 0
-      printf "| %d | %d | %s (%s) | %s %% | %s | %s / %s ms | %s ms | %.1f | %s MiB | %s KiB | %s |\n",
-        run, n, tps, floor, share, errs, p50, p99, per1k, cores, peak, active, serial
+      printf "| %d | %s | %d | %s (%s) | %s %% | %s | %s / %s ms | %s ms | %.1f | %s MiB | %s KiB | %s |\n",
+        run, bin, n, tps, floor, share, errs, p50, p99, per1k, cores, peak, active, serial
     }' "$out/run$i.txt"
 done
 printf '\ntotal %d s\n' "$(($(date +%s) - t0))"

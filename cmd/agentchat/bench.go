@@ -23,6 +23,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	storeURL := fs.String("store", "", "AGENTCHAT_STORE for the servers (default: SQLite in a temp dir); a postgres:// URL naming no schema gets a schema of the run's own, dropped at the end")
 	busURL := fs.String("bus", "", "AGENTCHAT_BUS for the servers (default: in-process); on Redis the run's keys are deleted at the end")
 	ramp := fs.Duration("ramp", 0, "spread the streams' starts evenly over this long, e.g. 2s (default: all at once)")
+	rounds := fs.Int("rounds", 1, "run the floor and the load this many times, alternately, and pool their samples (for few streams)")
 	idle := fs.Bool("idle", false, "also measure memory per idle stream")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	profileDir := fs.String("profile", "", "write the first server's profiles of the load (cpu.pprof, and heap.pprof and goroutine.pprof halfway) to this folder")
@@ -43,7 +44,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	res, err := bench.Run(ctx, bench.Config{
 		Binary: self, Streams: *streams, Tokens: *tokens, Pace: *pace, Replicas: *replicas,
-		Store: *storeURL, Bus: *busURL, BusPrefix: fmt.Sprintf("bench%d", time.Now().UnixNano()), IdleProbe: *idle, Ramp: *ramp, Soak: *soakFor, ProfileDir: *profileDir, Log: stderr,
+		Store: *storeURL, Bus: *busURL, BusPrefix: fmt.Sprintf("bench%d", time.Now().UnixNano()), IdleProbe: *idle, Ramp: *ramp, Rounds: *rounds, Soak: *soakFor, ProfileDir: *profileDir, Log: stderr,
 	})
 	if err != nil {
 		return err
@@ -87,7 +88,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return nil
 	}
-	fmt.Fprintf(stdout, `streams %d, tokens %d, pace %s, ramp %s, replicas %d
+	fmt.Fprintf(stdout, `streams %d, tokens %d, pace %s, ramp %s, replicas %d, rounds %d
   floor (upstream alone)   TTFB p50 %.2f ms  p99 %.2f ms   first text p50 %.2f ms  p99 %.2f ms
   through agentchat        TTFB p50 %.2f ms  p99 %.2f ms   first text p50 %.2f ms  p99 %.2f ms
   added to first text      p50 %.2f ms  p99 %.2f ms
@@ -95,7 +96,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
   errors                   %d (refused %d, runs not succeeded %d, streams without their end %d)
   server CPU               %.0f ms = %.2f ms per 1000 tokens
   server memory            idle %.1f MiB, peak %.1f MiB, %.1f KiB per active stream`,
-		*streams, *tokens, *pace, *ramp, *replicas,
+		*streams, *tokens, *pace, *ramp, *replicas, max(*rounds, 1),
 		res.FloorTTFB.P50, res.FloorTTFB.P99, res.FloorFirstText.P50, res.FloorFirstText.P99,
 		res.TTFB.P50, res.TTFB.P99, res.FirstText.P50, res.FirstText.P99,
 		res.FirstText.P50-res.FloorFirstText.P50, res.FirstText.P99-res.FloorFirstText.P99,

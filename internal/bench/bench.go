@@ -52,6 +52,12 @@ type Config struct {
 	// Soak, when above zero, replaces the single load by a soak: Streams
 	// chats kept going, one after another, for this long (see Soak).
 	Soak time.Duration
+	// Rounds repeats the floor and the load this many times, alternately,
+	// on the same servers, and pools their samples (0 or 1: once). Each
+	// pass opens its client connections anew. A few streams give a few
+	// samples a pass: at one stream, "added first text" from one pass is
+	// one sample's difference, within the pacing timer's jitter.
+	Rounds int
 	// ProfileDir, when set, is a folder to write the first server's
 	// profiles of the load to, from its pprof listener: cpu.pprof over as
 	// long as the floor took (rounded up: the load's busy part), heap.pprof
@@ -175,14 +181,29 @@ func run(ctx context.Context, cfg Config) (Result, error) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Streams + 16, MaxConnsPerHost: 0, DisableCompression: true}}
 	defer client.CloseIdleConnections()
 
-	logf("floor: %d concurrent streams straight to the fake upstream", cfg.Streams)
-	floorStart := time.Now()
-	ttfb, first, floorTokens, err := floor(ctx, client, upURL, cfg.Streams, cfg.Ramp)
-	if err != nil {
-		return res, fmt.Errorf("floor: %w", err)
+	// The floor's passes: each opens its connections anew, as the
+	// load's clients do (see pass below).
+	var fl floorPasses
+	floorPass := func() error {
+		client.CloseIdleConnections()
+		logf("floor: %d concurrent streams straight to the fake upstream", cfg.Streams)
+		t := time.Now()
+		ttfb, first, tokens, err := floor(ctx, client, upURL, cfg.Streams, cfg.Ramp)
+		fl.ttfb, fl.first = append(fl.ttfb, ttfb...), append(fl.first, first...)
+		fl.tokens += tokens
+		fl.elapsed += time.Since(t)
+		if err != nil {
+			return fmt.Errorf("floor: %w", err)
+		}
+		return nil
 	}
-	res.FloorTTFB, res.FloorFirstText = percent(ttfb), percent(first)
-	res.FloorTokensPerSecond = float64(floorTokens) / time.Since(floorStart).Seconds()
+	floorStart := time.Now()
+	if err := floorPass(); err != nil {
+		return res, err
+	}
+	// A soak reports the first pass's floor; the load, every pass's.
+	res.FloorTTFB, res.FloorFirstText = percent(fl.ttfb), percent(fl.first)
+	res.FloorTokensPerSecond = float64(fl.tokens) / fl.elapsed.Seconds()
 
 	dir, err := os.MkdirTemp("", "agentchat-bench-")
 	if err != nil {
@@ -242,27 +263,98 @@ func run(ctx context.Context, cfg Config) (Result, error) {
 	for i, s := range servers {
 		before[i], _ = scrape(ctx, client, s.metricsURL)
 	}
-	logf("load: %d concurrent chats of %d tokens at %s/token over %d server(s)", cfg.Streams, cfg.Tokens, cfg.Pace, len(servers))
 	profiled := make(chan error, 1)
 	if cfg.ProfileDir != "" {
 		go func() { profiled <- profile(ctx, client, servers[0].debugURL, time.Since(floorStart), cfg.ProfileDir) }()
 	} else {
 		profiled <- nil
 	}
-	var (
-		mu            sync.Mutex
-		ttfbs, firsts []time.Duration
-		tokens        atomic.Int64
-		errs          atomic.Int64
-		refused       atomic.Int64
-		failed        atomic.Int64
-		noEnd         atomic.Int64
-		wg            sync.WaitGroup
-		stopSampling  = make(chan struct{})
-		peak          = make([]int64, len(servers))
-		start         = time.Now()
-	)
+	peak := make([]int64, len(servers))
+	var ld loadPasses
+	rounds := max(cfg.Rounds, 1)
+	for r := range rounds {
+		if r > 0 {
+			if err := floorPass(); err != nil {
+				return res, err
+			}
+		}
+		logf("load: %d concurrent chats of %d tokens at %s/token over %d server(s) (round %d of %d)", cfg.Streams, cfg.Tokens, cfg.Pace, len(servers), r+1, rounds)
+		ld.pass(ctx, cfg, client, servers, peak, logf)
+	}
+	res.FloorTTFB, res.FloorFirstText = percent(fl.ttfb), percent(fl.first)
+	res.FloorTokensPerSecond = float64(fl.tokens) / fl.elapsed.Seconds()
+	after := make([]metricsSample, len(servers))
+	for i, s := range servers {
+		after[i], _ = scrape(ctx, client, s.metricsURL)
+	}
+	res.Serial = serialParts(before, after, ld.elapsed.Seconds())
+	if err := <-profiled; err != nil {
+		return res, fmt.Errorf("profiles: %w", err)
+	}
+	cpu1 := 0.0
+	for i, s := range servers {
+		ms, err := s.proc.cpuMS()
+		if err != nil {
+			return res, err
+		}
+		_, hwm, err := s.proc.memory()
+		if err != nil {
+			return res, err
+		}
+		cpu1 += ms
+		peak[i] = max(peak[i], hwm)
+		res.PeakRSSMiB += float64(peak[i]) / 1024
+		res.KiBPerActive += float64(peak[i]-s.idleRSS) / float64(cfg.Streams)
+	}
+	res.ServerFirstTextMean = serverFirstText(before, after)
+	if len(ld.firsts) > 0 {
+		var sum time.Duration
+		for _, d := range ld.firsts {
+			sum += d
+		}
+		res.FirstTextMean = float64(sum.Microseconds()) / 1000 / float64(len(ld.firsts))
+	}
+	res.TTFB, res.FirstText = percent(ld.ttfbs), percent(ld.firsts)
+	res.Errors = int(ld.errs.Load())
+	res.Refused, res.FailedRuns, res.NoEnd = int(ld.refused.Load()), int(ld.failed.Load()), int(ld.noEnd.Load())
+	res.TokensDelivered = ld.tokens.Load()
+	res.Elapsed = ld.elapsed.Seconds()
+	res.TokensPerSecond = float64(res.TokensDelivered) / res.Elapsed
+	res.ServerCPUms = cpu1 - cpu0
+	if res.TokensDelivered > 0 {
+		res.CPUmsPer1kTokens = res.ServerCPUms / float64(res.TokensDelivered) * 1000
+	}
+	return res, nil
+}
+
+// floorPasses sums the floor's passes.
+type floorPasses struct {
+	ttfb, first []time.Duration
+	tokens      int64
+	elapsed     time.Duration
+}
+
+// loadPasses sums the load's passes through the servers.
+type loadPasses struct {
+	mu                           sync.Mutex
+	ttfbs, firsts                []time.Duration
+	tokens                       atomic.Int64
+	errs, refused, failed, noEnd atomic.Int64
+	elapsed                      time.Duration
+}
+
+// pass runs one load: cfg.Streams chats spread over the servers, arriving
+// as cfg.Ramp says, each on a connection of its own (the client's idle
+// ones are closed first, so every pass opens its connections as the
+// first did). peak keeps each server's greatest RSS sampled.
+func (ld *loadPasses) pass(ctx context.Context, cfg Config, client *http.Client, servers []*server, peak []int64, logf func(string, ...any)) {
+	client.CloseIdleConnections()
+	var wg sync.WaitGroup
+	stopSampling := make(chan struct{})
+	sampled := make(chan struct{})
+	start := time.Now()
 	go func() {
+		defer close(sampled)
 		t := time.NewTicker(50 * time.Millisecond)
 		defer t.Stop()
 		for {
@@ -283,79 +375,38 @@ func run(ctx context.Context, cfg Config) (Result, error) {
 	for i := range cfg.Streams {
 		wg.Go(func() {
 			if !arrive(ctx, start, i, cfg.Streams, cfg.Ramp) {
-				errs.Add(1)
-				noEnd.Add(1)
+				ld.errs.Add(1)
+				ld.noEnd.Add(1)
 				return
 			}
 			cctx, cancel := context.WithTimeout(ctx, deadline)
 			defer cancel()
 			m, err := chat(cctx, client, servers[i%len(servers)].url, nil)
 			if err != nil {
-				errs.Add(1)
+				ld.errs.Add(1)
 				switch {
 				case errors.Is(err, errRefused):
-					refused.Add(1)
+					ld.refused.Add(1)
 				case errors.Is(err, errRunFailed):
-					failed.Add(1)
+					ld.failed.Add(1)
 				default:
-					noEnd.Add(1)
+					ld.noEnd.Add(1)
 				}
-				if errs.Load() <= 20 {
+				if ld.errs.Load() <= 20 {
 					logf("chat %d: %v", i, err)
 				}
 				return
 			}
-			tokens.Add(int64(m.deltas))
-			mu.Lock()
-			ttfbs, firsts = append(ttfbs, m.ttfb), append(firsts, m.firstText)
-			mu.Unlock()
+			ld.tokens.Add(int64(m.deltas))
+			ld.mu.Lock()
+			ld.ttfbs, ld.firsts = append(ld.ttfbs, m.ttfb), append(ld.firsts, m.firstText)
+			ld.mu.Unlock()
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
+	ld.elapsed += time.Since(start)
 	close(stopSampling)
-	after := make([]metricsSample, len(servers))
-	for i, s := range servers {
-		after[i], _ = scrape(ctx, client, s.metricsURL)
-	}
-	res.Serial = serialParts(before, after, elapsed.Seconds())
-	if err := <-profiled; err != nil {
-		return res, fmt.Errorf("profiles: %w", err)
-	}
-	cpu1 := 0.0
-	for i, s := range servers {
-		ms, err := s.proc.cpuMS()
-		if err != nil {
-			return res, err
-		}
-		_, hwm, err := s.proc.memory()
-		if err != nil {
-			return res, err
-		}
-		cpu1 += ms
-		peak[i] = max(peak[i], hwm)
-		res.PeakRSSMiB += float64(peak[i]) / 1024
-		res.KiBPerActive += float64(peak[i]-s.idleRSS) / float64(cfg.Streams)
-	}
-	res.ServerFirstTextMean = serverFirstText(before, after)
-	if len(firsts) > 0 {
-		var sum time.Duration
-		for _, d := range firsts {
-			sum += d
-		}
-		res.FirstTextMean = float64(sum.Microseconds()) / 1000 / float64(len(firsts))
-	}
-	res.TTFB, res.FirstText = percent(ttfbs), percent(firsts)
-	res.Errors = int(errs.Load())
-	res.Refused, res.FailedRuns, res.NoEnd = int(refused.Load()), int(failed.Load()), int(noEnd.Load())
-	res.TokensDelivered = tokens.Load()
-	res.Elapsed = elapsed.Seconds()
-	res.TokensPerSecond = float64(res.TokensDelivered) / elapsed.Seconds()
-	res.ServerCPUms = cpu1 - cpu0
-	if res.TokensDelivered > 0 {
-		res.CPUmsPer1kTokens = res.ServerCPUms / float64(res.TokensDelivered) * 1000
-	}
-	return res, nil
+	<-sampled // the sampler has stopped writing peak
 }
 
 // profile writes the profiles the server at debugURL takes over the next
