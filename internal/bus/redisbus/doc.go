@@ -34,8 +34,8 @@
 // accumulated while its previous pipeline was in flight as one pipeline,
 // under load at most one pipeline every sendEvery (2 ms; a publish that
 // waits, or a full pipeline, goes at once), so a thousand streams
-// publishing cost a pipeline of about fifty events per round trip, not one
-// round trip and syscall pair per event. A thread's publishes in one
+// publishing cost a pipeline of dozens of events per round trip, not one
+// round trip and syscall pair per few events. A thread's publishes in one
 // pipeline are one entry, one XADD. A
 // Publish does not wait for its XADD: a run
 // parked and woken per event was 5 % of a replica's CPU, and a

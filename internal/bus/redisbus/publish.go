@@ -202,7 +202,7 @@ const maxQueued = 32 * maxPipeline
 // latency; under load a subscription on another replica sees an event at
 // most this much later (one on this replica has it directly, see
 // deliverLocal). At a thousand streams over two replicas, a replica then
-// sends a pipeline of about fifty events where it sent ten.
+// sends a pipeline of about eighty events where it sent ten.
 const sendEvery = 2 * time.Millisecond
 
 // maxFailed bounds the failures a shard keeps for the threads' next
