@@ -30,12 +30,13 @@
 // stream's EXPIRE Options.TTL is refreshed at most once a minute rather
 // than with every event.
 //
-// Publishing is group-committed: a writer per shard of the threads sends
-// whatever publishes accumulated while its previous pipeline was in flight
-// as one pipeline, so a thousand streams publishing at once cost a few
-// round trips and syscalls, not a thousand, and no one writer's turn in the
-// scheduler holds them all. A thread's publishes in one pipeline are one
-// entry, one XADD: at a thousand streams, two or three events each. A
+// Publishing is group-committed: one writer sends whatever publishes
+// accumulated while its previous pipeline was in flight as one pipeline,
+// under load at most one pipeline every sendEvery (2 ms; a publish that
+// waits, or a full pipeline, goes at once), so a thousand streams
+// publishing cost a pipeline of dozens of events per round trip, not one
+// round trip and syscall pair per few events. A thread's publishes in one
+// pipeline are one entry, one XADD. A
 // Publish does not wait for its XADD: a run
 // parked and woken per event was 5 % of a replica's CPU, and a
 // wait per event is one round trip per event again when a run's tokens
@@ -92,7 +93,7 @@
 //     each at most once (whether it came from a local publish, the catch-up
 //     read or the reader); it may see gaps, never a repeat or a step back.
 //     The stream holds a thread's events in seq order because its publishes
-//     do not overlap (the caller's duty) and its shard's one publisher
+//     do not overlap (the caller's duty) and the bus's one publisher
 //     goroutine sends them in arrival order.
 //   - Concurrency: a Bus is safe for concurrent use. Topics live in shards
 //     by stream key (shardCount of them), each with its own readers; a

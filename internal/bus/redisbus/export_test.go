@@ -47,7 +47,7 @@ func PublishWaited(ctx context.Context, b *Bus, ev event.Event) error {
 // pipeline was in flight, and waits for it.
 func SendAsOneEntry(b *Bus, evs ...event.Event) error {
 	reqs := make([]*publishReq, len(evs))
-	var q *publishQueue
+	q := &b.pub
 	for i, ev := range evs {
 		data, err := ev.MarshalJSON()
 		if err != nil {
@@ -55,7 +55,6 @@ func SendAsOneEntry(b *Bus, evs ...event.Event) error {
 		}
 		key := StreamKey(b.opts.Prefix, ev.Tenant, ev.Thread)
 		reqs[i] = &publishReq{key: key, seq: ev.Seq, data: data}
-		q = &b.shard(key).pub
 	}
 	b.send(q, reqs)
 	q.mu.Lock()

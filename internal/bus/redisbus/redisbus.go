@@ -63,6 +63,8 @@ type Bus struct {
 	// deliver locally, and with one lock for all, a thousand streams'
 	// publishers queued on it (most of their time, in a mutex profile).
 	shards [shardCount]shard
+
+	pub publishQueue // every publish, for the one publisher
 }
 
 // shardCount is how many shards a bus's subscriptions are spread over; each
@@ -71,13 +73,11 @@ type Bus struct {
 const shardCount = 8
 
 // shard is a part of a bus's streams: the topics whose key hashes to it and
-// the readers following them, which mu guards, and its publisher's queue.
+// the readers following them, which mu guards.
 type shard struct {
 	mu      sync.Mutex
 	topics  map[string]*topic // by stream key
 	readers []*reader
-
-	pub publishQueue
 }
 
 // shard is the shard of the stream key.
@@ -125,12 +125,10 @@ func Open(ctx context.Context, url string, opts Options) (*Bus, error) {
 		b.shards[i].topics = map[string]*topic{}
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
-	for i := range b.shards {
-		q := &b.shards[i].pub
-		q.wake, q.expireSeen, q.failed = make(chan struct{}, 1), map[string]time.Time{}, map[string]error{}
-		b.wg.Add(1)
-		go b.publisher(q)
-	}
+	q := &b.pub
+	q.wake, q.expireSeen, q.failed = make(chan struct{}, 1), map[string]time.Time{}, map[string]error{}
+	b.wg.Add(1)
+	go b.publisher(q)
 	return b, nil
 }
 
