@@ -10,11 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/agentchat/agentchat/internal/bus/redisbus"
 	"github.com/agentchat/agentchat/internal/event"
-	"github.com/agentchat/agentchat/internal/testenv"
 )
 
 // BenchmarkPublishPaced is a replica's publishing at a thousand streams over
@@ -27,20 +24,7 @@ import (
 //	go test ./internal/bus/redisbus -run XXX -bench PublishPaced -benchtime 100000x
 func BenchmarkPublishPaced(b *testing.B) {
 	const threads, pace = 500, 20 * time.Millisecond
-	url := testenv.Redis(b)
-	prefix := "agentchat_bench_" + fmt.Sprint(time.Now().UnixNano())
-	bs, err := redisbus.Open(b.Context(), url, redisbus.Options{Prefix: prefix})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer bs.Close()
-	defer func() {
-		rdb := redis.NewClient(must(redis.ParseURL(url)))
-		defer rdb.Close()
-		if keys, err := rdb.Keys(context.Background(), prefix+":*").Result(); err == nil && len(keys) > 0 {
-			rdb.Del(context.Background(), keys...)
-		}
-	}()
+	bs := benchBus(b)
 	perThread := max(1, b.N/threads)
 	start := make(chan struct{})
 	var wg sync.WaitGroup

@@ -642,26 +642,33 @@ func TestRunEndFollowsTheThreadAgain(t *testing.T) {
 	}
 }
 
-// BenchmarkPublishParallel publishes from many goroutines at once, each to a
-// thread of its own that a subscription here follows, as a replica's
-// executions do under load:
-//
-//	go test ./internal/bus/redisbus -run XXX -bench PublishParallel -benchmem
-func BenchmarkPublishParallel(b *testing.B) {
+// benchBus opens a bus on the test Redis under a key prefix of its own,
+// closed and its keys deleted when b ends.
+func benchBus(b *testing.B) *redisbus.Bus {
 	url := testenv.Redis(b)
 	prefix := "agentchat_bench_" + fmt.Sprint(time.Now().UnixNano())
 	bs, err := redisbus.Open(b.Context(), url, redisbus.Options{Prefix: prefix})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer bs.Close()
-	defer func() {
+	b.Cleanup(func() {
 		rdb := redis.NewClient(must(redis.ParseURL(url)))
 		defer rdb.Close()
 		if keys, err := rdb.Keys(context.Background(), prefix+":*").Result(); err == nil && len(keys) > 0 {
 			rdb.Del(context.Background(), keys...)
 		}
-	}()
+		bs.Close()
+	})
+	return bs
+}
+
+// BenchmarkPublishParallel publishes from many goroutines at once, each to a
+// thread of its own that a subscription here follows, as a replica's
+// executions do under load:
+//
+//	go test ./internal/bus/redisbus -run XXX -bench PublishParallel -benchmem
+func BenchmarkPublishParallel(b *testing.B) {
+	bs := benchBus(b)
 	var next atomic.Int64
 	b.SetParallelism(256) // × GOMAXPROCS publishers
 	b.ResetTimer()
