@@ -146,7 +146,7 @@ func (ss *sseStream) detach() bool {
 	ss.check.Stop()
 	ss.ping = nil
 	pk.ping = time.AfterFunc(ss.s.ping, func() { ss.wake(&pk.pingDue) })
-	ss.check = time.AfterFunc(time.Hour, func() { ss.wake(&pk.checkDue) })
+	ss.check, ss.checkSet = time.AfterFunc(time.Hour, func() { ss.wake(&pk.checkDue) }), true
 	ss.arm()
 	ss.st.Notify(func() { ss.wake(nil) })
 	pk.mu.Lock()
@@ -214,8 +214,10 @@ func (ss *sseStream) round() (more bool) {
 	ping, check := pk.pingDue, pk.checkDue
 	pk.pingDue, pk.checkDue = false, false
 	pk.mu.Unlock()
-	if ss.ctx.Err() != nil {
+	select {
+	case <-ss.done:
 		return false
+	default:
 	}
 	select {
 	case <-ss.s.closing:

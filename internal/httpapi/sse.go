@@ -40,7 +40,7 @@ var frames = sync.Pool{New: func() any { return new([frameBuf]byte) }}
 // response ends are the exchange's. The request context owns the connection
 // only: leaving does not cancel the run.
 func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *run.Stream, enc dialect.Exchange) {
-	ss := &sseStream{s: s, w: w, rc: http.NewResponseController(w), ctx: r.Context(), st: st, enc: enc,
+	ss := &sseStream{s: s, w: w, rc: http.NewResponseController(w), ctx: r.Context(), done: r.Context().Done(), st: st, enc: enc,
 		closed: s.tel.StreamOpened(dialect.Name(enc))}
 	detached := false // the stream goes on, detached (detach.go)
 	defer func() {
@@ -63,10 +63,14 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *run.Str
 // handlers and middleware under it keep their frames small for the same
 // reason (events, wrap, authenticate).
 type sseStream struct {
-	s        *Server
-	w        http.ResponseWriter
-	rc       *http.ResponseController
-	ctx      context.Context
+	s   *Server
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	ctx context.Context
+	// done is ctx.Done(), taken once: a parked stream's every wake looks
+	// at it, and ctx.Err() walks the request context's chain of values
+	// each time (docs/benchmarks.md, twelfth round).
+	done     <-chan struct{}
 	st       *run.Stream
 	enc      dialect.Exchange
 	deadline time.Time // the connection's write deadline
@@ -86,8 +90,12 @@ type sseStream struct {
 	ping      *time.Ticker
 	// check wakes a stream that heard nothing for a while to look at the
 	// log itself: a run's end reaches it even when its publish was lost.
-	check  *time.Timer
-	closed func() // counts the stream closed
+	// checkSet says whether it may be armed: arm runs for every token and
+	// the embedded default never needs the check, so a stopped timer is
+	// not stopped again (each Stop takes the timer's lock).
+	check    *time.Timer
+	checkSet bool
+	closed   func() // counts the stream closed
 }
 
 // close stops the timers and releases the stream's subscription.
@@ -135,7 +143,7 @@ func (ss *sseStream) open() bool {
 	ss.unflushed = true
 	ss.opened = time.Now()
 	ss.ping = time.NewTicker(ss.s.ping)
-	ss.check = time.NewTimer(time.Hour)
+	ss.check, ss.checkSet = time.NewTimer(time.Hour), true
 	ss.arm()
 	return true
 }
@@ -217,8 +225,10 @@ func (ss *sseStream) checkLog() bool {
 func (ss *sseStream) arm() {
 	if d := ss.st.CheckAfter(); d > 0 {
 		ss.check.Reset(d)
-	} else {
+		ss.checkSet = true
+	} else if ss.checkSet {
 		ss.check.Stop()
+		ss.checkSet = false
 	}
 }
 
