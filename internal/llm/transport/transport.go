@@ -234,6 +234,17 @@ func putWriter(w *bufio.Writer) {
 	writers.Put(w)
 }
 
+// oneWrite is the buffer a request is written through, so that its head
+// and a small body leave in one write. Through a *bufio.Writer itself,
+// Request.Write flushes the head alone before any body it does not know
+// to be in memory, and the SDKs wrap every body (openai-go in a
+// close-once reader): two segments, and the provider's server woken for
+// the head, then again for the body (docs/benchmarks.md, issue 25,
+// twelfth round). A body larger than the buffer still goes out as the
+// buffer fills; one of unknown length is written through the
+// *bufio.Writer, which net/http flushes after each chunk.
+type oneWrite struct{ *bufio.Writer }
+
 // getReader returns a buffer to read a response from c. A connection
 // holds one only while a response is read: an idle one has nothing to read.
 func (t *Transport) getReader(c net.Conn) *bufio.Reader {
