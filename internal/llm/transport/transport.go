@@ -16,9 +16,11 @@
 // Connections are kept per host (scheme and address) and bounded as the
 // standard transport bounds them: MaxConnsPerHost counts the open ones,
 // in use or idle, and a call beyond waits for one. A connection goes back
-// to the pool only when its response's body was read to its end and both
-// sides keep it alive; a body closed before its end (unless the rest has
-// already come in), a read error or a cancelled context closes it.
+// to the pool only when its response's body was read to its end, or was
+// closed at its answer's end marker (CloseAtEnd: the next request on it
+// reads the body's own end first), and both sides keep it alive; a body
+// closed before its end (unless the rest has already come in), a read
+// error or a cancelled context closes it.
 // Cancelling the request's context closes the connection
 // (context.AfterFunc), which ends a read in progress. An idle connection
 // is looked at before it is reused (the server may have closed it), and a
@@ -39,7 +41,8 @@
 //     request's start, a context's AfterFunc and an idle connection's
 //     timer run briefly and end.
 //   - A connection is used by one request at a time, and a connection in
-//     the pool has no response left to read.
+//     the pool has no response left to read but, after CloseAtEnd, the
+//     last body's own end (conn.tail), which its next request reads first.
 //   - The response keeps no reference to the request's body: resp.Request
 //     is a copy without it.
 package transport
