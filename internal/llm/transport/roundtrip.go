@@ -220,11 +220,14 @@ func (b *body) CloseAtEnd() error {
 	}
 	if b.reading.TryLock() {
 		defer b.reading.Unlock()
-		if b.readBuffered() {
+		if b.buffered() || received(b.c.nc) {
+			// Something has come in: the body's end, or the connection goes.
+			if !b.readBuffered() {
+				b.abandon()
+			}
 			return nil
 		}
-		// Nothing has come in yet, or what came is not the end.
-		if b.ch == nil || b.buffered() || received(b.c.nc) || !b.keep || !b.done.CompareAndSwap(false, true) {
+		if b.ch == nil || !b.keep || !b.done.CompareAndSwap(false, true) {
 			b.abandon()
 			return nil
 		}
