@@ -65,6 +65,8 @@ type Bus struct {
 	shards [shardCount]shard
 
 	pub publishQueue // every publish, for the one publisher
+
+	maxLenArg any // opts.MaxLen as an XADD argument, boxed once
 }
 
 // shardCount is how many shards a bus's subscriptions are spread over; each
@@ -117,7 +119,8 @@ func Open(ctx context.Context, url string, opts Options) (*Bus, error) {
 	}
 	b := &Bus{
 		url: url, opts: opts, log: log, rdb: rdb,
-		backlog: int64(max(1, opts.QueueLimit/2)),
+		backlog:   int64(max(1, opts.QueueLimit/2)),
+		maxLenArg: opts.MaxLen,
 	}
 	b.block.Store(int64(blockFor))
 	b.quiet.Store(int64(localQuiet))
@@ -126,7 +129,7 @@ func Open(ctx context.Context, url string, opts Options) (*Bus, error) {
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	q := &b.pub
-	q.wake, q.expireSeen, q.failed = make(chan struct{}, 1), map[string]time.Time{}, map[string]error{}
+	q.wake, q.expireSeen, q.failed, q.latest = make(chan struct{}, 1), map[string]time.Time{}, map[string]error{}, map[string]int{}
 	b.wg.Add(1)
 	go b.publisher(q)
 	return b, nil
