@@ -44,7 +44,7 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 	if err != nil {
 		return fmt.Errorf("append %d events: %w", len(evs), err)
 	}
-	if s.events.Config().ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement {
+	if s.eventsPrepared {
 		err = appendEventRows(ctx, s.events, rows)
 	} else {
 		// A deployment that asked for another mode (no prepared
