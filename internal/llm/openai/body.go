@@ -17,7 +17,7 @@ import (
 // body is req's Chat Completions request, written by hand: the SDK's
 // params encode by reflection, every message and every param on every
 // call, which cost CPU and stack on the run's goroutine before its first
-// token (docs/benchmarks.md, issue 25's fifth round). Model.post sends
+// token (docs/benchmarks.md, issue 25's fifth round). The SDK still sends
 // it. TestRequestBody holds it to the SDK's own encoding of the same
 // request.
 func (m *Model) body(req llm.Request) ([]byte, error) {

@@ -18,11 +18,9 @@
 // retries are off: llm.WithRetry does the retrying, so there is one bounded,
 // cancellable retry loop.
 //
-// The adapter writes the request's JSON without reflection (body.go) and
-// sends it with net/http as the SDK's Post would (post: the SDK's request
-// machinery cost about 10 µs and 45 allocations a call); a refused call is
-// mapped from its status and body (package stream). The stream is read by
-// the loop the adapters share (internal/llm/internal/stream: transport, queueing, cancellation,
+// The adapter writes the request's JSON without reflection (body.go); the
+// SDK authenticates and sends it and maps a refused call to its error. The stream is read by the loop the adapters share
+// (internal/llm/internal/stream: transport, queueing, cancellation,
 // errors); this package supplies only its decode step, which reads chunk
 // JSON into only the fields above and without reflection, since the SDK's
 // reflective decoder cost more than a third of the server's CPU
@@ -89,13 +87,8 @@ type Config struct {
 // Model is an OpenAI-compatible chat model.
 type Model struct {
 	cfg Config
-	// completions is the Chat Completions URL, and auth the Authorization
-	// header's value (nil without a key): a stream's request is made here
-	// (post), not by the SDK.
-	completions string
-	auth        []string
-	// client sends the other requests (embeddings) with its Options only:
-	// no services, and none of the environment NewClient reads.
+	// client sends requests with its Options only: no services, and none
+	// of the environment NewClient reads.
 	client   *sdk.Client
 	provider upstream.Provider
 	// maxCompletionTokens: OpenAI's own API refuses max_tokens for its newer
@@ -137,21 +130,16 @@ func newModel(cfg Config) (*Model, error) {
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
-	m := &Model{
-		cfg:         cfg,
-		completions: cfg.BaseURL + "/chat/completions",
-		client:      &sdk.Client{Options: opts},
+	return &Model{
+		cfg:    cfg,
+		client: &sdk.Client{Options: opts},
 		provider: upstream.Provider{
 			Name:   "the model provider",
 			Host:   u.Host,
 			Secret: cfg.APIKey,
 		},
 		maxCompletionTokens: u.Host == "api.openai.com",
-	}
-	if cfg.APIKey != "" {
-		m.auth = []string{"Bearer " + cfg.APIKey}
-	}
-	return m, nil
+	}, nil
 }
 
 // Name is the model and the provider's host, e.g. "deepseek-chat (openai-compatible, api.deepseek.com)".
@@ -168,50 +156,13 @@ func (m *Model) Stream(ctx context.Context, req llm.Request) (llm.Stream, error)
 	// A *http.Response as the result hands the loop the response with its
 	// body unread, so the chunks are decoded here, without the SDK's
 	// reflective decoder on the path of every token.
-	send := func(ctx context.Context) (*http.Response, error) {
-		return m.post(ctx, body)
+	send := func(ctx context.Context) (resp *http.Response, err error) {
+		err = m.client.Post(ctx, "chat/completions", body, &resp)
+		return resp, err
 	}
 	return stream.Open(ctx, stream.Upstream{Provider: m.provider, Timeout: m.cfg.Timeout}, send,
 		func(d *decoder, _ *http.Response) { d.provider = m.provider })
 }
-
-// post sends a completion request whose JSON is body, and returns the
-// response with its body unread. It is the request the SDK's Post makes
-// (the same URL, Content-Type and bearer key), made with net/http alone:
-// the SDK's request machinery (its options, clones, middleware and origin
-// checks) cost about 10 µs and 45 allocations a call when warm, and several
-// times that on the cold path of a conversation's first token
-// (docs/benchmarks.md, issue 25, twelfth round). A refusal (4xx, 5xx) is
-// returned with its response, its body unread, for Open's error; nothing
-// of the SDK's error is needed for it. Redirects are net/http's, which
-// drops the key on one to another host.
-func (m *Model) post(ctx context.Context, body []byte) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.completions, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header = http.Header{"Content-Type": contentJSON, "Accept": contentJSON, "User-Agent": userAgent}
-	if m.auth != nil {
-		req.Header["Authorization"] = m.auth
-	}
-	resp, err := m.cfg.HTTPClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode >= 400 {
-		return resp, errRefused
-	}
-	return resp, nil
-}
-
-// Header values every request shares; net/http only reads them.
-var (
-	contentJSON = []string{"application/json"}
-	userAgent   = []string{"agentchat"}
-)
-
-// errRefused is the cause of a call answered with an error status.
-var errRefused = errors.New("the provider answered with an error status")
 
 // audioFormat is input_audio's format for a media type: "wav", "mp3", or
 // "" for a type the API does not take as audio.
