@@ -133,8 +133,8 @@ type stream[D any, P interface {
 }] struct {
 	ctx context.Context // the caller's: tells cancellation from failure
 	// done is ctx.Done(), taken once: Next looks at it for every token,
-	// and ctx.Err() on a run's context walks its chain of values (a
-	// dozen contexts deep) each time (1.4 % of the server's CPU at 1000
+	// and ctx.Err() on a run's context walks its chain of values each
+	// time, a cold object per link (1.4 % of the server's CPU at 1000
 	// streams, perf; docs/benchmarks.md, twelfth round). nil for a ctx
 	// that never ends.
 	done     <-chan struct{}
@@ -251,12 +251,24 @@ func (s *stream[D, P]) Close() error {
 }
 
 // release ends the upstream request: closing the body stops the read,
-// cancelling the context stops a request still in flight.
+// cancelling the context stops a request still in flight. A body read to
+// the answer's end is closed as such where its transport tells that apart
+// (closerAtEnd), so that its connection serves the next call.
 func (s *stream[D, P]) release() {
 	if s.closed {
 		return
 	}
 	s.closed = true
-	s.body.Close()
+	if b, ok := s.body.(closerAtEnd); ok && s.ended && s.err == nil {
+		b.CloseAtEnd()
+	} else {
+		s.body.Close()
+	}
 	s.cancel()
 }
+
+// closerAtEnd is a body that can be closed once its reader stopped at the
+// answer's end marker, before the body's own end (package transport's):
+// what is left is that end, not more of an answer, so its connection may
+// be kept.
+type closerAtEnd interface{ CloseAtEnd() error }
