@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -575,15 +576,11 @@ func (s *Service) launchEarly(t *term, sc chat.Scope, in *store.RunStart, req *S
 	x.placed, x.early = true, true
 	x.opening = &opening{decided: make(chan struct{})}
 	s.launch(x, s.newRunBody(x, sc, *req, ag, r, conv, userMsg, req.State, userMsg.ID, true, false))
-	// No yield here: the run's goroutine is next on this thread (a new
-	// goroutine runs next), and it sends the model request as soon as the
-	// start waits: a start that joins a group commit in progress parks,
-	// and one that leads yields before it takes the write connection
-	// (sqlitestore/group.go). A yield here put the start behind every
-	// goroutine runnable: in a burst of 1000 on 2 cores the start was
-	// queued 100-350 ms after its model request was sent, and most first
-	// tokens then waited for their start to be stored (docs/benchmarks.md,
-	// issue 25, twelfth round: a thousand at once).
+	// The run's goroutine is next on this thread: yielding lets it send
+	// the model request before the start's write takes the thread (a
+	// group commit's leader runs SQLite for the whole batch). The start
+	// has until the model's first token to be stored.
+	runtime.Gosched()
 	return x
 }
 
