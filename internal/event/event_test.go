@@ -60,11 +60,22 @@ func TestMarshalJSONMatchesEncodingJSON(t *testing.T) {
 		{"escapes", Event{Tenant: "a\"b\\c", Thread: "\n\r\t\x00\x1f\x7f", Run: "<>&", Seq: 2, Time: at, Type: TextDelta,
 			Turn: "\u2028\u2029é漢", Step: "bad\xffutf8\xc3", Payload: TextDeltaData{Delta: "x\u2028<y>"}}},
 		{"zero time, no payload", Event{Thread: "c", Seq: 3, Type: TextDelta}},
+		{"reasoning", Event{Tenant: "t", Thread: "c", Seq: 4, Time: at, Type: ReasoningDelta,
+			Payload: ReasoningDeltaData{MessageID: "m\"<", Delta: "a\x01\u2029b&\xfe"}}},
+		{"delta by pointer", Event{Tenant: "t", Thread: "c", Seq: 5, Time: at, Type: TextDelta, Payload: &TextDeltaData{Delta: "p"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := tc.ev.MarshalJSON()
 			if err != nil {
 				t.Fatal(err)
+			}
+			// Appending to a buffer in use writes the same after it.
+			appended, err := tc.ev.AppendJSON([]byte("prefix"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(appended) != "prefix"+string(got) {
+				t.Errorf("AppendJSON:\n got %s\nwant prefix%s", appended, got)
 			}
 			p, err := EncodePayload(tc.ev.Payload)
 			if err != nil {

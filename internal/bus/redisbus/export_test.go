@@ -54,7 +54,8 @@ func SendAsOneEntry(b *Bus, evs ...event.Event) error {
 			return err
 		}
 		key := StreamKey(b.opts.Prefix, ev.Tenant, ev.Thread)
-		reqs[i] = &publishReq{key: key, seq: ev.Seq, data: data}
+		// Waited for, as a run's end is: send does not recycle them.
+		reqs[i] = &publishReq{key: key, seq: ev.Seq, data: data, done: make(chan struct{})}
 	}
 	b.send(q, reqs)
 	q.mu.Lock()

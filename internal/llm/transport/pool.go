@@ -70,6 +70,15 @@ func (h *host) reuse(ctx context.Context, c *conn) (*conn, error) {
 	if c.timer != nil {
 		c.timer.Stop() // if it fired, expire finds c gone from idle and leaves it
 	}
+	if t := c.tail; t != nil {
+		// The last body's end, left by CloseAtEnd: it has come in by now,
+		// or the connection is not to be used.
+		c.tail = nil
+		if !readRest(c.nc, t, t.buffered()) || t.buffered() {
+			c.nc.Close()
+			return h.dial(ctx)
+		}
+	}
 	if alive(c.nc) {
 		c.reused = true
 		return c, nil
@@ -175,4 +184,8 @@ type conn struct {
 	nc     net.Conn // the TCP connection
 	timer  *time.Timer
 	reused bool // it served a request before this one
+	// tail is the last body's reader, when the body's end is still to be
+	// read: the connection went back to the pool by CloseAtEnd
+	// (roundtrip.go). Guarded as idle is.
+	tail *chunked
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -35,7 +36,12 @@ func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	w := getWriter(c.nc)
-	err := req.Write(w) // closes req.Body
+	var err error
+	if req.Body == nil || req.Body == http.NoBody || req.ContentLength > 0 {
+		err = req.Write(oneWrite{w}) // closes req.Body
+	} else {
+		err = req.Write(w) // a body of unknown length: chunks flushed as they come
+	}
 	if err == nil {
 		err = w.Flush()
 	}
@@ -113,11 +119,17 @@ type body struct {
 	// reading is held by a Read; Close reads the buffered rest of the body
 	// only when it can take it (no Read on another goroutine).
 	reading sync.Mutex
+	// tailed is set when CloseAtEnd left the body's end to be read by the
+	// connection's next request (conn.tail): the body reads nothing more.
+	tailed bool
 }
 
 func (b *body) Read(p []byte) (int, error) {
 	b.reading.Lock()
 	defer b.reading.Unlock()
+	if b.tailed {
+		return 0, errClosedAtEnd
+	}
 	if b.done.Load() {
 		// After the end net/http's reader answers io.EOF without reading;
 		// after Close the connection is closed.
@@ -158,28 +170,78 @@ func (b *body) Close() error {
 // handshake, anew. It reads only once something has come in, and gives
 // the rest a millisecond (a read deadline) to complete.
 func (b *body) readBuffered() bool {
-	if !b.buffered() && !received(b.c.nc) {
+	if !readRest(b.c.nc, b.rc, b.buffered()) {
 		return false
 	}
-	if b.c.nc.SetReadDeadline(time.Now().Add(time.Millisecond)) != nil {
+	b.end()
+	return true
+}
+
+// readRest reads rc, a body on nc, to its end if what nc has received
+// (or rc has buffered) holds it, and reports whether it did.
+func readRest(nc net.Conn, rc io.Reader, buffered bool) bool {
+	if !buffered && !received(nc) {
+		return false
+	}
+	if nc.SetReadDeadline(time.Now().Add(time.Millisecond)) != nil {
 		return false
 	}
 	var buf [512]byte
 	for n := 0; n < maxBuffered; {
-		k, err := b.rc.Read(buf[:])
+		k, err := rc.Read(buf[:])
 		n += k
 		if err == io.EOF {
-			if b.c.nc.SetReadDeadline(time.Time{}) != nil {
-				return false
-			}
-			b.end()
-			return true
+			return nc.SetReadDeadline(time.Time{}) == nil
 		}
 		if err != nil {
 			return false
 		}
 	}
 	return false
+}
+
+// errClosedAtEnd is a Read's error after CloseAtEnd.
+var errClosedAtEnd = errors.New("transport: read after CloseAtEnd")
+
+// CloseAtEnd closes a body whose reader stopped at the answer's end marker
+// (data: [DONE], message_stop), so that what is left of it is the body's
+// own end: a chunked body's last chunk. Close gives the connection back
+// only when that end has come in already; on a busy machine it often has
+// not (the server writes it after its handler returns), and the next call
+// would dial anew (docs/benchmarks.md, issue 25, twelfth round). Here such
+// a connection goes back to the pool with its body's end still to read:
+// the next request on it reads that end first, and takes another
+// connection if it has not come, or anything else came. Nothing waits
+// meanwhile. A body not read to an end marker must be closed with Close,
+// which closes its connection: the server may still be answering.
+func (b *body) CloseAtEnd() error {
+	if b.done.Load() {
+		return nil
+	}
+	if b.reading.TryLock() {
+		defer b.reading.Unlock()
+		if b.buffered() || received(b.c.nc) {
+			// Something has come in: the body's end, or the connection goes.
+			if !b.readBuffered() {
+				b.abandon()
+			}
+			return nil
+		}
+		if b.ch == nil || !b.keep || !b.done.CompareAndSwap(false, true) {
+			b.abandon()
+			return nil
+		}
+		if !b.stop() { // cancelled: the AfterFunc closes the connection
+			b.c.close()
+			return nil
+		}
+		b.tailed = true
+		b.c.tail = b.ch
+		b.c.h.put(b.c)
+		return nil
+	}
+	b.abandon() // a Read on another goroutine: as Close
+	return nil
 }
 
 // maxBuffered bounds what Close reads of a body's rest: more is an answer

@@ -16,9 +16,11 @@
 // Connections are kept per host (scheme and address) and bounded as the
 // standard transport bounds them: MaxConnsPerHost counts the open ones,
 // in use or idle, and a call beyond waits for one. A connection goes back
-// to the pool only when its response's body was read to its end and both
-// sides keep it alive; a body closed before its end (unless the rest has
-// already come in), a read error or a cancelled context closes it.
+// to the pool only when its response's body was read to its end, or was
+// closed at its answer's end marker (CloseAtEnd: the next request on it
+// reads the body's own end first), and both sides keep it alive; a body
+// closed before its end (unless the rest has already come in), a read
+// error or a cancelled context closes it.
 // Cancelling the request's context closes the connection
 // (context.AfterFunc), which ends a read in progress. An idle connection
 // is looked at before it is reused (the server may have closed it), and a
@@ -39,7 +41,8 @@
 //     request's start, a context's AfterFunc and an idle connection's
 //     timer run briefly and end.
 //   - A connection is used by one request at a time, and a connection in
-//     the pool has no response left to read.
+//     the pool has no response left to read but, after CloseAtEnd, the
+//     last body's own end (conn.tail), which its next request reads first.
 //   - The response keeps no reference to the request's body: resp.Request
 //     is a copy without it.
 package transport
@@ -233,6 +236,17 @@ func putWriter(w *bufio.Writer) {
 	w.Reset(nil)
 	writers.Put(w)
 }
+
+// oneWrite is the buffer a request is written through, so that its head
+// and a small body leave in one write. Through a *bufio.Writer itself,
+// Request.Write flushes the head alone before any body it does not know
+// to be in memory, and the SDKs wrap every body (openai-go in a
+// close-once reader): two segments, and the provider's server woken for
+// the head, then again for the body (docs/benchmarks.md, issue 25,
+// twelfth round). A body larger than the buffer still goes out as the
+// buffer fills; one of unknown length is written through the
+// *bufio.Writer, which net/http flushes after each chunk.
+type oneWrite struct{ *bufio.Writer }
 
 // getReader returns a buffer to read a response from c. A connection
 // holds one only while a response is read: an idle one has nothing to read.

@@ -213,6 +213,134 @@ func TestBodyClosedAtItsEndMarkerKeepsItsConnection(t *testing.T) {
 	}
 }
 
+// TestBodyClosedAtItsEndMarkerBeforeItsEnd: a body closed at its end
+// marker (CloseAtEnd) before the body's own end has come in keeps its
+// connection; the next request reads that end first. A connection whose
+// server sent more than the end, and not the end, is not used again.
+func TestBodyClosedAtItsEndMarkerBeforeItsEnd(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name  string
+		more  bool // the server goes on after the end marker instead of ending
+		conns int32
+	}{
+		{"the end comes", false, 1},
+		{"more comes", true, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			release := make(chan struct{})
+			sent := make(chan struct{}, 2) // the first answer's rest is on its way
+			idle := make(chan struct{}, 2)
+			first := true
+			s := &server{Server: httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				io.WriteString(w, "data: one\n\ndata: [DONE]\n\n")
+				w.(http.Flusher).Flush()
+				if !first {
+					return
+				}
+				first = false
+				<-release
+				if tt.more {
+					io.WriteString(w, "data: more\n\n")
+					w.(http.Flusher).Flush()
+					sent <- struct{}{}
+					<-r.Context().Done() // the client closes the connection
+				}
+			}))}
+			s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+				switch st {
+				case http.StateNew:
+					s.conns.Add(1)
+				case http.StateIdle: // a response was written to its end
+					idle <- struct{}{}
+				}
+			}
+			s.Start()
+			defer s.Close()
+			c := newClient(t, &http.Transport{})
+			resp := post(t, c, t.Context(), s.URL)
+			br := bufio.NewReader(resp.Body)
+			for {
+				line, err := br.ReadString('\n')
+				if err != nil {
+					t.Fatalf("read: %v", err)
+				}
+				if line == "data: [DONE]\n" {
+					break
+				}
+			}
+			b, ok := resp.Body.(interface{ CloseAtEnd() error })
+			if !ok {
+				t.Fatalf("the body (%T) has no CloseAtEnd", resp.Body)
+			}
+			b.CloseAtEnd()
+			if _, err := resp.Body.Read(make([]byte, 1)); err == nil {
+				t.Error("Read after CloseAtEnd succeeded")
+			}
+			close(release)
+			if tt.more {
+				<-sent
+			} else {
+				<-idle
+			}
+			if got := readAll(t, post(t, c, t.Context(), s.URL)); got != "data: one\n\ndata: [DONE]\n\n" {
+				t.Errorf("second request: %q", got)
+			}
+			if n := s.conns.Load(); n != tt.conns {
+				t.Errorf("%d connections, want %d", n, tt.conns)
+			}
+		})
+	}
+}
+
+// TestRequestInOneWrite: a request's head and its body leave in one write,
+// also when net/http does not know the body to be in memory (the SDKs wrap
+// theirs), so the server reads them in one segment.
+func TestRequestInOneWrite(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Write(b)
+	})
+	var writes atomic.Int32
+	c := newClient(t, &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		nc, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		return countingConn{nc, &writes}, err
+	}})
+	const body = `{"q":1}`
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL, unknownReader{strings.NewReader(body)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ContentLength = int64(len(body))
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, resp); got != body {
+		t.Errorf("body %q, want %q", got, body)
+	}
+	if n := writes.Load(); n != 1 {
+		t.Errorf("the request took %d writes, want 1", n)
+	}
+}
+
+// countingConn counts its writes.
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int32
+}
+
+func (c countingConn) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
+// unknownReader is a reader net/http does not know to be in memory.
+type unknownReader struct{ io.Reader }
+
 func TestCancelMidStream(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})

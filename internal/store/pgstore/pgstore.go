@@ -48,6 +48,10 @@ type Store struct {
 	// commit. Two connections: the writer's, and one for an append from
 	// elsewhere (a run ended by another replica) beside it.
 	events *pgxpool.Pool
+	// eventsPrepared says the event log's appends may use a statement
+	// prepared on the log's connections (appendEventRows): pgx's default
+	// exec mode, which prepares statements anyway.
+	eventsPrepared bool
 	// group queues the writes being group-committed (group.go).
 	group groupcommit.Queue[*groupReq]
 }
@@ -84,7 +88,8 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		live.Close()
 		return nil, fmt.Errorf("pgstore: open: %w", interpretError(err))
 	}
-	s := &Store{pool: pool, live: live, events: events}
+	s := &Store{pool: pool, live: live, events: events,
+		eventsPrepared: eventsCfg.ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement}
 	if err := s.migrate(ctx, schema); err != nil {
 		s.Close()
 		return nil, err

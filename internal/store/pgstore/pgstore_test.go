@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net/url"
 	"sync"
@@ -264,5 +265,65 @@ func TestFileStorageSharedByReplicas(t *testing.T) {
 	}
 	if _, err := a.Open(t.Context(), key); !errors.Is(err, file.ErrNotFound) {
 		t.Fatalf("after the other replica deleted it: %v", err)
+	}
+}
+
+// The event log's appends encode their arrays by hand unless the URL asks
+// pgx for another exec mode: both write the same rows, whatever the values.
+func TestEventRowsEncodedAsPgxDoes(t *testing.T) {
+	t.Parallel()
+	dbURL := testenv.Postgres(t)
+	at := time.Date(2026, 11, 27, 12, 0, 0, 123456789, time.FixedZone("x", -7200))
+	evs := func(thread string) []event.Event {
+		return []event.Event{
+			{Tenant: "acmé\t\"{}", Thread: thread, Run: "run\\1", Seq: 1, Time: at, Type: event.RunStarted, Turn: "turn 漢",
+				Payload: event.RunStartedData{}},
+			{Tenant: "acmé\t\"{}", Thread: thread, Run: "run\\1", Seq: 2, Time: at.Add(time.Millisecond), Type: event.TextDelta,
+				Iteration: -7, Step: "worker", Payload: event.TextDeltaData{MessageID: "m", Delta: "a\n<b>"}},
+			{Tenant: "acmé\t\"{}", Thread: thread, Run: "run\\1", Seq: 3, Time: at.Add(1500 * time.Microsecond), Type: event.TextDelta,
+				Iteration: -7, Step: "worker", Payload: event.TextDeltaData{MessageID: "m", Delta: "\u2028é"}},
+			{Tenant: "acmé\t\"{}", Thread: thread, Run: "run\\1", Seq: 1 << 40, Time: time.Date(1999, 12, 31, 23, 59, 59, 0, time.UTC),
+				Type: event.ToolResult, Iteration: 1 << 30, Payload: event.ToolResultData{ToolCallID: "c", Name: "n", Output: []byte(`{"a":[1,null]}`)}},
+		}
+	}
+	var got [2][]event.Event
+	for i, mode := range []string{"", "exec"} {
+		u := withParam(t, dbURL, "schema", newSchema(t, dbURL))
+		if mode != "" {
+			u = withParam(t, u, "default_query_exec_mode", mode)
+		}
+		s := open(t, u)
+		sc := chat.Scope{Tenant: "acmé\t\"{}", User: "u"}
+		c, err := s.CreateConversation(t.Context(), sc, chat.Conversation{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AppendEvents(t.Context(), evs(c.ID)); err != nil {
+			t.Fatal(err)
+		}
+		// A row overlapping a stored one is refused on either path.
+		if err := s.AppendEvents(t.Context(), evs(c.ID)[1:2]); err == nil {
+			t.Errorf("mode %q: an overlapping row was stored", mode)
+		}
+		got[i], err = s.ListEvents(t.Context(), sc, store.ListEventsParams{Thread: c.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range got[i] {
+			got[i][j].Thread = ""
+		}
+	}
+	if len(got[0]) != 4 {
+		t.Fatalf("read %d events back, want 4", len(got[0]))
+	}
+	for j := range got[0] {
+		a, b := got[0][j], got[1][j]
+		if !a.Time.Equal(b.Time) || fmt.Sprint(a.Payload) != fmt.Sprint(b.Payload) {
+			t.Errorf("event %d: %+v, pgx's %+v", j, a, b)
+		}
+		a.Time, b.Time, a.Payload, b.Payload = time.Time{}, time.Time{}, nil, nil
+		if a != b {
+			t.Errorf("event %d: %+v, pgx's %+v", j, a, b)
+		}
 	}
 }

@@ -234,12 +234,24 @@ func (s *stream[D, P]) Close() error {
 }
 
 // release ends the upstream request: closing the body stops the read,
-// cancelling the context stops a request still in flight.
+// cancelling the context stops a request still in flight. A body read to
+// the answer's end is closed as such where its transport tells that apart
+// (closerAtEnd), so that its connection serves the next call.
 func (s *stream[D, P]) release() {
 	if s.closed {
 		return
 	}
 	s.closed = true
-	s.body.Close()
+	if b, ok := s.body.(closerAtEnd); ok && s.ended && s.err == nil {
+		b.CloseAtEnd()
+	} else {
+		s.body.Close()
+	}
 	s.cancel()
 }
+
+// closerAtEnd is a body that can be closed once its reader stopped at the
+// answer's end marker, before the body's own end (package transport's):
+// what is left is that end, not more of an answer, so its connection may
+// be kept.
+type closerAtEnd interface{ CloseAtEnd() error }
