@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentchat/agentchat/internal/event"
@@ -130,9 +131,14 @@ type threadState struct {
 // thread is ErrConflict (it could not be stored), found before anything is
 // written.
 func PackEvents(evs []event.Event) ([]EventRow, error) {
-	rows := make([]EventRow, 0, min(len(evs), 64))
-	var ranges []openRange
-	threads := make(map[string]threadState, min(len(evs), 64))
+	// Sized as the last batch was (a batch's rows and threads change slowly
+	// with the load), so that they are not grown from a few dozen entries
+	// to a batch's thousands each time: that growth (and the map's rehashing)
+	// was most of PackEvents' allocations at a thousand streams.
+	lastRows, lastThreads := int(lastPacked.rows.Load()), int(lastPacked.threads.Load())
+	rows := make([]EventRow, 0, min(len(evs), max(64, lastRows+lastRows/8)))
+	ranges := make([]openRange, 0, min(len(evs), max(16, lastRows+lastRows/8)))
+	threads := make(map[string]threadState, min(len(evs), max(64, lastThreads+lastThreads/8)))
 	unordered := false
 	for _, e := range evs {
 		th, seen := threads[e.Thread]
@@ -180,20 +186,63 @@ func PackEvents(evs []event.Event) ([]EventRow, error) {
 			return nil, err
 		}
 	}
+	// The deltas' payloads share one buffer: one allocation for the batch
+	// instead of one per row. Each payload is capped at its length, so that
+	// no append to one runs into the next.
+	n := 0
 	for _, o := range ranges {
-		r := &rows[o.row]
-		var err error
 		if o.deltas == nil {
-			// A lone delta is stored as any event is.
-			r.Payload, err = event.EncodePayload(deltaPayload(r.Type, o.msg, o.first))
+			n += lonePayloadLen(o.msg, o.first)
 		} else {
-			r.Payload = appendDeltaRange(nil, o.msg, o.deltas, o.ms)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("encode %s: %w", r.Type, err)
+			n += rangePayloadLen(o.msg, o.deltas, o.ms)
 		}
 	}
+	buf := make([]byte, 0, n)
+	for _, o := range ranges {
+		start := len(buf)
+		if o.deltas == nil {
+			// A lone delta is stored as any event is: its payload as
+			// json.Marshal writes it.
+			buf = appendDelta(buf, o.msg, o.first)
+		} else {
+			buf = appendDeltaRange(buf, o.msg, o.deltas, o.ms)
+		}
+		rows[o.row].Payload = buf[start:len(buf):len(buf)]
+	}
+	lastPacked.rows.Store(int32(min(len(rows), 1<<20)))
+	lastPacked.threads.Store(int32(min(len(threads), 1<<20)))
 	return rows, nil
+}
+
+// lastPacked is the size of the last batch PackEvents packed (rows and
+// threads), a hint for sizing the next.
+var lastPacked struct{ rows, threads atomic.Int32 }
+
+// appendDelta appends a lone delta's payload, byte for byte what
+// json.Marshal writes for its TextDeltaData or ReasoningDeltaData (the two
+// have the same fields), without reflection: most rows at a thousand
+// streams hold one delta (TestDeltaRangeJSON and FuzzDeltaRangeJSON hold it
+// to json.Marshal).
+func appendDelta(dst []byte, msg, text string) []byte {
+	dst = append(dst, `{"messageId":`...)
+	dst = jsonstr.Append(dst, msg)
+	dst = append(dst, `,"delta":`...)
+	dst = jsonstr.Append(dst, text)
+	return append(dst, '}')
+}
+
+// lonePayloadLen and rangePayloadLen estimate a payload's length (exact
+// without escapes), to size the batch's buffer.
+func lonePayloadLen(msg, text string) int {
+	return len(`{"messageId":"","delta":""}`) + len(msg) + len(text)
+}
+
+func rangePayloadLen(msg string, deltas []string, ms []int64) int {
+	n := len(`{"messageId":"","deltas":[],"ms":[]}`) + len(msg) + 4*len(ms)
+	for _, d := range deltas {
+		n += len(d) + 3
+	}
+	return n
 }
 
 // repeatedSeq finds a (thread, seq) appearing twice in evs.

@@ -10,7 +10,8 @@ import (
 )
 
 // TestDeltaRangeJSON: a range row's payload written by hand is what
-// json.Marshal writes for its deltaRange, the stored shape rows had before.
+// json.Marshal writes for its deltaRange, the stored shape rows had before,
+// and a lone delta's what it writes for the delta's payload.
 func TestDeltaRangeJSON(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
@@ -29,10 +30,28 @@ func TestDeltaRangeJSON(t *testing.T) {
 		if got := appendDeltaRange(nil, tt.msg, tt.deltas, tt.ms); string(got) != string(want) {
 			t.Errorf("appendDeltaRange\n%s\nwant\n%s", got, want)
 		}
+		for _, d := range tt.deltas {
+			checkDelta(t, tt.msg, d)
+		}
 	}
 }
 
-// FuzzDeltaRangeJSON holds appendDeltaRange to json.Marshal for any strings.
+// checkDelta holds appendDelta to json.Marshal of either delta payload.
+func checkDelta(t *testing.T, msg, text string) {
+	t.Helper()
+	for _, p := range []event.Payload{event.TextDeltaData{MessageID: msg, Delta: text}, event.ReasoningDeltaData{MessageID: msg, Delta: text}} {
+		want, err := event.EncodePayload(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendDelta([]byte("x"), msg, text); string(got) != "x"+string(want) {
+			t.Fatalf("appendDelta\n%q\nwant\n%q", got[1:], want)
+		}
+	}
+}
+
+// FuzzDeltaRangeJSON holds appendDeltaRange and appendDelta to json.Marshal
+// for any strings.
 func FuzzDeltaRangeJSON(f *testing.F) {
 	f.Add("m", "a", "b", int64(0), int64(20))
 	f.Add("<m>", "\x00\xff", "\u2028", int64(-1), int64(1<<62))
@@ -45,6 +64,7 @@ func FuzzDeltaRangeJSON(f *testing.F) {
 		if got := appendDeltaRange(nil, msg, deltas, ms); string(got) != string(want) {
 			t.Fatalf("appendDeltaRange\n%q\nwant\n%q", got, want)
 		}
+		checkDelta(t, msg, d1)
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,9 +33,69 @@ import (
 // whose answer was lost) and the events of an executor cut off by a takeover
 // fail instead of writing seqs twice (the event log's write in
 // internal/run/log.go). Rows of events are checked apart (legacyOverlapSQL).
-const insertEventSQL = `INSERT INTO event_rows (thread, seq, seq_end, tenant, run_id, type, turn, iteration, step, at, payload)
-	VALUES (?, coalesce((SELECT CASE WHEN coalesce(seq_end, seq) >= ? THEN seq END FROM event_rows
+const insertEventSQL = insertEventHead + insertEventValues
+
+const (
+	insertEventHead   = `INSERT INTO event_rows (thread, seq, seq_end, tenant, run_id, type, turn, iteration, step, at, payload) VALUES `
+	insertEventValues = `(?, coalesce((SELECT CASE WHEN coalesce(seq_end, seq) >= ? THEN seq END FROM event_rows
 		WHERE thread = ? AND seq <= ? ORDER BY seq DESC LIMIT 1), ?), ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+)
+
+// eventGroups are the numbers of rows the event log inserts with one
+// statement, largest first, the last 1: a batch's rows go in groups of the
+// largest that fits the rows left. database/sql and the driver cost about
+// as much per statement run as SQLite's insert (the arguments converted and
+// bound, the statement stepped and reset, its result made), and that is
+// paid per group.
+//
+// A group's statement (insertEventsSQL) probes for an overlap as
+// insertEventSQL does, each row's probe correlated with its values rather
+// than given parameters of its own: SQLite expires (and parses again) a
+// statement when a parameter its plan looked at is bound anew, and it tells
+// parameters after the 32nd apart only as one, so a multi-row statement
+// whose probes took parameters was parsed again at every run. The group's
+// rows are disjoint (PackEvents refuses a repeated seq, and a row holds
+// exactly the seqs from its first to its last), so each row's probe finds
+// the same stored row whether the group's other rows are inserted before it
+// (one row a statement) or after (SQLite evaluates an insert that reads its
+// own table into a temporary table first): a batch is refused, and on the
+// same unique index, exactly when it was one row at a time. OR FAIL spares
+// SQLite the statement journal a multi-row insert otherwise keeps to undo
+// its own rows on a conflict: every caller's transaction is rolled back on
+// any error (AppendEvents, PauseRun), which undoes them.
+var eventGroups = []int{32, 8, 1}
+
+// insertEventsSQL is the statement inserting n rows, for each n in
+// eventGroups (insertEventSQL for 1).
+var insertEventsSQL = func() map[int]string {
+	const tuple = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	m := make(map[int]string, len(eventGroups))
+	for _, n := range eventGroups {
+		if n == 1 {
+			m[n] = insertEventSQL
+			continue
+		}
+		m[n] = `WITH v (thread, seq, last, seq_end, tenant, run_id, type, turn, iteration, step, at, payload) AS (VALUES ` +
+			strings.TrimSuffix(strings.Repeat(tuple+", ", n), ", ") + `)
+	INSERT OR FAIL INTO event_rows (thread, seq, seq_end, tenant, run_id, type, turn, iteration, step, at, payload)
+	SELECT v.thread, coalesce((SELECT CASE WHEN coalesce(e.seq_end, e.seq) >= v.seq THEN e.seq END FROM event_rows e
+		WHERE e.thread = v.thread AND e.seq <= v.last ORDER BY e.seq DESC LIMIT 1), v.seq),
+		v.seq_end, v.tenant, v.run_id, v.type, v.turn, v.iteration, v.step, v.at, v.payload FROM v`
+	}
+	return m
+}()
+
+// groupInserts are the statements of eventGroups' groups of more than one
+// row (hotStatements).
+func groupInserts() []string {
+	var out []string
+	for _, n := range eventGroups {
+		if n > 1 {
+			out = append(out, insertEventsSQL[n])
+		}
+	}
+	return out
+}
 
 // legacyOverlapSQL reports whether seqs ?3..?2 of thread ?1 overlap a row of
 // events, as insertEventSQL's probe does in event_rows.
@@ -204,48 +265,77 @@ func (s *Store) insertEventRows(ctx context.Context, tx *sql.Tx, rows []store.Ev
 	return numbers, nil
 }
 
-// insertNumberedRows inserts rows, numbers holding their threads' numbers.
+// insertNumberedRows inserts rows, numbers holding their threads' numbers,
+// in groups of eventGroups rows, each group one statement.
 func (s *Store) insertNumberedRows(ctx context.Context, tx *sql.Tx, rows []store.EventRow, numbers map[string]threadNumber) error {
-	stmt, err := s.prep.stmt(ctx, tx, insertEventSQL)
-	if err != nil {
-		return err
+	groups := eventGroups
+	for _, r := range rows {
+		if r.Seq <= numbers[r.Thread].legacyLast {
+			// Rare (below): the batch goes one row at a time, each row
+			// checked against events before it is inserted, as it always
+			// was.
+			groups = eventGroups[len(eventGroups)-1:]
+			break
+		}
 	}
-	defer stmt.Close()
 	// The rows are inserted under a context without cancellation, looked
-	// at between rows instead: given one that can end, the driver starts a
-	// goroutine (and a progress handler) to interrupt each statement, which
-	// cost more than the insert itself. A row insert does not wait (the
+	// at between groups instead: given one that can end, the driver starts
+	// a goroutine (and a progress handler) to interrupt each statement,
+	// which cost more than the insert itself. An insert does not wait (the
 	// write pool's one connection holds the write lock from BeginTx), so
-	// a batch still stops within a row of ctx's end, and the transaction
+	// a batch still stops within a group of ctx's end, and the transaction
 	// still ends with it.
 	rowCtx := context.WithoutCancel(ctx)
-	for _, r := range rows {
+	args := make([]any, 0, min(len(rows), groups[0])*14) // 14 parameters a row at most (insertEventSQL's)
+	for len(rows) > 0 {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		n := numbers[r.Thread]
-		if r.Seq <= n.legacyLast {
-			// Rare: a thread with rows in events, and a row that may
-			// overlap one of them (a retry of a batch written before the
-			// upgrade).
-			var overlaps bool
-			if err := tx.QueryRowContext(rowCtx, legacyOverlapSQL, r.Thread, r.SeqEnd, r.Seq).Scan(&overlaps); err != nil {
-				return err
-			}
-			if overlaps {
-				return fmt.Errorf("%w: seqs %d..%d of %s overlap a stored row", store.ErrConflict, r.Seq, r.SeqEnd, r.Thread)
+		n := groups[0]
+		for _, g := range groups {
+			if n = g; g <= len(rows) {
+				break
 			}
 		}
-		var end any
-		if r.IsRange() {
-			end = r.SeqEnd
+		args = args[:0]
+		for _, r := range rows[:n] {
+			num := numbers[r.Thread]
+			if r.Seq <= num.legacyLast {
+				// Rare: a thread with rows in events, and a row that may
+				// overlap one of them (a retry of a batch written before
+				// the upgrade).
+				var overlaps bool
+				if err := tx.QueryRowContext(rowCtx, legacyOverlapSQL, r.Thread, r.SeqEnd, r.Seq).Scan(&overlaps); err != nil {
+					return err
+				}
+				if overlaps {
+					return fmt.Errorf("%w: seqs %d..%d of %s overlap a stored row", store.ErrConflict, r.Seq, r.SeqEnd, r.Thread)
+				}
+			}
+			var end any
+			if r.IsRange() {
+				end = r.SeqEnd
+			}
+			// Plain ? parameters, each bound once: numbered ones cost the
+			// driver a name lookup per parameter per row. The iteration
+			// goes as an int64, which database/sql passes on as it is (an
+			// int it converts by reflection).
+			if n == 1 {
+				args = append(args, num.n, r.Seq, num.n, r.SeqEnd, r.Seq, end, r.Tenant, r.Run, string(r.Type), r.Turn, int64(r.Iteration), r.Step,
+					ms(r.Time), string(r.Payload))
+			} else {
+				args = append(args, num.n, r.Seq, r.SeqEnd, end, r.Tenant, r.Run, string(r.Type), r.Turn, int64(r.Iteration), r.Step,
+					ms(r.Time), string(r.Payload))
+			}
 		}
-		// Plain ? parameters, each bound once: numbered ones cost the
-		// driver a name lookup per parameter per row.
-		if _, err := stmt.ExecContext(rowCtx, n.n, r.Seq, n.n, r.SeqEnd, r.Seq, end, r.Tenant, r.Run, string(r.Type), r.Turn, r.Iteration, r.Step,
-			ms(r.Time), string(r.Payload)); err != nil {
+		stmt, err := s.prep.txStmt(ctx, tx, insertEventsSQL[n])
+		if err != nil {
 			return err
 		}
+		if _, err := stmt.ExecContext(rowCtx, args...); err != nil {
+			return err
+		}
+		rows = rows[n:]
 	}
 	return nil
 }

@@ -26,8 +26,9 @@ const (
 
 // hotStatements are the write pool's statements prepared when the store
 // opens: a run's start, its log, its messages and its end.
-var hotStatements = []string{updateConvSQL, insertMessageSQL, activeRunSQL, insertRunSQL, insertConversationSQL, selectConversationSQL, countExecutingSQL, savepointSQL, releaseSQL, rollbackToSQL, lastSeqSQL, insertEventSQL,
-	messagePlaceSQL, appendedSQL, selectRunSQL, updateRunSQL, insertUsageSQL, threadNumberSQL, newThreadSQL, legacyLastSQL}
+var hotStatements = append([]string{updateConvSQL, insertMessageSQL, activeRunSQL, insertRunSQL, insertConversationSQL, selectConversationSQL, countExecutingSQL, savepointSQL, releaseSQL, rollbackToSQL, lastSeqSQL, insertEventSQL,
+	messagePlaceSQL, appendedSQL, selectRunSQL, updateRunSQL, insertUsageSQL, threadNumberSQL, newThreadSQL, legacyLastSQL},
+	groupInserts()...)
 
 // StartRun writes a run's start (the conversation when new, the run, its
 // user message, the thread's last seq) in a transaction it may share with

@@ -338,3 +338,90 @@ func CountRows(t *testing.T, s store.Store, count func(thread string) (rows, las
 	}
 	check("deltas around a tool call", split, 3, 6)
 }
+
+// testManyThreadsConflicts pins the overlap refusal in batches of many
+// threads' rows, as the event log writes them at thousands of streams (a
+// backend may insert such rows many to a statement): one thread's overlap,
+// wherever its row falls in the batch, refuses the whole batch, and rows
+// of one thread arriving out of seq order are stored.
+func testManyThreadsConflicts(t *testing.T, s store.Store) {
+	const threads = 45 // more rows than any backend's group, and an odd number
+	ids := make([]string, threads)
+	for i := range ids {
+		ids[i] = must[chat.Conversation](t)(s.CreateConversation(ctx(t), alice, chat.Conversation{})).ID
+	}
+	at := time.Date(2026, 3, 16, 8, 0, 0, 0, time.UTC)
+	ev := func(i int, seq int64, p event.Payload) event.Event {
+		return event.Event{Tenant: "acme", Thread: ids[i], Run: "r", Seq: seq, Time: at.Add(time.Duration(seq) * time.Millisecond),
+			Type: p.EventType(), Turn: "r", Iteration: 1, Step: "worker", Payload: p}
+	}
+	// Each thread: seqs 1..2 a range, 3 a tool call, 4 a lone delta, the
+	// threads interleaved; thread 7's events come first, last-first.
+	var batch []event.Event
+	for seq := int64(1); seq <= 4; seq++ {
+		for i := range ids {
+			if i == 7 {
+				continue
+			}
+			var p event.Payload = text("m", fmt.Sprintf("t%d s%d ", i, seq))
+			if seq == 3 {
+				p = event.ToolCallStartedData{ToolCallID: fmt.Sprint("c", i), Name: "t"}
+			}
+			batch = append(batch, ev(i, seq, p))
+		}
+	}
+	seven := []event.Event{ev(7, 4, text("m", "d")), ev(7, 3, text("m", "c")), ev(7, 1, text("m", "a")), ev(7, 2, text("m", "b"))}
+	batch = append(seven, batch...) // its rows in one group, descending
+	if err := s.AppendEvents(ctx(t), batch); err != nil {
+		t.Fatal(err)
+	}
+	want := func(i int) []event.Event {
+		var out []event.Event
+		for seq := int64(1); seq <= 4; seq++ {
+			for _, e := range batch {
+				if e.Thread == ids[i] && e.Seq == seq {
+					out = append(out, e)
+				}
+			}
+		}
+		return stored(out)
+	}
+	check := func(what string) {
+		t.Helper()
+		for i, id := range ids {
+			got := must[[]event.Event](t)(s.ListEvents(ctx(t), alice, store.ListEventsParams{Thread: id}))
+			sameEvents(t, fmt.Sprintf("%s: thread %d", what, i), got, want(i))
+		}
+	}
+	check("stored")
+	next := func(bad int, from, to int64) []event.Event {
+		var out []event.Event
+		for i := range ids {
+			lo, hi := int64(5), int64(6)
+			if i == bad {
+				lo, hi = from, to
+			}
+			for seq := lo; seq <= hi; seq++ {
+				out = append(out, ev(i, seq, text("m", "x")))
+			}
+		}
+		return out
+	}
+	for _, bad := range []int{0, 7, 20, 31, 32, 39, 40, 44} {
+		for _, seqs := range [][2]int64{{4, 5}, {3, 3}, {2, 6}, {0, 1}} {
+			err := s.AppendEvents(ctx(t), next(bad, seqs[0], seqs[1]))
+			if !errors.Is(err, store.ErrConflict) {
+				t.Fatalf("thread %d writing seqs %d..%d: error = %v, want ErrConflict", bad, seqs[0], seqs[1], err)
+			}
+		}
+	}
+	check("after refusals")
+	if err := s.AppendEvents(ctx(t), next(-1, 0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		if n := must[int64](t)(s.LastSeq(ctx(t), "acme", id)); n != 6 {
+			t.Fatalf("thread %d: last seq %d, want 6", i, n)
+		}
+	}
+}

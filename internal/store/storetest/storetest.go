@@ -63,6 +63,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"DeltaRangeBounds", testDeltaRangeBounds},
 		{"DeltaRangesAcrossBatches", testDeltaRangesAcrossBatches},
 		{"DeltaRangeConflicts", testDeltaRangeConflicts},
+		{"ManyThreadsConflicts", testManyThreadsConflicts},
 		{"TextRoundTrip", testTextRoundTrip}, // text.go
 		{"BadCursors", testBadCursors},
 		{"AgentCreateAndRead", testAgentCreateAndRead}, // agent.go
