@@ -43,17 +43,19 @@ const (
 
 // eventGroups are the numbers of rows the event log inserts with one
 // statement, largest first, the last 1: a batch's rows go in groups of the
-// largest that fits the rows left. database/sql and the driver cost about
-// as much per statement run as SQLite's insert (the arguments converted and
-// bound, the statement stepped and reset, its result made), and that is
-// paid per group.
+// largest that fits the rows left. What a statement run costs besides the
+// rows (database/sql's argument slice and locks, the driver's bind count,
+// step, reset and result, SQLite's per-statement setup) is paid per group:
+// BenchmarkAppendStreams' CPU per event fell 10–18 %, its allocations by
+// half (docs/benchmarks.md, "twelfth round: the event log's rows").
 //
 // A group's statement (insertEventsSQL) probes for an overlap as
 // insertEventSQL does, each row's probe correlated with its values rather
 // than given parameters of its own: SQLite expires (and parses again) a
 // statement when a parameter its plan looked at is bound anew, and it tells
 // parameters after the 32nd apart only as one, so a multi-row statement
-// whose probes took parameters was parsed again at every run. The group's
+// whose probes took parameters was parsed again at every run (the profile's
+// sqlite3Reprepare). The group's
 // rows are disjoint (PackEvents refuses a repeated seq, and a row holds
 // exactly the seqs from its first to its last), so each row's probe finds
 // the same stored row whether the group's other rows are inserted before it
