@@ -54,8 +54,7 @@ func SendAsOneEntry(b *Bus, evs ...event.Event) error {
 			return err
 		}
 		key := StreamKey(b.opts.Prefix, ev.Tenant, ev.Thread)
-		// Waited for, as a run's end is: send does not recycle them.
-		reqs[i] = &publishReq{key: key, seq: ev.Seq, data: data, done: make(chan struct{})}
+		reqs[i] = &publishReq{key: key, seq: ev.Seq, data: data}
 	}
 	b.send(q, reqs)
 	q.mu.Lock()

@@ -3,7 +3,6 @@ package redisbus
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -33,20 +32,16 @@ func (b *Bus) publish(ctx context.Context, ev event.Event, wait bool) error {
 	if ev.Seq <= 0 {
 		return fmt.Errorf("redisbus: publish %s: seq %d is not positive", ev.Type, ev.Seq)
 	}
-	// AppendJSON directly: json.Marshal would reflect on ev and then
-	// re-compact the encoder's output, a seventh of a replica's CPU under
-	// load. The request and its buffer are reused once sent (see
-	// recycle): with go-redis's command per entry, the bus's publishes
-	// were two fifths of a replica's allocations.
-	req := newReq()
-	data, err := ev.AppendJSON(req.data[:0])
+	// MarshalJSON directly: json.Marshal would reflect on ev and then
+	// re-compact the encoder's output, a seventh of a replica's CPU under load.
+	data, err := ev.MarshalJSON()
 	if err != nil {
 		return fmt.Errorf("redisbus: publish %s: %w", ev.Type, err)
 	}
 	key := StreamKey(b.opts.Prefix, ev.Tenant, ev.Thread)
 	sh := b.shard(key)
 	q := &b.pub
-	req.key, req.seq, req.data = key, ev.Seq, data
+	req := &publishReq{key: key, seq: ev.Seq, data: data}
 	// Delivered here before Redis can have it, so the reader never brings
 	// it back first; if an earlier XADD failed, it reaches only these
 	// subscriptions, which the log (where the run wrote it) backs like any
@@ -174,13 +169,6 @@ type publishQueue struct {
 	failed     map[string]error
 	wake       chan struct{}
 	expireSeen map[string]time.Time // by the publisher only: when each key's EXPIRE was last refreshed
-	// The publisher's own, kept from one pipeline to the next: the entries,
-	// the latest entry of each key, the joined entries' bytes and the
-	// commands' arguments.
-	ents   []entry
-	latest map[string]int
-	arena  []byte
-	args   []any
 }
 
 // publishReq is one publish waiting for the publisher.
@@ -190,33 +178,6 @@ type publishReq struct {
 	data []byte
 	done chan struct{} // for a publish that waits: closed once err is set; nil otherwise
 	err  error
-	next *publishReq // the next request of its entry, while the publisher sends it
-}
-
-// reqPool holds the requests sent and not waited for, with their buffers:
-// a publish's request and encoding were an allocation each per event.
-var reqPool = sync.Pool{New: func() any { return new(publishReq) }}
-
-// maxPooledData is the largest buffer a recycled request keeps: a large
-// event (a tool's result) is not held on to for the deltas that follow.
-const maxPooledData = 4 << 10
-
-func newReq() *publishReq { return reqPool.Get().(*publishReq) }
-
-// recycle gives back the requests of a batch that no Publish waits for,
-// once the batch is sent and its outcome noted.
-func recycle(batch []*publishReq) {
-	for _, r := range batch {
-		if r.done != nil {
-			continue // its Publish reads err
-		}
-		data := r.data[:0]
-		if cap(data) > maxPooledData {
-			data = nil
-		}
-		*r = publishReq{data: data}
-		reqPool.Put(r)
-	}
 }
 
 // maxPipeline bounds the commands of one publishing round trip.
@@ -310,93 +271,66 @@ func (b *Bus) publisher(q *publishQueue) {
 // entry is the publishes of one thread in a batch that go to Redis as one
 // stream entry: consecutive seqs of the thread, in order.
 type entry struct {
-	key         string
-	first, last *publishReq // its requests, linked by next
-	n, size     int         // how many, and their encodings' bytes
+	key  string
+	reqs []*publishReq
 }
 
-// group sorts a batch into q.ents by thread, each thread's publishes in the
-// order they came: at a thousand streams a pipeline carries two or three
-// events of a stream (they queued while the previous one was in flight), and
-// one entry for them costs Redis and go-redis one command instead of
-// several. A seq not above its thread's previous one (a republish) starts an
-// entry of its own, which Redis refuses as stale as it would have alone.
-func (q *publishQueue) group(batch []*publishReq) {
-	q.ents = q.ents[:0]
-	clear(q.latest)
+// entries groups a batch by thread, each thread's publishes in the order
+// they came: at a thousand streams a pipeline carries two or three events of
+// a stream (they queued while the previous one was in flight), and one
+// entry for them costs Redis and go-redis one command instead of several. A
+// seq not above its thread's previous one (a republish) starts an entry of
+// its own, which Redis refuses as stale as it would have alone.
+func entries(batch []*publishReq) []entry {
+	out := make([]entry, 0, len(batch))
+	last := make(map[string]int, len(batch)) // key → index in out of its latest entry
 	for _, r := range batch {
-		r.next = nil
-		if i, ok := q.latest[r.key]; ok {
-			if e := &q.ents[i]; e.last.seq < r.seq {
-				e.last.next, e.last = r, r
-				e.n, e.size = e.n+1, e.size+len(r.data)
+		if i, ok := last[r.key]; ok {
+			if e := &out[i]; e.reqs[len(e.reqs)-1].seq < r.seq {
+				e.reqs = append(e.reqs, r)
 				continue
 			}
 		}
-		q.latest[r.key] = len(q.ents)
-		q.ents = append(q.ents, entry{key: r.key, first: r, last: r, n: 1, size: len(r.data)})
+		last[r.key] = len(out)
+		out = append(out, entry{key: r.key, reqs: []*publishReq{r}})
 	}
+	return out
+}
+
+// values is an entry's fields: "ev" and the event for one publish, "evs" and
+// a JSON array of the events for several (the events' own encodings,
+// joined).
+func (e entry) values() []any {
+	if len(e.reqs) == 1 {
+		return []any{"ev", e.reqs[0].data}
+	}
+	n := 1 + len(e.reqs)
+	for _, r := range e.reqs {
+		n += len(r.data)
+	}
+	data, sep := make([]byte, 0, n), byte('[')
+	for _, r := range e.reqs {
+		data = append(append(data, sep), r.data...)
+		sep = ','
+	}
+	return []any{"evs", append(data, ']')}
 }
 
 // send writes one batch of publishes as a pipeline, an entry per thread (see
-// group), and tells each publish its entry's outcome. Its XADDs are built
-// here rather than by go-redis's XAdd (an argument list, a values list and
-// the id's string per command): an entry of several events is joined in
-// q.arena, its id written there too, and the arguments of every command
-// share q.args.
+// entries), and tells each publish its entry's outcome.
 func (b *Bus) send(q *publishQueue, batch []*publishReq) {
 	now := time.Now()
-	q.group(batch)
-	ents := q.ents
-	// The joined entries ("evs": a JSON array of the events' own
-	// encodings) and every entry's id, in one buffer sized first, so that
-	// the slices taken of it stay put.
-	n := 0
-	for _, e := range ents {
-		n += 24 // the id
-		if e.n > 1 {
-			n += e.size + e.n + 1
-		}
-	}
-	arena := q.arena[:0]
-	if cap(arena) < n {
-		arena = make([]byte, 0, n)
-	}
-	const argc = 8 // xadd key maxlen ~ n id field value
-	args := q.args[:0]
-	if cap(args) < argc*len(ents) {
-		args = make([]any, 0, argc*len(ents))
-	}
+	ents := entries(batch)
 	adds := make([]*redis.StringCmd, len(ents))
 	var expires []*redis.BoolCmd
 	ctx, cancel := context.WithTimeout(b.ctx, sendTimeout)
 	defer cancel()
 	_, _ = b.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i := range ents {
-			e := &ents[i]
+		for i, e := range ents {
 			// The entry's id is its last event's seq: a later position reads
 			// it whole and drops the events at or before the position.
-			at := len(arena)
-			arena = append(strconv.AppendInt(arena, e.last.seq, 10), '-', '0')
-			id := arena[at:len(arena):len(arena)]
-			var field string
-			var value []byte
-			if e.n == 1 {
-				field, value = "ev", e.first.data
-			} else {
-				at = len(arena)
-				sep := byte('[')
-				for r := e.first; r != nil; r = r.next {
-					arena = append(append(arena, sep), r.data...)
-					sep = ','
-				}
-				arena = append(arena, ']')
-				field, value = "evs", arena[at:len(arena):len(arena)]
-			}
-			at = len(args)
-			args = append(args, "xadd", e.key, "maxlen", "~", b.maxLenArg, id, field, value)
-			adds[i] = redis.NewStringCmd(ctx, args[at:len(args):len(args)]...)
-			_ = p.Process(ctx, adds[i])
+			adds[i] = p.XAdd(ctx, &redis.XAddArgs{Stream: e.key, ID: entryID(e.reqs[len(e.reqs)-1].seq), MaxLen: b.opts.MaxLen, Approx: true,
+				Values: e.values()})
 			if now.Sub(q.expireSeen[e.key]) > expireEvery {
 				q.expireSeen[e.key] = now
 				expires = append(expires, p.Expire(ctx, e.key, b.opts.TTL))
@@ -404,10 +338,6 @@ func (b *Bus) send(q *publishQueue, batch []*publishReq) {
 		}
 		return nil
 	})
-	// Kept for the next pipeline, without what this one referenced.
-	q.arena = arena[:0]
-	clear(args)
-	q.args = args[:0]
 	var expireErr error
 	for _, e := range expires {
 		if err := e.Err(); err != nil {
@@ -424,8 +354,7 @@ func (b *Bus) send(q *publishQueue, batch []*publishReq) {
 		}
 	}
 	var failed []*publishReq
-	for i := range ents {
-		e := &ents[i]
+	for i, e := range ents {
 		err := adds[i].Err()
 		if err != nil && isStaleID(err) {
 			err = nil // the events, or later ones, are there already
@@ -443,7 +372,7 @@ func (b *Bus) send(q *publishQueue, batch []*publishReq) {
 		default:
 			err = unavailable(err)
 		}
-		for r := e.first; r != nil; r = r.next {
+		for _, r := range e.reqs {
 			r.err = fmt.Errorf("redisbus: publish seq %d to %s: %w", r.seq, r.key, err)
 			failed = append(failed, r)
 		}
@@ -457,14 +386,11 @@ func (b *Bus) send(q *publishQueue, batch []*publishReq) {
 		}
 		q.mu.Unlock()
 	}
-	clear(q.ents) // drops the requests, which go back to the pool
-	q.ents = q.ents[:0]
 	for _, r := range batch {
 		if r.done != nil {
 			close(r.done)
 		}
 	}
-	recycle(batch)
 }
 
 // fail answers every queued publish with err and refuses later ones.

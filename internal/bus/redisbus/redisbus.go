@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"io"
 	"log/slog"
 	"strconv"
@@ -66,8 +65,6 @@ type Bus struct {
 	shards [shardCount]shard
 
 	pub publishQueue // every publish, for the one publisher
-
-	maxLenArg any // opts.MaxLen as an XADD argument, boxed once
 }
 
 // shardCount is how many shards a bus's subscriptions are spread over; each
@@ -83,15 +80,14 @@ type shard struct {
 	readers []*reader
 }
 
-// shard is the shard of the stream key. maphash rather than a byte-wise
-// FNV: every publish hashes its key here, and FNV's loop over a key of
-// eighty bytes was a percent of a replica's CPU under load.
+// shard is the shard of the stream key.
 func (b *Bus) shard(key string) *shard {
-	return &b.shards[maphash.String(shardSeed, key)%shardCount]
+	h := uint32(2166136261) // FNV-1a
+	for i := 0; i < len(key); i++ {
+		h = (h ^ uint32(key[i])) * 16777619
+	}
+	return &b.shards[h%shardCount]
 }
-
-// shardSeed is the shards' hash seed: a process's own, as their order is.
-var shardSeed = maphash.MakeSeed()
 
 var _ bus.Bus = (*Bus)(nil)
 
@@ -121,8 +117,7 @@ func Open(ctx context.Context, url string, opts Options) (*Bus, error) {
 	}
 	b := &Bus{
 		url: url, opts: opts, log: log, rdb: rdb,
-		backlog:   int64(max(1, opts.QueueLimit/2)),
-		maxLenArg: opts.MaxLen,
+		backlog: int64(max(1, opts.QueueLimit/2)),
 	}
 	b.block.Store(int64(blockFor))
 	b.quiet.Store(int64(localQuiet))
@@ -131,7 +126,7 @@ func Open(ctx context.Context, url string, opts Options) (*Bus, error) {
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	q := &b.pub
-	q.wake, q.expireSeen, q.failed, q.latest = make(chan struct{}, 1), map[string]time.Time{}, map[string]error{}, map[string]int{}
+	q.wake, q.expireSeen, q.failed = make(chan struct{}, 1), map[string]time.Time{}, map[string]error{}
 	b.wg.Add(1)
 	go b.publisher(q)
 	return b, nil
