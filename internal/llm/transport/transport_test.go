@@ -44,6 +44,24 @@ func newServer(t *testing.T, h http.HandlerFunc) *server {
 	return s
 }
 
+// newIdleServer is newServer that also signals idle each time a response
+// was written to its end (the connection went idle).
+func newIdleServer(t *testing.T, h http.HandlerFunc, idle chan<- struct{}) *server {
+	t.Helper()
+	s := &server{Server: httptest.NewUnstartedServer(h)}
+	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		switch st {
+		case http.StateNew:
+			s.conns.Add(1)
+		case http.StateIdle:
+			idle <- struct{}{}
+		}
+	}
+	s.Start()
+	t.Cleanup(s.Close)
+	return s
+}
+
 func newClient(t *testing.T, std *http.Transport) *http.Client {
 	t.Helper()
 	tr := transport.New(std)
@@ -176,22 +194,12 @@ func TestBodyClosedMidStreamClosesItsConnection(t *testing.T) {
 func TestBodyClosedAtItsEndMarkerKeepsItsConnection(t *testing.T) {
 	t.Parallel()
 	idle := make(chan struct{}, 1)
-	s := &server{Server: httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s := newIdleServer(t, func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		io.WriteString(w, "data: one\n\n")
 		w.(http.Flusher).Flush()
 		io.WriteString(w, "data: [DONE]\n\n")
-	}))}
-	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
-		switch st {
-		case http.StateNew:
-			s.conns.Add(1)
-		case http.StateIdle: // the response was written to its end
-			idle <- struct{}{}
-		}
-	}
-	s.Start()
-	defer s.Close()
+	}, idle)
 	c := newClient(t, &http.Transport{})
 	for range 2 {
 		resp := post(t, c, t.Context(), s.URL)
@@ -233,7 +241,7 @@ func TestBodyClosedAtItsEndMarkerBeforeItsEnd(t *testing.T) {
 			sent := make(chan struct{}, 2) // the first answer's rest is on its way
 			idle := make(chan struct{}, 2)
 			first := true
-			s := &server{Server: httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s := newIdleServer(t, func(w http.ResponseWriter, r *http.Request) {
 				io.Copy(io.Discard, r.Body)
 				io.WriteString(w, "data: one\n\ndata: [DONE]\n\n")
 				w.(http.Flusher).Flush()
@@ -248,17 +256,7 @@ func TestBodyClosedAtItsEndMarkerBeforeItsEnd(t *testing.T) {
 					sent <- struct{}{}
 					<-r.Context().Done() // the client closes the connection
 				}
-			}))}
-			s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
-				switch st {
-				case http.StateNew:
-					s.conns.Add(1)
-				case http.StateIdle: // a response was written to its end
-					idle <- struct{}{}
-				}
-			}
-			s.Start()
-			defer s.Close()
+			}, idle)
 			c := newClient(t, &http.Transport{})
 			resp := post(t, c, t.Context(), s.URL)
 			br := bufio.NewReader(resp.Body)
