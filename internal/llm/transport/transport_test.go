@@ -33,28 +33,21 @@ type server struct {
 
 func newServer(t *testing.T, h http.HandlerFunc) *server {
 	t.Helper()
+	return newWatchedServer(t, h, http.StateNew, nil)
+}
+
+// newWatchedServer is newServer that also signals each time one of its
+// connections enters state (StateIdle: a response was written to its end),
+// where signal is not nil.
+func newWatchedServer(t *testing.T, h http.HandlerFunc, state http.ConnState, signal chan<- struct{}) *server {
+	t.Helper()
 	s := &server{Server: httptest.NewUnstartedServer(h)}
 	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
 		if st == http.StateNew {
 			s.conns.Add(1)
 		}
-	}
-	s.Start()
-	t.Cleanup(s.Close)
-	return s
-}
-
-// newIdleServer is newServer that also signals idle each time a response
-// was written to its end (the connection went idle).
-func newIdleServer(t *testing.T, h http.HandlerFunc, idle chan<- struct{}) *server {
-	t.Helper()
-	s := &server{Server: httptest.NewUnstartedServer(h)}
-	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
-		switch st {
-		case http.StateNew:
-			s.conns.Add(1)
-		case http.StateIdle:
-			idle <- struct{}{}
+		if st == state && signal != nil {
+			signal <- struct{}{}
 		}
 	}
 	s.Start()
@@ -194,12 +187,12 @@ func TestBodyClosedMidStreamClosesItsConnection(t *testing.T) {
 func TestBodyClosedAtItsEndMarkerKeepsItsConnection(t *testing.T) {
 	t.Parallel()
 	idle := make(chan struct{}, 1)
-	s := newIdleServer(t, func(w http.ResponseWriter, r *http.Request) {
+	s := newWatchedServer(t, func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		io.WriteString(w, "data: one\n\n")
 		w.(http.Flusher).Flush()
 		io.WriteString(w, "data: [DONE]\n\n")
-	}, idle)
+	}, http.StateIdle, idle)
 	c := newClient(t, &http.Transport{})
 	for range 2 {
 		resp := post(t, c, t.Context(), s.URL)
@@ -241,7 +234,7 @@ func TestBodyClosedAtItsEndMarkerBeforeItsEnd(t *testing.T) {
 			sent := make(chan struct{}, 2) // the first answer's rest is on its way
 			idle := make(chan struct{}, 2)
 			first := true
-			s := newIdleServer(t, func(w http.ResponseWriter, r *http.Request) {
+			s := newWatchedServer(t, func(w http.ResponseWriter, r *http.Request) {
 				io.Copy(io.Discard, r.Body)
 				io.WriteString(w, "data: one\n\ndata: [DONE]\n\n")
 				w.(http.Flusher).Flush()
@@ -256,7 +249,7 @@ func TestBodyClosedAtItsEndMarkerBeforeItsEnd(t *testing.T) {
 					sent <- struct{}{}
 					<-r.Context().Done() // the client closes the connection
 				}
-			}, idle)
+			}, http.StateIdle, idle)
 			c := newClient(t, &http.Transport{})
 			resp := post(t, c, t.Context(), s.URL)
 			br := bufio.NewReader(resp.Body)
@@ -442,19 +435,9 @@ func TestServerClosesTheConnection(t *testing.T) {
 func TestIdleConnectionExpires(t *testing.T) {
 	t.Parallel()
 	closed := make(chan struct{}, 1)
-	s := &server{Server: httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s := newWatchedServer(t, func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "ok")
-	}))}
-	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
-		switch st {
-		case http.StateNew:
-			s.conns.Add(1)
-		case http.StateClosed:
-			closed <- struct{}{}
-		}
-	}
-	s.Start()
-	defer s.Close()
+	}, http.StateClosed, closed)
 	c := newClient(t, &http.Transport{IdleConnTimeout: time.Millisecond})
 	readAll(t, post(t, c, t.Context(), s.URL))
 	<-closed // the transport closed the idle connection
