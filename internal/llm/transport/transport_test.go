@@ -55,6 +55,22 @@ func newWatchedServer(t *testing.T, h http.HandlerFunc, state http.ConnState, si
 	return s
 }
 
+// readToDone reads body's lines up to its end marker, data: [DONE], and
+// no further.
+func readToDone(t *testing.T, body io.Reader) {
+	t.Helper()
+	br := bufio.NewReader(body)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("read: %v", err)
+		}
+		if line == "data: [DONE]\n" {
+			return
+		}
+	}
+}
+
 func newClient(t *testing.T, std *http.Transport) *http.Client {
 	t.Helper()
 	tr := transport.New(std)
@@ -196,16 +212,7 @@ func TestBodyClosedAtItsEndMarkerKeepsItsConnection(t *testing.T) {
 	c := newClient(t, &http.Transport{})
 	for range 2 {
 		resp := post(t, c, t.Context(), s.URL)
-		br := bufio.NewReader(resp.Body)
-		for {
-			line, err := br.ReadString('\n')
-			if err != nil {
-				t.Fatalf("read: %v", err)
-			}
-			if line == "data: [DONE]\n" {
-				break
-			}
-		}
+		readToDone(t, resp.Body)
 		<-idle
 		resp.Body.Close()
 	}
@@ -252,16 +259,7 @@ func TestBodyClosedAtItsEndMarkerBeforeItsEnd(t *testing.T) {
 			}, http.StateIdle, idle)
 			c := newClient(t, &http.Transport{})
 			resp := post(t, c, t.Context(), s.URL)
-			br := bufio.NewReader(resp.Body)
-			for {
-				line, err := br.ReadString('\n')
-				if err != nil {
-					t.Fatalf("read: %v", err)
-				}
-				if line == "data: [DONE]\n" {
-					break
-				}
-			}
+			readToDone(t, resp.Body)
 			b, ok := resp.Body.(interface{ CloseAtEnd() error })
 			if !ok {
 				t.Fatalf("the body (%T) has no CloseAtEnd", resp.Body)
