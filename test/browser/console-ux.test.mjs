@@ -111,8 +111,13 @@ test('answers are Markdown: highlighted code with a copy button, sanitised, re-r
     }).observe(document.getElementById('messages'), { childList: true, subtree: true, characterData: true });
   });
   await send(page, 'answer in markdown please');
-  await finished(page);
+  // The model sends each part once the page shows the one before.
   const answer = lastRun(page).locator('.answer');
+  await answer.locator('input[type=checkbox]').nth(1).waitFor();
+  model.step();
+  await answer.locator('table tbody tr').nth(1).waitFor();
+  model.step();
+  await finished(page);
   assert.equal(await answer.locator('h1').textContent(), 'Release notes');
   assert.equal(await answer.locator('strong').textContent(), 'bold');
   assert.equal(await answer.locator('del').textContent(), 'struck');

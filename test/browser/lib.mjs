@@ -200,6 +200,17 @@ export async function fakeModel() {
     gate?.open();
     gate = null;
   };
+  // step() lets a Markdown answer go on to its next part; steps taken before
+  // the answer reaches a part are kept, so the order of the two never matters.
+  let steps = 0;
+  let stepWaiters = [];
+  fake.step = () => {
+    steps++;
+    stepWaiters.splice(0).forEach((ok) => ok());
+  };
+  const stepped = async (n) => {
+    while (steps < n) await new Promise((ok) => stepWaiters.push(ok));
+  };
   const server = fakeServer(async (req, res) => {
     let raw = '';
     for await (const chunk of req) raw += chunk;
@@ -213,11 +224,17 @@ export async function fakeModel() {
         choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`);
     send({ role: 'assistant', content: '' });
     if (text.includes('markdown')) {
-      // Markdown in small pieces over several frames, as a real model streams it.
-      for (const piece of MARKDOWN_ANSWER.match(/[\s\S]{1,12}/g)) {
-        if (res.destroyed) return;
-        send({ content: piece });
-        await new Promise((ok) => setTimeout(ok, 20));
+      // Markdown in small pieces, as a real model streams it, in parts: each
+      // part after the first waits for step(), which a test calls once the
+      // page shows the part before, so the answer grows over several frames
+      // however slow the machine.
+      for (const [i, part] of MARKDOWN_PARTS.entries()) {
+        if (i > 0) await stepped(i);
+        for (const piece of part.match(/[\s\S]{1,12}/g)) {
+          if (res.destroyed) return;
+          send({ content: piece });
+          await new Promise((ok) => setTimeout(ok, 20));
+        }
       }
       send({}, 'stop');
       return res.end('data: [DONE]\n\n');
@@ -279,6 +296,16 @@ export const MARKDOWN_ANSWER = [
   '',
   '![a picture](https://example.com/cat.png)',
 ].join('\n');
+
+/**
+ * MARKDOWN_PARTS are the three parts fakeModel streams MARKDOWN_ANSWER in:
+ * up to the task list, up to the table, the rest.
+ */
+export const MARKDOWN_PARTS = (() => {
+  const afterList = MARKDOWN_ANSWER.indexOf('| fruit');
+  const afterTable = MARKDOWN_ANSWER.indexOf('```go');
+  return [MARKDOWN_ANSWER.slice(0, afterList), MARKDOWN_ANSWER.slice(afterList, afterTable), MARKDOWN_ANSWER.slice(afterTable)];
+})();
 
 /** MARKDOWN_CODE is the code block of MARKDOWN_ANSWER. */
 export const MARKDOWN_CODE = 'func main() { fmt.Println("hi") }';
