@@ -10,10 +10,11 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startAgentchat, fakeFeishu, fakeModel, launch, guard, shot, json, WAIT, SLOW_ANSWER, SLOW_BEFORE_GATE } from './lib.mjs';
+import { startAgentchat, fakeFeishu, fakeModel, launch, guard, shot, json, WAIT, SLOW_ANSWER, SLOW_BEFORE_GATE,
+  WORD_BY_WORD_ANSWER } from './lib.mjs';
 
 let server; // the offline model: tools, reasoning, confirmations
-let gated; // a fake upstream model that pauses mid-answer until told: stop and reload
+let gated; // a fake upstream model that pauses mid-answer until told: streaming, stop and reload
 let model;
 let feishu;
 let chromium;
@@ -91,7 +92,7 @@ test('the printed URL serves the console and the printed token signs in', async 
 });
 
 test('by keyboard: a message streams token by token into the answer', async (t) => {
-  const { page } = await open(t);
+  const { page } = await open(t, { server: gated });
   // Reach the message box with Tab only.
   let reached = false;
   for (let i = 0; i < 40 && !reached; i++) {
@@ -107,14 +108,26 @@ test('by keyboard: a message streams token by token into the answer', async (t) 
       if (a) window.lengths.add(a.textContent.length);
     }).observe(document.getElementById('messages'), { childList: true, subtree: true, characterData: true });
   });
-  await page.keyboard.type('Hello there, console');
+  await page.keyboard.type('Hello there, answer word by word');
   await page.keyboard.press('Enter');
+  // The model sends each word once the page shows the words before it, so
+  // every step is drawn however slow the machine (with the offline model's
+  // paced tokens, a starved browser could draw the answer in a frame or two).
+  const words = WORD_BY_WORD_ANSWER.split(/(?= )/);
+  for (let i = 1; i < words.length; i++) {
+    await page.waitForFunction((want) => [...document.querySelectorAll('#messages .answer')].at(-1)?.textContent === want,
+      words.slice(0, i).join(''));
+    model.step();
+  }
   await finished(page);
   const text = await lastRun(page).locator('.answer').textContent();
-  assert.match(text, /offline demo model/);
+  assert.equal(text, WORD_BY_WORD_ANSWER);
   const lengths = await page.evaluate(() => [...window.lengths]);
-  assert.ok(lengths.length > 5, `the answer grew in steps: ${lengths}`);
-  const answer = (await stored(page)).filter((m) => m.role === 'assistant').at(-1);
+  for (let i = 1; i <= words.length; i++) {
+    const length = words.slice(0, i).join('').length;
+    assert.ok(lengths.includes(length), `the answer grew word by word: no step of ${length} characters in ${lengths}`);
+  }
+  const answer = (await stored(page, gated)).filter((m) => m.role === 'assistant').at(-1);
   assert.equal(text, answer.content, 'what streamed is what was stored');
   await shot(page, 'streamed');
 });

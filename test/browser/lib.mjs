@@ -190,6 +190,8 @@ export async function json(base, token, path, init = {}) {
  * streamed). An input containing "slow" gets an answer that stops after
  * its first words until release() — whenGated() resolves once an answer
  * waits there — so a test can act mid-stream without racing the model.
+ * "markdown" and "word by word" get answers that go on part by part, each
+ * part once step() is called.
  */
 export async function fakeModel() {
   const fake = {};
@@ -239,6 +241,20 @@ export async function fakeModel() {
       send({}, 'stop');
       return res.end('data: [DONE]\n\n');
     }
+    if (text.includes('word by word')) {
+      // One word at a time, each after the first once step() is called: a
+      // test steps when the page shows the words before, so the answer is
+      // drawn in as many steps as it has words however slow the machine.
+      // Steps are counted from this answer's start.
+      const from = steps;
+      for (const [i, word] of WORD_BY_WORD_ANSWER.split(/(?= )/).entries()) {
+        if (i > 0) await stepped(from + i);
+        if (res.destroyed) return;
+        send({ content: word });
+      }
+      send({}, 'stop');
+      return res.end('data: [DONE]\n\n');
+    }
     const slow = text.includes('slow');
     const parts = (slow ? SLOW_ANSWER : 'Hello from the fake model.').split(/(?= )/);
     for (let i = 0; i < parts.length; i++) {
@@ -260,6 +276,9 @@ export async function fakeModel() {
   };
   return fake;
 }
+
+/** WORD_BY_WORD_ANSWER is what fakeModel answers to "word by word", a word per step(). */
+export const WORD_BY_WORD_ANSWER = 'Each word of this answer comes once the page shows the one before.';
 
 /** SLOW_ANSWER is what fakeModel answers to "slow"; it pauses after SLOW_GATE_AFTER words. */
 export const SLOW_ANSWER = 'These first words arrive at once, and after the gate opens the rest of this answer follows, word by word.';
