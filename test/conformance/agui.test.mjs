@@ -27,7 +27,7 @@ import { HttpAgent, runHttpRequest, transformHttpEventStream, verifyEvents } fro
 import { EventSchemas } from "@ag-ui/core/schemas";
 import { from, lastValueFrom, tap, takeWhile, toArray } from "rxjs";
 
-import { startAgentchat, within } from "./lib.mjs";
+import { startAgentchat, within, fakeServer, listen, close } from "./lib.mjs";
 
 const TOKEN = "conformance-token-0123456789";
 const BOUND_MS = 15_000; // the longest any one request may take
@@ -429,8 +429,37 @@ test("HttpAgent shares state: STATE_SNAPSHOT, update_state as STATE_DELTA, ?snap
 // ---------- (h) double-texting and the cancelled outcome ----------
 
 test("HttpAgent: a second input with forwardedProps.multitaskStrategy interrupt ends the first run with the cancelled outcome", async () => {
-  // Tokens every 100 ms: the first run is still answering when the second input comes.
-  const own = await startServer({ AGENTCHAT_SCRIPTED_TOKEN_DELAY: "100ms" });
+  // An upstream model that holds the story after its first word until the
+  // test ends, so the first run is still answering when the second input
+  // comes however slow the machine (with paced tokens, a stall longer than
+  // the story would let the first run succeed first); anything else it
+  // answers at once.
+  let release;
+  const held = new Promise((ok) => (release = ok));
+  const upstream = fakeServer(async (req, res) => {
+    let raw = "";
+    for await (const chunk of req) raw += chunk;
+    if (req.method !== "POST" || req.url !== "/v1/chat/completions") return res.writeHead(404).end();
+    const body = JSON.parse(raw);
+    const send = (delta, finish = null) =>
+      res.write(`data: ${JSON.stringify({ id: "chatcmpl-fake", object: "chat.completion.chunk", created: 1, model: body.model,
+        choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`);
+    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+    send({ role: "assistant", content: "" });
+    if (/long story/.test(JSON.stringify(body.messages?.at(-1)?.content ?? ""))) {
+      send({ content: "Once" });
+      await held;
+      if (res.destroyed) return;
+      send({ content: " upon a time." });
+    } else {
+      send({ content: "Hi!" });
+    }
+    send({}, "stop");
+    res.end("data: [DONE]\n\n");
+  });
+  const upstreamURL = await listen(upstream);
+  const own = await startServer({ AGENTCHAT_LLM: "openai", OPENAI_BASE_URL: `${upstreamURL}/v1`, OPENAI_API_KEY: "sk-fake",
+    AGENTCHAT_MODEL: "fake", AGENTCHAT_LLM_RETRIES: "-1" });
   try {
     const url = `${own.url}/api/v1/agent/runs`;
     const first = new HttpAgent({ url, headers: auth, threadId: "conf-m" });
@@ -455,8 +484,10 @@ test("HttpAgent: a second input with forwardedProps.multitaskStrategy interrupt 
     assert.equal(end.type, "RUN_FINISHED", `${types(ended.events)}`);
     assert.deepEqual(end.outcome, { type: "cancelled" });
     for (const ev of ended.events) schemaCheck(ev);
-    assert.ok(ended.newMessages.some((m) => m.role === "assistant" && m.content.length > 0), "the partial answer stays");
+    assert.ok(ended.newMessages.some((m) => m.role === "assistant" && m.content === "Once"), "the partial answer stays");
   } finally {
+    release();
     await own.stop();
+    await close(upstream);
   }
 });
