@@ -202,8 +202,9 @@ export async function fakeModel() {
     gate?.open();
     gate = null;
   };
-  // step() lets a Markdown answer go on to its next part; steps taken before
-  // the answer reaches a part are kept, so the order of the two never matters.
+  // step() lets a stepped answer go on to its next part; steps taken before
+  // the answer reaches a part are kept, so the order of the two never
+  // matters. Each answer counts its steps from its own start.
   let steps = 0;
   let stepWaiters = [];
   fake.step = () => {
@@ -230,8 +231,9 @@ export async function fakeModel() {
       // part after the first waits for step(), which a test calls once the
       // page shows the part before, so the answer grows over several frames
       // however slow the machine.
+      const from = steps;
       for (const [i, part] of MARKDOWN_PARTS.entries()) {
-        if (i > 0) await stepped(i);
+        if (i > 0) await stepped(from + i);
         for (const piece of part.match(/[\s\S]{1,12}/g)) {
           if (res.destroyed) return;
           send({ content: piece });
