@@ -47,9 +47,10 @@ func upstream(t *testing.T, tokens int, pace time.Duration) []string {
 }
 
 // heldUpstream is upstream with every stream held after its first
-// holdAfter frames (about as many tokens) until release is called (or the test ends): a test that
-// must act while a run is mid-stream holds it there, instead of counting on
-// a pace to be slow enough on a loaded machine.
+// holdAfter frames (about as many tokens) until release is called (or the
+// test ends): a test that must act while a run is mid-stream holds it
+// there, instead of counting on a pace to be slow enough on a loaded
+// machine.
 func heldUpstream(t *testing.T, tokens int, pace time.Duration, holdAfter int) (env []string, release func()) {
 	t.Helper()
 	hold := make(chan struct{})
@@ -402,13 +403,20 @@ func TestRedisRestartMidRun(t *testing.T) {
 	// The executor publishes into the outage until it has felt it (a
 	// pipeline not sent within its timeout): wait for that, rather than
 	// sleeping a length a loaded machine stretches, then bring Redis back.
-	clustertest.Eventually(t, 30*time.Second, "the executor sees the bus unavailable", func() bool {
-		return strings.Contains(a.Log(), "bus unavailable")
-	})
+	// (Bounded, and not fatal before the followers are done: they log.)
+	felt := false
+	for deadline := time.Now().Add(30 * time.Second); !felt && time.Now().Before(deadline); {
+		if felt = strings.Contains(a.Log(), "bus unavailable"); !felt {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	rd.Start()
 	back := time.Now()
 	wg.Wait()
 	t.Logf("both followers had the run's end %s after Redis came back", time.Since(back).Round(time.Millisecond))
+	if !felt {
+		t.Fatalf("the executor did not see Redis go away within 30 s:\n%s", a.Log())
+	}
 
 	for i, frames := range results {
 		if errs[i] != nil {
