@@ -564,7 +564,12 @@ func TestLocalPublishesOnce(t *testing.T) {
 	publish(t, b, "th", 1, 300)
 	collectExactly(t, local, 1, 300)
 	collectExactly(t, remote, 1, 300)
-	time.Sleep(50 * time.Millisecond) // the reader has read the stream back by now
+	// Only b's reader can bring an event the other bus publishes, and it
+	// reads the stream in order: once 301 is here, a second copy of any of
+	// 1..300 would have come before it (no sleep that a loaded machine
+	// outlasts before the reader has looked).
+	publish(t, other, "th", 301, 301)
+	collectExactly(t, local, 301, 1)
 	if evs, err := local.Drain(nil); len(evs) != 0 || err != nil {
 		t.Fatalf("delivered again: %d events (%v)", len(evs), err)
 	}
