@@ -3,7 +3,6 @@ package event
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"strconv"
 	"time"
 
@@ -31,6 +30,18 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	return e.AppendJSON(nil)
 }
 
+// encodedFixed is what AppendJSON writes besides the strings' own bytes,
+// at most: every field name and its punctuation, the quotes of the eight
+// strings, the longest time RFC3339Nano gives (a zone offset instead of
+// "Z"), two int64s, and some room for escapes. The estimate MarshalJSON
+// sizes its buffer with was 160 bytes of this, below what any event needs
+// (~180), so every event's buffer was allocated and then grown by append to
+// twice its size: a quarter of a replica's allocation on the PostgreSQL +
+// Redis bench line (docs/benchmarks.md, "Issue 25, thirteenth round:
+// PostgreSQL + Redis").
+const encodedFixed = len(`{"tenant":,"thread":,"run":,"seq":,"time":"","type":,"turn":,"iteration":,"step":,"payload":{"messageId":,"delta":}}`) +
+	8*2 + len("2006-01-02T15:04:05.999999999-07:00") + 2*20 + 32
+
 // AppendJSON appends the event's MarshalJSON encoding to b. It appends the
 // fields by hand: every event of a replica passes through here on its way
 // to Redis, and json.Marshal of wire reflected on it, formatted the time
@@ -50,7 +61,7 @@ func (e Event) AppendJSON(b []byte) ([]byte, error) {
 		}
 	}
 	if b == nil {
-		b = make([]byte, 0, e.encodedLen(p, delta, fast))
+		b = make([]byte, 0, encodedFixed+len(e.Tenant)+len(e.Thread)+len(e.Run)+len(e.Type)+len(e.Turn)+len(e.Step)+len(p)+len(delta.MessageID)+len(delta.Delta))
 	}
 	b = append(b, `{"tenant":`...)
 	b = jsonstr.Append(b, e.Tenant)
@@ -89,49 +100,6 @@ func (e Event) AppendJSON(b []byte) ([]byte, error) {
 		b = append(b, p...) // json.Marshal's output: compact and valid
 	}
 	return append(b, '}'), nil
-}
-
-// encodedLen is the length of AppendJSON's encoding of e when its strings
-// need few escapes: the buffer MarshalJSON allocates. Sized from the fields
-// present, not a fixed allowance: the allowance it replaced (160 bytes) was
-// short for an event with a step and an iteration, whose buffer append then
-// regrew to twice its size, and a generous one would put every event in a
-// larger size class. A few escapes fit in the slack; more grow the buffer.
-func (e Event) encodedLen(p []byte, delta TextDeltaData, fast bool) int {
-	const slack = 8
-	n := len(`{"tenant":"","thread":"","run":"","seq":,"time":"","type":"","payload":}`) + slack +
-		len(e.Tenant) + len(e.Thread) + len(e.Run) + len(e.Type) + decimalLen(e.Seq) + len("2006-01-02T15:04:05.999999999-07:00")
-	if e.Turn != "" {
-		n += len(`,"turn":""`) + len(e.Turn)
-	}
-	if e.Iteration != 0 {
-		n += len(`,"iteration":`) + decimalLen(int64(e.Iteration))
-	}
-	if e.Step != "" {
-		n += len(`,"step":""`) + len(e.Step)
-	}
-	if fast {
-		n += len(`{"messageId":"","delta":""}`) + len(delta.MessageID) + len(delta.Delta)
-	} else {
-		n += len(p)
-	}
-	return n
-}
-
-// decimalLen is the length of v in base 10, its sign included.
-func decimalLen(v int64) int {
-	n := 1
-	if v < 0 {
-		n++
-		if v == math.MinInt64 {
-			return 20
-		}
-		v = -v
-	}
-	for ; v >= 10; v /= 10 {
-		n++
-	}
-	return n
 }
 
 // deltaOf reports whether p is a text or reasoning delta (their JSON is
