@@ -30,18 +30,6 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	return e.AppendJSON(nil)
 }
 
-// encodedFixed is what AppendJSON writes besides the strings' own bytes,
-// at most: every field name and its punctuation, the quotes of the eight
-// strings, the longest time RFC3339Nano gives (a zone offset instead of
-// "Z"), two int64s, and some room for escapes. The estimate MarshalJSON
-// sizes its buffer with was 160 bytes of this, below what any event needs
-// (~180), so every event's buffer was allocated and then grown by append to
-// twice its size: a quarter of a replica's allocation on the PostgreSQL +
-// Redis bench line (docs/benchmarks.md, "Issue 25, thirteenth round:
-// PostgreSQL + Redis").
-const encodedFixed = len(`{"tenant":,"thread":,"run":,"seq":,"time":"","type":,"turn":,"iteration":,"step":,"payload":{"messageId":,"delta":}}`) +
-	8*2 + len("2006-01-02T15:04:05.999999999-07:00") + 2*20 + 32
-
 // AppendJSON appends the event's MarshalJSON encoding to b. It appends the
 // fields by hand: every event of a replica passes through here on its way
 // to Redis, and json.Marshal of wire reflected on it, formatted the time
@@ -61,7 +49,7 @@ func (e Event) AppendJSON(b []byte) ([]byte, error) {
 		}
 	}
 	if b == nil {
-		b = make([]byte, 0, encodedFixed+len(e.Tenant)+len(e.Thread)+len(e.Run)+len(e.Type)+len(e.Turn)+len(e.Step)+len(p)+len(delta.MessageID)+len(delta.Delta))
+		b = make([]byte, 0, 160+len(e.Tenant)+len(e.Thread)+len(e.Run)+len(e.Turn)+len(e.Step)+len(p)+len(delta.MessageID)+len(delta.Delta))
 	}
 	b = append(b, `{"tenant":`...)
 	b = jsonstr.Append(b, e.Tenant)

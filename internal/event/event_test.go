@@ -95,20 +95,3 @@ func TestMarshalJSONMatchesEncodingJSON(t *testing.T) {
 		t.Error("a time past year 9999 encoded")
 	}
 }
-
-// MarshalJSON sizes its buffer once: an event whose strings need no escaping
-// (a replica's every delta, on its way to Redis) is one allocation, not one
-// and a regrowth.
-func TestMarshalJSONAllocatesOnce(t *testing.T) {
-	at := time.Date(2026, 11, 27, 15, 37, 20, 123456789, time.FixedZone("x", -7*3600))
-	for _, ev := range []Event{
-		{Tenant: "bench", Thread: "conv_01JDXH8Q9ZK3M4N5P6R7S8T9V0", Run: "run_01JDXH8Q9ZK3M4N5P6R7S8T9V1", Seq: 1 << 62, Time: at,
-			Type: TextDelta, Turn: "turn_01JDXH8Q9ZK3M4N5P6R7S8T9V2", Iteration: 12, Step: "worker",
-			Payload: TextDeltaData{MessageID: "msg_01JDXH8Q9ZK3M4N5P6R7S8T9V3", Delta: " token"}},
-		{Tenant: "t", Thread: "c", Run: "r", Seq: 1, Time: at, Type: ReasoningDelta, Payload: ReasoningDeltaData{Delta: "a"}},
-	} {
-		if n := testing.AllocsPerRun(10, func() { _, _ = ev.MarshalJSON() }); n != 1 {
-			t.Errorf("MarshalJSON of %s seq %d: %v allocations, want 1", ev.Type, ev.Seq, n)
-		}
-	}
-}
