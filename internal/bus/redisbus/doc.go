@@ -99,9 +99,10 @@
 //     by stream key (shardCount of them), each with its own readers; a
 //     shard's mu guards its topics, their subscriptions and its readers'
 //     topic sets and flags; no code holds two shards' locks at once. A
-//     publishQueue's mu guards its requests and its closed flag; its publisher goroutine alone
-//     touches its expireSeen; b.mu only orders Close (which sets the atomic closed flag
-//     under it, then visits the shards) against a control stream starting.
+//     publishQueue's mu guards its requests and its closed flag; its
+//     publisher goroutine alone touches its expireSeen; b.mu only orders
+//     Close (which sets the atomic closed flag under it, then visits the
+//     shards) against a control stream starting.
 //     No Redis call is made with a shard's lock held. A shard's lock is
 //     taken before a Queue's own lock, never after: a Push happens under it
 //     and never blocks, and a Queue's Stop (whose onStop takes the shard's
