@@ -15,6 +15,7 @@
 #   BASE_BIN=./agentchat-base AGENTCHAT_BIN=./agentchat STREAMS="5000 5000 5000" \
 #     scripts/bench-cores.sh   # each load run by base, then by this binary
 #   EXTRA="--rounds 10" STREAMS="1 20" scripts/bench-cores.sh   # more bench flags
+#   RESULTS_DIR=/tmp/runs scripts/bench-cores.sh       # every run's full report
 #
 # With PROFILE_DIR, the last run writes the server's CPU, heap, goroutine and
 # mutex profiles there; `go tool pprof -tags PROFILE_DIR/cpu.pprof` gives
@@ -107,3 +108,11 @@ for i in $(seq 1 "$runs"); do
     }' "$out/run$i.txt"
 done
 printf '\ntotal %d s\n' "$(($(date +%s) - t0))"
+# The table leaves out the stream times, the ends' tail and the first
+# text's own figures; each run's whole report has them.
+if [ -n "${RESULTS_DIR:-}" ]; then
+  mkdir -p "$RESULTS_DIR"
+  for i in $(seq 1 "$runs"); do
+    { cat "$out/run$i.what" "$out/run$i.txt"; tail -n 20 "$out/run$i.log"; } >"$RESULTS_DIR/run$i.txt"
+  done
+fi

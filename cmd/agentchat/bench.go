@@ -110,6 +110,8 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "\n  first text, mean         %.2f ms; the server's run start to its first text emitted %.2f ms (the model's included)",
 			res.FirstTextMean, res.ServerFirstTextMean)
 	}
+	fmt.Fprintf(stdout, "\n  stream time              p50 %.2f ms  p99 %.2f ms (floor p50 %.2f ms  p99 %.2f ms); last text to end p50 %.2f ms  p99 %.2f ms",
+		res.StreamTime.P50, res.StreamTime.P99, res.FloorStreamTime.P50, res.FloorStreamTime.P99, res.EndTail.P50, res.EndTail.P99)
 	fmt.Fprintf(stdout, "\n  serial parts busy        %s\n", bench.SerialLine(res.Serial))
 	if res.Errors > 0 {
 		return fmt.Errorf("%d chats failed", res.Errors)

@@ -75,7 +75,14 @@ type Result struct {
 	FloorFirstText Percent `json:"floorFirstText"`
 	TTFB           Percent `json:"ttfb"`
 	FirstText      Percent `json:"firstText"`
-	Errors         int     `json:"errors"`
+	// StreamTime is a chat's request to its end, FloorStreamTime the
+	// floor's request to its [DONE], and EndTail a chat's last text to its
+	// end: where a load's tokens/s falls short of the floor's, these split
+	// the loss between the starts (first text), the streams and the ends.
+	FloorStreamTime Percent `json:"floorStreamTime"`
+	StreamTime      Percent `json:"streamTime"`
+	EndTail         Percent `json:"endTail"`
+	Errors          int     `json:"errors"`
 	// The errors by kind: a refused start (not 200), a run that ended
 	// other than succeeded, a stream that stopped (or stalled past the
 	// deadline) before its run's end.
@@ -189,8 +196,8 @@ func run(ctx context.Context, cfg Config) (Result, error) {
 		client.CloseIdleConnections()
 		logf("floor: %d concurrent streams straight to the fake upstream", cfg.Streams)
 		t := time.Now()
-		ttfb, first, tokens, err := floor(ctx, client, upURL, cfg.Streams, cfg.Ramp)
-		fl.ttfb, fl.first = append(fl.ttfb, ttfb...), append(fl.first, first...)
+		ttfb, first, stream, tokens, err := floor(ctx, client, upURL, cfg.Streams, cfg.Ramp)
+		fl.ttfb, fl.first, fl.stream = append(fl.ttfb, ttfb...), append(fl.first, first...), append(fl.stream, stream...)
 		fl.tokens += tokens
 		fl.elapsed += time.Since(t)
 		if err != nil {
@@ -316,6 +323,7 @@ func run(ctx context.Context, cfg Config) (Result, error) {
 		res.FirstTextMean = float64(sum.Microseconds()) / 1000 / float64(len(ld.firsts))
 	}
 	res.TTFB, res.FirstText = percent(ld.ttfbs), percent(ld.firsts)
+	res.FloorStreamTime, res.StreamTime, res.EndTail = percent(fl.stream), percent(ld.streams), percent(ld.tails)
 	res.Errors = int(ld.errs.Load())
 	res.Refused, res.FailedRuns, res.NoEnd = int(ld.refused.Load()), int(ld.failed.Load()), int(ld.noEnd.Load())
 	res.TokensDelivered = ld.tokens.Load()
@@ -330,18 +338,18 @@ func run(ctx context.Context, cfg Config) (Result, error) {
 
 // floorPasses sums the floor's passes.
 type floorPasses struct {
-	ttfb, first []time.Duration
-	tokens      int64
-	elapsed     time.Duration
+	ttfb, first, stream []time.Duration
+	tokens              int64
+	elapsed             time.Duration
 }
 
 // loadPasses sums the load's passes through the servers.
 type loadPasses struct {
-	mu                           sync.Mutex
-	ttfbs, firsts                []time.Duration
-	tokens                       atomic.Int64
-	errs, refused, failed, noEnd atomic.Int64
-	elapsed                      time.Duration
+	mu                            sync.Mutex
+	ttfbs, firsts, streams, tails []time.Duration
+	tokens                        atomic.Int64
+	errs, refused, failed, noEnd  atomic.Int64
+	elapsed                       time.Duration
 }
 
 // pass runs one load: cfg.Streams chats spread over the servers, arriving
@@ -401,6 +409,7 @@ func (ld *loadPasses) pass(ctx context.Context, cfg Config, client *http.Client,
 			ld.tokens.Add(int64(m.deltas))
 			ld.mu.Lock()
 			ld.ttfbs, ld.firsts = append(ld.ttfbs, m.ttfb), append(ld.firsts, m.firstText)
+			ld.streams, ld.tails = append(ld.streams, m.end), append(ld.tails, m.end-m.lastText)
 			ld.mu.Unlock()
 		})
 	}
@@ -488,7 +497,7 @@ func arrive(ctx context.Context, start time.Time, i, n int, ramp time.Duration) 
 
 // floor measures the upstream alone: N concurrent streaming requests, and
 // the text chunks they delivered.
-func floor(ctx context.Context, client *http.Client, upURL string, n int, ramp time.Duration) (ttfb, first []time.Duration, tokens int64, err error) {
+func floor(ctx context.Context, client *http.Client, upURL string, n int, ramp time.Duration) (ttfb, first, stream []time.Duration, tokens int64, err error) {
 	var count atomic.Int64
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -527,13 +536,14 @@ func floor(ctx context.Context, client *http.Client, upURL string, n int, ramp t
 					break
 				}
 			}
+			st := time.Since(t0)
 			mu.Lock()
-			ttfb, first = append(ttfb, tb), append(first, ft)
+			ttfb, first, stream = append(ttfb, tb), append(first, ft), append(stream, st)
 			mu.Unlock()
 		})
 	}
 	wg.Wait()
-	return ttfb, first, count.Load(), firstErr
+	return ttfb, first, stream, count.Load(), firstErr
 }
 
 // Kinds of failed chats.
@@ -542,9 +552,10 @@ var (
 	errRunFailed = errors.New("run did not succeed")
 )
 
+// measure is one chat's times, from its request.
 type measure struct {
-	ttfb, firstText time.Duration
-	deltas          int
+	ttfb, firstText, lastText, end time.Duration
+	deltas                         int
 }
 
 var (
@@ -576,8 +587,9 @@ func chat(ctx context.Context, client *http.Client, base string, conv *string) (
 	for {
 		line, err := br.ReadSlice('\n')
 		if bytes.HasPrefix(line, deltaLine) {
+			m.lastText = time.Since(t0)
 			if m.deltas == 0 {
-				m.firstText = time.Since(t0)
+				m.firstText = m.lastText
 			}
 			m.deltas++
 		} else if bytes.HasPrefix(line, endLine) {
@@ -586,6 +598,7 @@ func chat(ctx context.Context, client *http.Client, base string, conv *string) (
 			if !bytes.Contains(line, okEnd) {
 				return m, fmt.Errorf("%w: %s", errRunFailed, bytes.TrimSpace(line))
 			}
+			m.end = time.Since(t0)
 			return m, nil
 		}
 		if err != nil {
