@@ -84,7 +84,13 @@ type Options struct {
 	// Reply is set): a request's max_tokens when it has one, else Tokens,
 	// default 20. A benchmark sets the answer length T per request this way.
 	Tokens int
-	// Delay paces every stream: the pause before each event after the first.
+	// Delay paces every stream: event i after the first is due Delay×i
+	// after the first, as a model produces tokens at its own rate. A frame
+	// written late does not push the ones after it back: paced by a pause
+	// after each write, a stream on a loaded machine took a quarter longer
+	// than Delay said (each pause's own scheduling delay, 200 times), and a
+	// benchmark charged the server under test with its upstream's lag
+	// (docs/benchmarks.md, "fourteenth round: the pace of the fake model").
 	Delay time.Duration
 	// Hold, when set, stops every stream after its first HoldAfter events
 	// (at least one) until Hold is closed, so that a test can keep streams
@@ -295,26 +301,49 @@ type player struct {
 	gone  chan struct{}
 	stop  chan struct{}
 	delay time.Duration
+	due   time.Time // when the frame last written was due (Options.Delay)
 
 	hold      <-chan struct{} // Options.Hold
 	holdAfter int             // frames written before waiting for hold
 	written   int             // frames written so far
 }
 
-// play writes frames, pausing delay before each after the first. It
-// reports false when the client went away or the Handler was closed.
+// play writes frames, each after the first due delay after the one before
+// was due (Options.Delay). It reports false when the client went away or
+// the Handler was closed.
 func (p *player) play(frames [][]byte) bool {
 	rc := http.NewResponseController(p.w)
+	var t *time.Timer
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
 	for i, fr := range frames {
-		if i > 0 && p.delay > 0 {
-			t := time.NewTimer(p.delay)
-			if !p.wait(t.C) {
-				t.Stop()
-				return false
+		if p.delay > 0 {
+			if i == 0 || p.due.IsZero() {
+				p.due = time.Now()
+			} else {
+				p.due = p.due.Add(p.delay)
+			}
+			if wait := time.Until(p.due); i > 0 && wait > 0 {
+				if t == nil {
+					t = time.NewTimer(wait)
+				} else {
+					t.Reset(wait)
+				}
+				if !p.wait(t.C) {
+					return false
+				}
 			}
 		}
-		if p.hold != nil && p.written == p.holdAfter && !p.await(p.hold) {
-			return false
+		if p.hold != nil && p.written == p.holdAfter {
+			if !p.await(p.hold) {
+				return false
+			}
+			// Held for as long as a test wanted: the pace starts anew
+			// rather than catching up on the frames due meanwhile.
+			p.due = time.Now()
 		}
 		if _, err := p.w.Write(fr); err != nil {
 			p.markGone()
