@@ -27,6 +27,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	idle := fs.Bool("idle", false, "also measure memory per idle stream")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	profileDir := fs.String("profile", "", "write the first server's profiles of the load (cpu.pprof; heap.pprof, goroutine.pprof and a 2 s trace.out halfway) to this folder")
+	profileStart := fs.Bool("profile-start", false, "with --profile: take the heap, goroutines and trace as the load starts, not halfway (where a burst's starts queue)")
 	soakFor := fs.Duration("soak", 0, "keep --streams chats going for this long (e.g. 10m) and report the servers' goroutines, RSS and open files, first minute against last")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: agentchat bench [flags]\n\nStarts a fake OpenAI-compatible upstream and agentchat server processes pointed at it,\nopens concurrent chats, and reports latency over the upstream floor, throughput, CPU and memory.\n\n")
@@ -44,7 +45,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	res, err := bench.Run(ctx, bench.Config{
 		Binary: self, Streams: *streams, Tokens: *tokens, Pace: *pace, Replicas: *replicas,
-		Store: *storeURL, Bus: *busURL, BusPrefix: fmt.Sprintf("bench%d", time.Now().UnixNano()), IdleProbe: *idle, Ramp: *ramp, Rounds: *rounds, Soak: *soakFor, ProfileDir: *profileDir, Log: stderr,
+		Store: *storeURL, Bus: *busURL, BusPrefix: fmt.Sprintf("bench%d", time.Now().UnixNano()), IdleProbe: *idle, Ramp: *ramp, Rounds: *rounds, Soak: *soakFor, ProfileDir: *profileDir, ProfileStart: *profileStart, Log: stderr,
 	})
 	if err != nil {
 		return err
@@ -93,7 +94,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
   through agentchat        TTFB p50 %.2f ms  p99 %.2f ms   first text p50 %.2f ms  p99 %.2f ms
   added to first text      p50 %.2f ms  p99 %.2f ms
   delivered                %d tokens in %.2f s = %.0f tokens/s (floor %.0f tokens/s: %.0f %%)
-  errors                   %d (refused %d, runs not succeeded %d, streams without their end %d)
+  errors                   %d (refused %d, runs not succeeded %d, streams without their end %d); listen queue overflows %s
   server CPU               %.0f ms = %.2f ms per 1000 tokens
   server memory            idle %.1f MiB, peak %.1f MiB, %.1f KiB per active stream`,
 		*streams, *tokens, *pace, *ramp, *replicas, max(*rounds, 1),
@@ -101,7 +102,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		res.TTFB.P50, res.TTFB.P99, res.FirstText.P50, res.FirstText.P99,
 		res.FirstText.P50-res.FloorFirstText.P50, res.FirstText.P99-res.FloorFirstText.P99,
 		res.TokensDelivered, res.Elapsed, res.TokensPerSecond, res.FloorTokensPerSecond, 100*res.TokensPerSecond/max(res.FloorTokensPerSecond, 1),
-		res.Errors, res.Refused, res.FailedRuns, res.NoEnd,
+		res.Errors, res.Refused, res.FailedRuns, res.NoEnd, overflows(res.ListenOverflows),
 		res.ServerCPUms, res.CPUmsPer1kTokens, res.IdleRSSMiB, res.PeakRSSMiB, res.KiBPerActive)
 	if *idle {
 		fmt.Fprintf(stdout, ", %.1f KiB per idle stream", res.KiBPerIdle)
@@ -117,6 +118,15 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("%d chats failed", res.Errors)
 	}
 	return nil
+}
+
+// overflows says the load's listen queue overflows, or that they could not
+// be read.
+func overflows(n int64) string {
+	if n < 0 {
+		return "unknown"
+	}
+	return fmt.Sprint(n)
 }
 
 // mib converts KiB to MiB for the report.

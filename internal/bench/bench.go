@@ -65,7 +65,10 @@ type Config struct {
 	// trace, runtime/trace) over traceWindow from halfway, mutex.pprof
 	// (contention since the server started) at its end.
 	ProfileDir string
-	Log        io.Writer // progress; nil discards
+	// ProfileStart takes the heap, the goroutines and the trace as the
+	// load starts instead of halfway: where a burst's starts queue.
+	ProfileStart bool
+	Log          io.Writer // progress; nil discards
 }
 
 // Result is what one benchmark measured.
@@ -82,7 +85,12 @@ type Result struct {
 	FloorStreamTime Percent `json:"floorStreamTime"`
 	StreamTime      Percent `json:"streamTime"`
 	EndTail         Percent `json:"endTail"`
-	Errors          int     `json:"errors"`
+	// ListenOverflows counts the connections the kernel dropped during the
+	// load because a listen queue was full (TcpExt ListenOverflows, the
+	// machine's: the servers' and the fake model's); each such client
+	// retries its connect after a second or more. -1: not readable.
+	ListenOverflows int64 `json:"listenOverflows"`
+	Errors          int   `json:"errors"`
 	// The errors by kind: a refused start (not 200), a run that ended
 	// other than succeeded, a stream that stopped (or stalled past the
 	// deadline) before its run's end.
@@ -256,6 +264,7 @@ func run(ctx context.Context, cfg Config) (Result, error) {
 		return res, err
 	}
 
+	overflows0, overflowsErr := servers[0].proc.listenOverflows()
 	cpu0 := 0.0
 	for _, s := range servers {
 		ms, err := s.proc.cpuMS()
@@ -273,7 +282,9 @@ func run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	profiled := make(chan error, 1)
 	if cfg.ProfileDir != "" {
-		go func() { profiled <- profile(ctx, client, servers[0].debugURL, time.Since(floorStart), cfg.ProfileDir) }()
+		go func() {
+			profiled <- profile(ctx, client, servers[0].debugURL, time.Since(floorStart), cfg.ProfileStart, cfg.ProfileDir)
+		}()
 	} else {
 		profiled <- nil
 	}
@@ -324,6 +335,10 @@ func run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	res.TTFB, res.FirstText = percent(ld.ttfbs), percent(ld.firsts)
 	res.FloorStreamTime, res.StreamTime, res.EndTail = percent(fl.stream), percent(ld.streams), percent(ld.tails)
+	res.ListenOverflows = -1
+	if overflows1, err := servers[0].proc.listenOverflows(); err == nil && overflowsErr == nil {
+		res.ListenOverflows = overflows1 - overflows0
+	}
 	res.Errors = int(ld.errs.Load())
 	res.Refused, res.FailedRuns, res.NoEnd = int(ld.refused.Load()), int(ld.failed.Load()), int(ld.noEnd.Load())
 	res.TokensDelivered = ld.tokens.Load()
@@ -425,8 +440,9 @@ func (ld *loadPasses) pass(ctx context.Context, cfg Config, client *http.Client,
 const traceWindow = 2 * time.Second
 
 // profile writes the profiles the server at debugURL takes over the next
-// window to dir (see Config.ProfileDir).
-func profile(ctx context.Context, client *http.Client, debugURL string, window time.Duration, dir string) error {
+// window to dir (see Config.ProfileDir), the snapshots and the trace from
+// its start when atStart is set, else from halfway.
+func profile(ctx context.Context, client *http.Client, debugURL string, window time.Duration, atStart bool, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -435,10 +451,12 @@ func profile(ctx context.Context, client *http.Client, debugURL string, window t
 	go func() {
 		cpu <- fetchProfile(ctx, client, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", debugURL, seconds), filepath.Join(dir, "cpu.pprof"))
 	}()
-	select {
-	case <-time.After(time.Duration(seconds) * time.Second / 2):
-	case <-ctx.Done():
-		return ctx.Err()
+	if !atStart {
+		select {
+		case <-time.After(time.Duration(seconds) * time.Second / 2):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	// The trace shows what the CPU profile cannot: where a goroutine that
 	// is not running waits (a syscall, the scheduler, a lock), such as the

@@ -50,6 +50,20 @@ func (r procReader) cpuMS() (ms float64, err error) {
 	return float64(st.UTime+st.STime) * 1000 / r.ticks, nil
 }
 
+// listenOverflows is the machine's count of connections dropped for a full
+// listen queue (TcpExt ListenOverflows, as the process's network namespace
+// sees it).
+func (r procReader) listenOverflows() (int64, error) {
+	ns, err := r.proc.Netstat()
+	if err != nil {
+		return 0, fmt.Errorf("read %s/net/netstat: %w", r.dir, err)
+	}
+	if ns.ListenOverflows == nil {
+		return 0, fmt.Errorf("%s/net/netstat: no ListenOverflows", r.dir)
+	}
+	return int64(*ns.ListenOverflows), nil
+}
+
 // memory is the process's resident set and its peak (VmRSS, VmHWM) in KiB.
 func (r procReader) memory() (rss, peak int64, err error) {
 	st, err := r.proc.NewStatus()
