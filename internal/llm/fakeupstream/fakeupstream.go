@@ -90,7 +90,7 @@ type Options struct {
 	// after each write, a stream on a loaded machine took a quarter longer
 	// than Delay said (each pause's own scheduling delay, 200 times), and a
 	// benchmark charged the server under test with its upstream's lag
-	// (docs/benchmarks.md, "fourteenth round: the pace of the fake model").
+	// (docs/benchmarks.md, "fourteenth round", "The fake model's pace").
 	Delay time.Duration
 	// Hold, when set, stops every stream after its first HoldAfter events
 	// (at least one) until Hold is closed, so that a test can keep streams
