@@ -66,7 +66,19 @@ func streaming(n int) engineFunc {
 
 func replica(t *testing.T, name string, st store.Store, b bus.Bus, eng engine.Engine) *run.Service {
 	t.Helper()
-	s := run.New(run.Config{Store: st, Bus: b, Engine: eng, ReplicaID: name, LeaseTTL: leaseTTL, SweepInterval: 20 * time.Millisecond})
+	return replicaWithLease(t, name, st, b, eng, leaseTTL)
+}
+
+// steadyLease is the lease of a replica that must keep its runs: on a
+// loaded box (CI at load 15) a stall of about a second fenced a replica
+// with the 2 s leaseTTL, and its run ended executor_lost in a test that
+// meant no lapse.
+const steadyLease = 10 * time.Second
+
+// replicaWithLease is replica with a lease of its own.
+func replicaWithLease(t *testing.T, name string, st store.Store, b bus.Bus, eng engine.Engine, lease time.Duration) *run.Service {
+	t.Helper()
+	s := run.New(run.Config{Store: st, Bus: b, Engine: eng, ReplicaID: name, LeaseTTL: lease, SweepInterval: 20 * time.Millisecond})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()
@@ -547,7 +559,7 @@ func TestShortStoreOutage(t *testing.T) {
 	t.Parallel()
 	shared, b := openStore(t), newRetainingBus(t)
 	cut := newUnavailable(shared)
-	a := replica(t, "a", cut, b, streaming(40))
+	a := replicaWithLease(t, "a", cut, b, streaming(40), steadyLease) // the outage must not fence it
 	replica(t, "b", shared, b, streaming(0))
 	started, err := a.Start(context.Background(), alice, run.StartRequest{Input: "go"}, false)
 	if err != nil {

@@ -86,12 +86,11 @@ func TestRunLogLinesCarryTraceID(t *testing.T) {
 		return awaitingEngine(ctx, t, h)
 	})
 	replica := func(name string) *run.Service {
-		// No lease here may lapse: the run taken over is one whose term
-		// was never registered, over at once whatever the lease. With the
-		// 2 s lease of the tests that wait for a lapse, a stall of about a
-		// second on a loaded box (CI, load 15) fenced the replica holding
-		// the continued run, which was then ended as abandoned instead.
-		s := run.New(run.Config{Store: st, Bus: b, Engine: eng, ReplicaID: name, LeaseTTL: 10 * time.Second, SweepInterval: 20 * time.Millisecond, Logger: log})
+		// No lease here may lapse (steadyLease): the run taken over is one
+		// whose term was never registered, over at once whatever the
+		// lease. With leaseTTL a stall on a loaded box fenced the replica
+		// holding the continued run, which was then ended as abandoned.
+		s := run.New(run.Config{Store: st, Bus: b, Engine: eng, ReplicaID: name, LeaseTTL: steadyLease, SweepInterval: 20 * time.Millisecond, Logger: log})
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 			defer cancel()
