@@ -204,7 +204,9 @@ func (c *Cluster) Exec(sql string, args ...any) {
 }
 
 func dropSchema(t testing.TB, dbURL, schema string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	// A minute: on a loaded box (CI at load 15) 20 s ran out while the
+	// stopped replicas' connections were still being torn down.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {

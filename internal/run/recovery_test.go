@@ -607,7 +607,9 @@ var awaitingEngine = engineFunc(func(ctx context.Context, t engine.Task, h engin
 func TestUnappliedDecisionIsApplied(t *testing.T) {
 	t.Parallel()
 	st, b := openStore(t), newRetainingBus(t)
-	a := replica(t, "a", st, b, awaitingEngine)
+	// No lease lapses here (the dead decider is simulated below): with
+	// leaseTTL a stall on a loaded box fenced the resumed run (CI, load 15).
+	a := replicaWithLease(t, "a", st, b, awaitingEngine, steadyLease)
 	started, err := a.Start(context.Background(), alice, run.StartRequest{Input: "go"}, false)
 	if err != nil {
 		t.Fatal(err)
@@ -621,7 +623,7 @@ func TestUnappliedDecisionIsApplied(t *testing.T) {
 	if _, err := st.DecideConfirmation(context.Background(), alice, list[0].ID, chat.Decision{Status: chat.ConfirmApproved, At: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	replica(t, "b", st, b, awaitingEngine)
+	replicaWithLease(t, "b", st, b, awaitingEngine, steadyLease)
 	got := waitRun(t, st, started.Run.ID, 10*time.Second, ended)
 	if got.Status != chat.RunSucceeded {
 		t.Fatalf("run %+v", got)
