@@ -106,11 +106,15 @@ func TestHistoryDaysInAZone(t *testing.T) {
 // even when the snapshot is taken mid-run.
 func TestHistoryThenEventsMerge(t *testing.T) {
 	t.Parallel()
+	// run-3's answer stops after its first words until the client has
+	// loaded the history and opened the events: mid-run on any machine.
+	midRun := make(chan struct{})
 	up := llmtest.NewOpenAIServer(t, llmtest.Options{Delay: 5 * time.Millisecond,
 		Replies: []llmtest.Reply{
 			{ToolCalls: []llmtest.ToolCall{{ID: "call_hook", Name: "send_webhook", Args: []string{`{"text":"hi"}`}}}},
 			llmtest.TextReply(`{"answer":"Sent.","key_points":["sent"],"result_type":"execution_report","status":"success"}`),
-			{Text: llmtest.Words(`{"answer":"A long answer that streams word by word while the client loads history.","status":"success"}`)},
+			{Text: llmtest.Words(`{"answer":"A long answer that streams word by word while the client loads history.","status":"success"}`),
+				Hold: midRun, HoldAfter: 4},
 		}})
 	m, err := openai.New(openai.Config{BaseURL: up.URL + "/v1", APIKey: "k", Model: "gpt-test", MaxRetries: -1})
 	if err != nil {
@@ -140,6 +144,7 @@ func TestHistoryThenEventsMerge(t *testing.T) {
 	}
 	rd2, resp2 := e.aguiStream(req{method: "GET", path: "/api/v1/agent/runs/t-merge/events?after=" + snap["lastEventId"].(string), token: alice})
 	defer resp2.Body.Close()
+	close(midRun)
 	evs := readAGUI(t, rd2, false, runEnds(1))
 	aguitest.Verify(t, evs) // the snapshot resumes at a run boundary: the rest stands alone
 	seen := map[string]bool{}

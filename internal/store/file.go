@@ -48,6 +48,9 @@ type Files interface {
 	// conversation references: those once referenced (their conversations
 	// were deleted) and those never referenced created before
 	// unreferencedBefore (uploads never sent). It returns the deleted records.
+	// A file another sweep is deleting meanwhile is waited for, not passed
+	// over: a caller that deleted a conversation and then swept finds the
+	// files only it referenced gone, whichever sweep took them.
 	SweepFiles(ctx context.Context, unreferencedBefore time.Time, limit int) ([]File, error)
 	// FileContentInUse reports whether any file record has the content address sha256.
 	FileContentInUse(ctx context.Context, sha256 string) (bool, error)

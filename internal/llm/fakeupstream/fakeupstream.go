@@ -65,6 +65,11 @@ type Reply struct {
 	RawErrorBody string
 	// Header is added to the response (e.g. Retry-After with a 429).
 	Header http.Header
+	// Hold and HoldAfter hold this reply alone as Options.Hold holds
+	// every one (they replace it for this reply): a test whose earlier
+	// replies must run through can stop the one it needs mid-stream.
+	Hold      <-chan struct{}
+	HoldAfter int
 }
 
 // TextReply is a reply streaming s word by word.
@@ -206,6 +211,9 @@ func (f *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	rep := f.reply(n, req)
 	p := player{w: w, r: r, gone: gone, stop: f.stop, delay: f.opts.Delay, hold: f.opts.Hold, holdAfter: max(f.opts.HoldAfter, 1)}
+	if rep.Hold != nil {
+		p.hold, p.holdAfter = rep.Hold, max(rep.HoldAfter, 1)
+	}
 	for k, vs := range rep.Header {
 		for _, v := range vs {
 			w.Header().Add(k, v)
@@ -321,7 +329,7 @@ func (p *player) play(frames [][]byte) bool {
 	}()
 	for i, fr := range frames {
 		if p.delay > 0 {
-			if i == 0 || p.due.IsZero() {
+			if i == 0 {
 				p.due = time.Now()
 			} else {
 				p.due = p.due.Add(p.delay)

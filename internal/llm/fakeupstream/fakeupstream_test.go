@@ -88,47 +88,80 @@ func TestHandlerWithoutT(t *testing.T) {
 	}
 }
 
-// Hold stops each stream after HoldAfter events until it is closed.
+// Hold stops a stream after HoldAfter events until it is closed: every
+// stream (Options.Hold), or one reply's (Reply.Hold) while the replies
+// before it run through.
 func TestHold(t *testing.T) {
 	t.Parallel()
-	hold := make(chan struct{})
-	h := fakeupstream.OpenAIHandler(fakeupstream.Options{Tokens: 5, Hold: hold, HoldAfter: 2})
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-	defer h.Close()
-
-	resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m","stream":true}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	next := func() string {
-		for sc.Scan() {
-			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				return d
+	for _, tt := range []struct {
+		name    string
+		opts    func(hold chan struct{}) fakeupstream.Options
+		through int // requests answered whole before the held one
+	}{
+		{"every reply", func(hold chan struct{}) fakeupstream.Options {
+			return fakeupstream.Options{Tokens: 5, Hold: hold, HoldAfter: 2}
+		}, 0},
+		{"one reply", func(hold chan struct{}) fakeupstream.Options {
+			return fakeupstream.Options{Replies: []fakeupstream.Reply{
+				{Text: fakeupstream.Tokens(5)},
+				{Text: fakeupstream.Tokens(5), Hold: hold, HoldAfter: 2},
+			}}
+		}, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			hold := make(chan struct{})
+			h := fakeupstream.OpenAIHandler(tt.opts(hold))
+			srv := httptest.NewServer(h)
+			defer srv.Close()
+			defer h.Close()
+			post := func() (next func() string, done func()) {
+				resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m","stream":true}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				sc := bufio.NewScanner(resp.Body)
+				return func() string {
+					for sc.Scan() {
+						if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+							return d
+						}
+					}
+					return ""
+				}, func() { resp.Body.Close() }
 			}
-		}
-		return ""
-	}
-	for range 2 {
-		if next() == "" {
-			t.Fatal("the stream ended before the hold")
-		}
-	}
-	// The rest follows once the hold is released.
-	close(hold)
-	n := 2
-	for d := next(); d != ""; d = next() {
-		n++
-		if d == "[DONE]" {
-			break
-		}
-	}
-	if n < 7 { // 5 text events, the finish, [DONE]
-		t.Fatalf("%d events after the hold was released", n)
-	}
-	if h.Count() != 1 {
-		t.Fatalf("%d requests", h.Count())
+			// The role, 5 text events, the finish, [DONE]: 8; a stream ends at [DONE].
+			rest := func(next func() string, n int) int {
+				for d := next(); d != ""; d = next() {
+					n++
+					if d == "[DONE]" {
+						break
+					}
+				}
+				return n
+			}
+			for range tt.through {
+				next, done := post()
+				if n := rest(next, 0); n != 8 {
+					t.Fatalf("a reply with no hold streamed %d events before the hold was released", n)
+				}
+				done()
+			}
+			next, done := post()
+			defer done()
+			for range 2 {
+				if next() == "" {
+					t.Fatal("the stream ended before the hold")
+				}
+			}
+			// The rest follows once the hold is released.
+			close(hold)
+			if n := rest(next, 2); n != 8 {
+				t.Fatalf("%d events in all after the hold was released", n)
+			}
+			if h.Count() != tt.through+1 {
+				t.Fatalf("%d requests", h.Count())
+			}
+		})
 	}
 }

@@ -107,12 +107,16 @@ func (s *Store) ReferenceFiles(ctx context.Context, sc chat.Scope, conversationI
 	return nil
 }
 
-// SweepFiles deletes unreferenced files' records. SKIP LOCKED lets two
-// replicas sweep at once without waiting on each other.
+// SweepFiles deletes unreferenced files' records. It waits for a row
+// another sweep has locked rather than skipping it (SKIP LOCKED): the
+// skipping sweep returned while the other had not yet committed, so a
+// conversation's delete answered with its files still readable. Both lock
+// in created_at order, so two sweeps do not deadlock; a row the other
+// deleted is then passed over.
 func (s *Store) SweepFiles(ctx context.Context, unreferencedBefore time.Time, limit int) ([]store.File, error) {
 	rows, _ := s.pool.Query(ctx, `DELETE FROM files WHERE id IN (
 		SELECT f.id FROM files f WHERE NOT EXISTS (SELECT 1 FROM file_refs r WHERE r.file_id = f.id)
-		AND (f.referenced_at IS NOT NULL OR f.created_at < $1) ORDER BY f.created_at LIMIT $2 FOR UPDATE SKIP LOCKED) RETURNING `+fileCols,
+		AND (f.referenced_at IS NOT NULL OR f.created_at < $1) ORDER BY f.created_at, f.id LIMIT $2 FOR UPDATE) RETURNING `+fileCols,
 		ms(unreferencedBefore), limit)
 	out, err := pgx.CollectRows(rows, collectFile)
 	if err != nil {

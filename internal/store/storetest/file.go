@@ -1,6 +1,10 @@
 package storetest
 
 import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -157,5 +161,64 @@ func testFileReferencesAndSweep(t *testing.T, s store.Store) {
 	swept = must[[]store.File](t)(s.SweepFiles(ctx(t), cutoff, 100))
 	if len(swept) != 1 || swept[0].ID != both.ID {
 		t.Fatalf("sweep after deleting c2 removed %+v, want only the file both referenced", swept)
+	}
+}
+
+// Sweeps at once (replicas, and a conversation's delete beside the hourly
+// retention) take each file once, and each finds, as it returns, every
+// file gone that it could have swept: one that met a file another sweep
+// was deleting waited for it rather than passing it over while it was
+// still readable. Each sweeps in batches, as the file service does, until
+// a batch comes back short.
+func testConcurrentFileSweeps(t *testing.T, s store.Store) {
+	const n, sweeps, batch = 400, 4, 25
+	old := time.Now().Add(-time.Hour)
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = must[store.File](t)(s.CreateFile(ctx(t), alice, store.File{Name: fmt.Sprint(i), MediaType: "text/plain", SHA256: sha('h'), CreatedAt: old})).ID
+	}
+	var wg sync.WaitGroup
+	taken := make([][]store.File, sweeps)
+	errs := make([]error, sweeps)
+	for i := range sweeps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				files, err := s.SweepFiles(ctx(t), time.Now(), batch)
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				taken[i] = append(taken[i], files...)
+				if len(files) < batch {
+					break
+				}
+			}
+			// The last files first: those another sweep may still be
+			// deleting.
+			for _, id := range slices.Backward(ids) {
+				if _, err := s.GetFile(ctx(t), alice, id); !errors.Is(err, store.ErrNotFound) {
+					errs[i] = fmt.Errorf("file %s readable (%v) after a sweep that took %d returned", id, err, len(taken[i]))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	seen := map[string]bool{}
+	for i := range sweeps {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		for _, f := range taken[i] {
+			if seen[f.ID] {
+				t.Fatalf("file %s swept twice", f.ID)
+			}
+			seen[f.ID] = true
+		}
+	}
+	if len(seen) != n {
+		t.Fatalf("%d files swept, want %d", len(seen), n)
 	}
 }

@@ -85,6 +85,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"FilePaging", testFilePaging},
 		{"FileQuotaUsage", testFileQuotaUsage},
 		{"FileReferencesAndSweep", testFileReferencesAndSweep},
+		{"ConcurrentFileSweeps", testConcurrentFileSweeps},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
