@@ -351,7 +351,7 @@ func TestDecisionNobodyApplied(t *testing.T) {
 	runID, confirmation := awaiting(t, chat)
 	// The decision below is written behind the servers' backs, which
 	// continues only a run recorded as waiting: wait for the status.
-	clustertest.Eventually(t, 5*time.Second, "run awaiting input", func() bool {
+	clustertest.Eventually(t, 30*time.Second, "run awaiting input", func() bool {
 		_, body := c.Do(b, http.MethodGet, "/v1/agent/runs/"+runID, nil)
 		return strings.Contains(string(body), `"status":"awaiting_input"`)
 	})
@@ -505,7 +505,7 @@ func TestPostgresUnavailable(t *testing.T) {
 	proxyA.Restore()
 	proxyB.Restore()
 	for _, r := range []*clustertest.Replica{a, b} {
-		clustertest.Eventually(t, 10*time.Second, r.Name+" ready", func() bool {
+		clustertest.Eventually(t, 30*time.Second, r.Name+" ready", func() bool {
 			resp, _ := c.Do(r, http.MethodGet, "/readyz", nil)
 			return resp.StatusCode == http.StatusOK
 		})
@@ -545,13 +545,13 @@ func TestPostgresUnavailable(t *testing.T) {
 		t.Fatalf("cut-off run: %v", frames[len(frames)-1])
 	}
 	proxyA.Restore()
-	clustertest.Eventually(t, 10*time.Second, "a ready", func() bool {
+	clustertest.Eventually(t, 30*time.Second, "a ready", func() bool {
 		resp, _ := c.Do(a, http.MethodGet, "/readyz", nil)
 		return resp.StatusCode == http.StatusOK
 	})
 	// a's event log held the events a emitted after the cut: it drops them
 	// (their execution was fenced), and none lands after b's end.
-	clustertest.Eventually(t, 10*time.Second, "a drops its held events", func() bool {
+	clustertest.Eventually(t, 30*time.Second, "a drops its held events", func() bool {
 		return strings.Count(a.Log(), dropped) > drops
 	})
 	checkAgainstTimeline(t, c, a, runID, frames)
@@ -589,7 +589,7 @@ func chatAfterOutage(t *testing.T, c *clustertest.Cluster, r *clustertest.Replic
 			t.Fatalf("run after the outage (try %d): %v", try, frames[len(frames)-1])
 		}
 		t.Logf("try %d: %s fenced its term after the outage (a stalled machine); the run ended %s; trying again on its next term", try, r.Name, code)
-		clustertest.Eventually(t, 20*time.Second, r.Name+"'s next term", func() bool {
+		clustertest.Eventually(t, 30*time.Second, r.Name+"'s next term", func() bool {
 			return strings.Count(r.Log(), "replica term began") > terms
 		})
 	}
@@ -630,7 +630,7 @@ func blipThrough(t *testing.T, c *clustertest.Cluster, a, b *clustertest.Replica
 			t.Fatalf("run through a blip (try %d): %v", try, frames[len(frames)-1])
 		}
 		t.Logf("try %d: a fenced its term after the blip (a stalled machine); the run ended %s; trying again on its next term", try, code)
-		clustertest.Eventually(t, 20*time.Second, "a's next term", func() bool {
+		clustertest.Eventually(t, 30*time.Second, "a's next term", func() bool {
 			return strings.Count(a.Log(), "replica term began") > terms
 		})
 	}

@@ -57,7 +57,7 @@ func TestStartBeyondMaxExecutionsIsOverloaded(t *testing.T) {
 		t.Fatalf("the refused start stored a conversation: %d before, %d after (%v)", len(before), len(after), err)
 	}
 	release <- struct{}{} // one ends
-	waitRun(t, st, first.ID, 5*time.Second, ended)
+	waitRun(t, st, first.ID, ended)
 	var started run.Started
 	// The place is given back as the execution returns, just after the
 	// run's row says it ended: poll (bounded) as waitRun does.
@@ -73,5 +73,5 @@ func TestStartBeyondMaxExecutionsIsOverloaded(t *testing.T) {
 	}
 	<-running
 	close(release)
-	waitRun(t, st, started.Run.ID, 5*time.Second, ended)
+	waitRun(t, st, started.Run.ID, ended)
 }

@@ -353,7 +353,7 @@ func TestCrashDuringPauseTakeover(t *testing.T) {
 			p.waitKilled(t)
 			seen := seenWait(t, st, p, started.Run.ConversationID)
 			// The survivor takes the run over once a's term lapses.
-			waitRun(t, st, started.Run.ID, 5*leaseTTL, func(r chat.Run) bool { return r.Status != chat.RunRunning })
+			waitRun(t, st, started.Run.ID, func(r chat.Run) bool { return r.Status != chat.RunRunning })
 			checkAfterCrash(t, st, shared, survivor, eng, started.Run, seen, tt.wantSeen)
 		})
 	}
@@ -465,7 +465,7 @@ func checkAfterCrash(t *testing.T, st store.Store, published *retainingBus, s *r
 	if _, err := s.Decide(ctx, alice, id, chat.Decision{Status: chat.ConfirmApproved}); err != nil {
 		t.Fatalf("approve after the crash: %v", err)
 	}
-	if got := waitRun(t, st, r.ID, 10*time.Second, ended); got.Status != chat.RunSucceeded {
+	if got := waitRun(t, st, r.ID, ended); got.Status != chat.RunSucceeded {
 		t.Fatalf("approved run %s %+v", got.Status, got.Error)
 	}
 	if n := eng.sent.Load(); n != 1 {

@@ -42,10 +42,10 @@ func TestFailedRunEndIsAWarningWithItsCause(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitRun(t, st, started.Run.ID, 5*time.Second, ended)
+		waitRun(t, st, started.Run.ID, ended)
 		ids[started.Run.ID] = input
 	}
-	waitRun(t, st, lost.ID, 5*time.Second, ended)
+	waitRun(t, st, lost.ID, ended)
 	ids[lost.ID] = "takeover"
 
 	want := map[string]map[string]any{

@@ -287,7 +287,7 @@ func TestCancelAsTheRunPauses(t *testing.T) {
 	if _, err := s.Cancel(t.Context(), alice, started.Run.ID); err != nil {
 		t.Fatal(err)
 	}
-	got := waitRun(t, st, started.Run.ID, 10*time.Second, ended)
+	got := waitRun(t, st, started.Run.ID, ended)
 	if got.Status != chat.RunCancelled {
 		t.Fatalf("run %+v", got)
 	}
@@ -329,7 +329,7 @@ func TestTakeoverEndsTheCallsItFindsRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	replica(t, "b", st, b, streaming(0))
-	if got := waitRun(t, st, r.ID, 10*time.Second, ended); got.Status != chat.RunFailed {
+	if got := waitRun(t, st, r.ID, ended); got.Status != chat.RunFailed {
 		t.Fatalf("run %+v", got)
 	}
 	_, timeline, err := replica(t, "c", st, b, streaming(0)).Timeline(ctx, alice, r.ID)

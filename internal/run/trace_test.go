@@ -104,7 +104,7 @@ func TestRunLogLinesCarryTraceID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitRun(t, st, started.Run.ID, 5*time.Second, func(r chat.Run) bool { return r.Status == chat.RunAwaitingInput })
+	waitRun(t, st, started.Run.ID, func(r chat.Run) bool { return r.Status == chat.RunAwaitingInput })
 	list, err := st.ListConfirmations(context.Background(), alice, chat.ConfirmPending)
 	if err != nil || len(list) != 1 {
 		t.Fatalf("confirmations %v (%v)", list, err)
@@ -112,9 +112,9 @@ func TestRunLogLinesCarryTraceID(t *testing.T) {
 	if _, err := other.Decide(context.Background(), alice, list[0].ID, chat.Decision{Status: chat.ConfirmApproved}); err != nil {
 		t.Fatal(err)
 	}
-	waitRun(t, st, started.Run.ID, 5*time.Second, ended)
+	waitRun(t, st, started.Run.ID, ended)
 	lost := abandoned(t, st, b, 1, 1, false)
-	waitRun(t, st, lost.ID, 5*time.Second, ended)
+	waitRun(t, st, lost.ID, ended)
 
 	traces := map[string]string{}
 	for _, id := range []string{started.Run.ID, lost.ID} {
@@ -205,7 +205,7 @@ func TestDecisionWhilePausingLinksTheDecidingRequest(t *testing.T) {
 	}
 	decide.End()
 	close(st.release)
-	if got := waitRun(t, st, started.Run.ID, 10*time.Second, ended); got.Status != chat.RunSucceeded || eng.sent.Load() != 1 {
+	if got := waitRun(t, st, started.Run.ID, ended); got.Status != chat.RunSucceeded || eng.sent.Load() != 1 {
 		t.Fatalf("run %s %+v, the tool ran %d times", got.Status, got.Error, eng.sent.Load())
 	}
 	var runs []sdktrace.ReadOnlySpan
