@@ -87,6 +87,11 @@ func (s *Store) ReferenceFiles(ctx context.Context, sc chat.Scope, conversationI
 		if err := tx.QueryRow(ctx, `SELECT 1 FROM conversations WHERE id = $1 AND tenant = $2 AND owner = $3`, conversationID, sc.Tenant, sc.User).Scan(&one); err != nil {
 			return fmt.Errorf("conversation %s: %w", conversationID, interpretError(err))
 		}
+		// Lock the files in the sweep's order (SweepFiles): a reference
+		// and a sweep each waiting on the other's rows would deadlock.
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM files WHERE id = ANY($1) AND tenant = $2 AND owner = $3 ORDER BY created_at, id FOR UPDATE`, ids, sc.Tenant, sc.User); err != nil {
+			return err
+		}
 		for _, id := range ids {
 			tag, err := tx.Exec(ctx, `UPDATE files SET referenced_at = COALESCE(referenced_at, $1) WHERE id = $2 AND tenant = $3 AND owner = $4`, at, id, sc.Tenant, sc.User)
 			if err != nil {
@@ -110,9 +115,9 @@ func (s *Store) ReferenceFiles(ctx context.Context, sc chat.Scope, conversationI
 // SweepFiles deletes unreferenced files' records. It waits for a row
 // another sweep has locked rather than skipping it (SKIP LOCKED): the
 // skipping sweep returned while the other had not yet committed, so a
-// conversation's delete answered with its files still readable. Both lock
-// in created_at order, so two sweeps do not deadlock; a row the other
-// deleted is then passed over.
+// conversation's delete answered with its files still readable. Sweeps
+// and ReferenceFiles lock files in one order (created_at, id), so none
+// deadlocks with another; a row another sweep deleted is passed over.
 func (s *Store) SweepFiles(ctx context.Context, unreferencedBefore time.Time, limit int) ([]store.File, error) {
 	rows, _ := s.pool.Query(ctx, `DELETE FROM files WHERE id IN (
 		SELECT f.id FROM files f WHERE NOT EXISTS (SELECT 1 FROM file_refs r WHERE r.file_id = f.id)
