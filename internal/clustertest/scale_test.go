@@ -72,7 +72,11 @@ func TestKillOneOfTwoReplicasUnderLoad(t *testing.T) {
 			// 55-72 s, which a minute per chat would have cut close.
 			frames, err := s.ReadUntil(2*time.Minute, func(f clustertest.Frame) bool { return f.Event == "agent.delta" })
 			if err != nil || len(frames) == 0 || frames[len(frames)-1].Event != "agent.delta" {
-				t.Errorf("chat %d on %s: no first delta: %v", i, on.Name, err)
+				last := "no frame"
+				if len(frames) > 0 {
+					last = fmt.Sprintf("%s %s", frames[len(frames)-1].Event, frames[len(frames)-1].Data)
+				}
+				t.Errorf("chat %d on %s: no first delta (%v); the last frame: %s", i, on.Name, err, last)
 				return
 			}
 			runs[i] = &chatRun{on: on, stream: s, runID: s.Header.Get("X-Run-ID"), seen: frames}
