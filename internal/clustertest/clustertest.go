@@ -3,13 +3,15 @@
 // Redis, started from the built binary on free 127.0.0.1 ports, with the
 // faults a deployment meets injected from outside — a replica killed with
 // SIGKILL, a Redis server crashed and restarted empty, the database cut off
-// by a TCP proxy in front of it.
+// by a TCP proxy in front of it. The replicas' fake model (StartModel) runs
+// in a process of its own too, so that their answers do not wait on the
+// -race test process, which a loaded machine starves.
 //
 // Each Cluster has its own PostgreSQL schema and Redis key prefix, so tests
-// run in parallel against shared servers. Everything a Cluster starts (server
-// processes, proxies, a private redis-server) is stopped when its test ends,
-// and the test's schema and keys are dropped; a failed test logs the tail of
-// each replica's log.
+// run in parallel against shared servers. Everything a test starts (server
+// processes, proxies, a private redis-server, a fake model) is stopped when
+// it ends, and the test's schema and keys are dropped; a failed test logs
+// the tail of each replica's log.
 //
 // The services come from AGENTCHAT_TEST_POSTGRES and AGENTCHAT_TEST_REDIS (see
 // package testenv): without them a test is skipped, except under CI.
@@ -58,6 +60,8 @@ var (
 )
 
 // Binary builds cmd/agentchat once per test process and returns its path.
+// The same build makes the fake model's program (StartModel) beside it,
+// with plain `go build` as well: the test's -race does not slow either.
 func Binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -66,7 +70,9 @@ func Binary(t testing.TB) string {
 			return
 		}
 		buildBin = filepath.Join(buildDir, "agentchat")
-		cmd := exec.Command("go", "build", "-o", buildBin, "github.com/agentchat/agentchat/cmd/agentchat")
+		// -o names a directory: each command is built into it under its name.
+		cmd := exec.Command("go", "build", "-o", buildDir+string(filepath.Separator),
+			"github.com/agentchat/agentchat/cmd/agentchat", "github.com/agentchat/agentchat/internal/clustertest/fakemodel")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
@@ -78,7 +84,7 @@ func Binary(t testing.TB) string {
 	return buildBin
 }
 
-// Cleanup removes the binary Binary built; call it from TestMain.
+// Cleanup removes the binaries Binary built; call it from TestMain.
 func Cleanup() {
 	if buildDir != "" {
 		os.RemoveAll(buildDir)
@@ -281,10 +287,11 @@ func (c *Cluster) Start(name string, env ...string) *Replica {
 		"AGENTCHAT_PING_INTERVAL=500ms",
 		"AGENTCHAT_SHUTDOWN_TIMEOUT=2s",
 		"AGENTCHAT_LOG_LEVEL=debug",
-		// The fake models these tests use serve from the test process,
-		// which on a loaded machine under -race answered some of 500
-		// requests only after the default minute (CI); no test here is
-		// about that bound, which internal/llm's tests pin.
+		// A bound only against a hung model: served from the -race test
+		// process, the fake model answered some of 500 requests only
+		// after the default minute on a loaded machine (CI). It has a
+		// process of its own now (StartModel), but the box is as loaded;
+		// no test here is about that bound, which internal/llm's tests pin.
 		"AGENTCHAT_LLM_TIMEOUT=5m",
 	}, c.Env...)
 	cmd.Env = append(cmd.Env, env...)
