@@ -1,14 +1,9 @@
 package clustertest
 
 import (
-	"bufio"
 	"context"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -17,8 +12,7 @@ import (
 // by a process of its own, the command fakemodel, built without -race: the
 // replicas' answers do not wait on the race-instrumented test process
 // getting a CPU, which a loaded CI box did not give it for a minute. The
-// process is killed when the test ends, and exits by itself if the test
-// process dies (its stdin, a pipe from the test, ends).
+// process is the test's (see startChild).
 type Model struct {
 	// URL is the model's base URL, http://127.0.0.1:port.
 	URL string
@@ -46,66 +40,12 @@ type ModelOptions struct {
 // StartModel starts a fake model for the test and waits until it listens.
 func StartModel(t testing.TB, o ModelOptions) *Model {
 	t.Helper()
-	bin := filepath.Join(filepath.Dir(Binary(t)), "fakemodel")
 	args := []string{"-tokens", strconv.Itoa(o.Tokens), "-delay", o.Pace.String()}
 	if o.Hold {
 		args = append(args, "-hold", "-hold-after", strconv.Itoa(max(o.HoldAfter, 1)),
 			"-hold-input", o.HoldInput, "-hold-prefix", o.HoldPrefix)
 	}
-	cmd := exec.Command(bin, args...)
-	logPath := filepath.Join(t.TempDir(), "fakemodel.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = logFile
-	// The model exits when this pipe ends: when the cleanup below closes
-	// it, or when the test process dies, which no cleanup outlives.
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() {
-		stdin.Close()
-		_ = cmd.Process.Kill()
-		<-done
-		logFile.Close()
-		if b, _ := os.ReadFile(logPath); t.Failed() && len(b) > 0 {
-			t.Logf("---- fake model log ----\n%s", b)
-		}
-	})
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		if sc.Scan() {
-			if rest, ok := strings.CutPrefix(sc.Text(), "fakemodel listening on "); ok {
-				addr <- rest
-			}
-		}
-		// Wait closes stdout: read to its end first (os/exec's rule).
-		for sc.Scan() {
-		}
-		cmd.Wait()
-		close(done)
-	}()
-	select {
-	case u := <-addr:
-		return &Model{URL: u, t: t}
-	case <-done:
-		b, _ := os.ReadFile(logPath)
-		t.Fatalf("fake model exited at start: %v\n%s", cmd.ProcessState, b)
-	case <-time.After(startBound):
-		t.Fatalf("fake model did not start listening within %s", startBound)
-	}
-	return nil
+	return &Model{URL: startChild(t, "fakemodel", args...), t: t}
 }
 
 // Env is the environment pointing a replica at the model.
