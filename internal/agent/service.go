@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -83,9 +84,12 @@ type Service struct {
 	// convoy that the mutex profile of a thousand starts at once showed
 	// waiting seconds (docs/benchmarks.md, "seventh round").
 	mu       sync.RWMutex
-	agents   map[agentKey]cachedAgent
-	settings map[string]cachedSettings
+	agents   map[agentKey]cached[store.Agent]
+	settings map[string]cached[store.TenantSettings]
 	versions map[versionKey]Spec
+	// agentsSweep and settingsSweep are the sizes at which agents and
+	// settings are next swept of expired copies (sweepExpired).
+	agentsSweep, settingsSweep int
 	// generation counts invalidations: a read that raced one is not cached.
 	generation uint64
 	// caching is whether the control stream is up: without it a change
@@ -108,14 +112,28 @@ type versionKey struct {
 	version    int
 }
 
-type cachedAgent struct {
-	a  store.Agent
+// cached is a copy read from the store and when it was read.
+type cached[T any] struct {
+	v  T
 	at time.Time
 }
 
-type cachedSettings struct {
-	s  store.TenantSettings
-	at time.Time
+// minSweep is the least size at which a cache of agents or settings is
+// swept of its expired copies.
+const minSweep = 1024
+
+// sweepExpired drops the copies of m read maxStale or more before now, once
+// m has reached *next entries, and sets *next to twice what is left (at
+// least minSweep): a copy is read again once expired anyway, and without
+// the sweep every agent and tenant a replica ever served would keep one
+// for the process's life. Twice what is left keeps the sweeps' cost to a
+// constant per insertion.
+func sweepExpired[K comparable, T any](m map[K]cached[T], now time.Time, maxStale time.Duration, next *int) {
+	if len(m) < *next {
+		return
+	}
+	maps.DeleteFunc(m, func(_ K, c cached[T]) bool { return now.Sub(c.at) >= maxStale })
+	*next = max(minSweep, 2*len(m))
 }
 
 // maxCachedVersions bounds the version cache; past it, it starts over.
@@ -125,7 +143,8 @@ const maxCachedVersions = 4096
 func New(cfg Config) *Service {
 	cfg.MaxStale = cmp.Or(cfg.MaxStale, DefaultMaxStale)
 	s := &Service{cfg: cfg, log: cfg.Logger, now: cfg.Now,
-		agents: map[agentKey]cachedAgent{}, settings: map[string]cachedSettings{}, versions: map[versionKey]Spec{},
+		agents: map[agentKey]cached[store.Agent]{}, settings: map[string]cached[store.TenantSettings]{}, versions: map[versionKey]Spec{},
+		agentsSweep: minSweep, settingsSweep: minSweep,
 		done: make(chan struct{}), listening: make(chan struct{})}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -226,7 +245,7 @@ func (s *Service) agent(ctx context.Context, sc chat.Scope, id string) (store.Ag
 	gen, caching := s.generation, s.caching
 	s.mu.RUnlock()
 	if ok && s.now().Sub(c.at) < s.cfg.MaxStale {
-		return c.a, nil
+		return c.v, nil
 	}
 	a, err := s.cfg.Store.GetAgent(ctx, sc, id)
 	if err != nil {
@@ -234,7 +253,9 @@ func (s *Service) agent(ctx context.Context, sc chat.Scope, id string) (store.Ag
 	}
 	s.mu.Lock()
 	if caching && s.generation == gen {
-		s.agents[key] = cachedAgent{a, s.now()}
+		now := s.now()
+		sweepExpired(s.agents, now, s.cfg.MaxStale, &s.agentsSweep)
+		s.agents[key] = cached[store.Agent]{a, now}
 	}
 	s.mu.Unlock()
 	return a, nil
@@ -247,7 +268,7 @@ func (s *Service) tenantSettings(ctx context.Context, tenant string) (store.Tena
 	gen, caching := s.generation, s.caching
 	s.mu.RUnlock()
 	if ok && s.now().Sub(c.at) < s.cfg.MaxStale {
-		return c.s, nil
+		return c.v, nil
 	}
 	t, err := s.cfg.Store.TenantSettings(ctx, tenant)
 	if err != nil {
@@ -255,7 +276,9 @@ func (s *Service) tenantSettings(ctx context.Context, tenant string) (store.Tena
 	}
 	s.mu.Lock()
 	if caching && s.generation == gen {
-		s.settings[tenant] = cachedSettings{t, s.now()}
+		now := s.now()
+		sweepExpired(s.settings, now, s.cfg.MaxStale, &s.settingsSweep)
+		s.settings[tenant] = cached[store.TenantSettings]{t, now}
 	}
 	s.mu.Unlock()
 	return t, nil

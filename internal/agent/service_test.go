@@ -273,3 +273,47 @@ func waitListening(t *testing.T, ss ...*Service) {
 		}
 	}
 }
+
+// TestSweepExpired: a cache of agents or settings is swept of its expired
+// copies once it reaches its mark, which then moves to twice what is left
+// (at least minSweep), so the copies of agents and tenants served once do
+// not stay for the process's life.
+func TestSweepExpired(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	const maxStale = 30 * time.Second
+	fill := func(fresh, expired int) map[int]cached[string] {
+		m := map[int]cached[string]{}
+		for i := range fresh {
+			m[i] = cached[string]{"fresh", t0.Add(-maxStale + time.Second)}
+		}
+		for i := range expired {
+			m[fresh+i] = cached[string]{"expired", t0.Add(-maxStale)}
+		}
+		return m
+	}
+	for _, tt := range []struct {
+		name            string
+		fresh, expired  int
+		next            int
+		wantLen, wantNx int
+	}{
+		{"below its mark, nothing is swept", 10, 1000, minSweep, 1010, minSweep},
+		{"at its mark, the expired go", 10, 1014, minSweep, 10, minSweep},
+		{"what is left sets the next mark", 1500, 548, 2048, 1500, 3000},
+		{"nothing expired: the mark doubles", 2048, 0, 2048, 2048, 4096},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := fill(tt.fresh, tt.expired)
+			next := tt.next
+			sweepExpired(m, t0, maxStale, &next)
+			if len(m) != tt.wantLen || next != tt.wantNx {
+				t.Fatalf("%d left, next mark %d; want %d and %d", len(m), next, tt.wantLen, tt.wantNx)
+			}
+			for _, c := range m {
+				if c.v == "expired" && tt.wantLen != tt.fresh+tt.expired {
+					t.Fatal("an expired copy was left by a sweep")
+				}
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package redisbus
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -169,6 +170,23 @@ type publishQueue struct {
 	failed     map[string]error
 	wake       chan struct{}
 	expireSeen map[string]time.Time // by the publisher only: when each key's EXPIRE was last refreshed
+	// expireSweep is the size at which expireSeen is next swept.
+	expireSweep int
+}
+
+// minExpireSweep is the least size at which expireSeen is swept.
+const minExpireSweep = 4096
+
+// sweepExpireSeen drops the keys whose EXPIRE is due again, once
+// expireSeen has reached its mark, and moves the mark to twice what is
+// left: with a fixed mark, a minute's new threads beyond it (at 70 new
+// conversations a second) made every pipeline walk them all.
+func (q *publishQueue) sweepExpireSeen(now time.Time) {
+	if len(q.expireSeen) < q.expireSweep {
+		return
+	}
+	maps.DeleteFunc(q.expireSeen, func(_ string, at time.Time) bool { return now.Sub(at) > expireEvery })
+	q.expireSweep = max(minExpireSweep, 2*len(q.expireSeen))
 }
 
 // publishReq is one publish waiting for the publisher.
@@ -346,12 +364,8 @@ func (b *Bus) send(q *publishQueue, batch []*publishReq) {
 	}
 	if expireErr != nil {
 		clear(q.expireSeen) // refresh them all next time
-	} else if len(q.expireSeen) > 4096 {
-		for k, at := range q.expireSeen {
-			if now.Sub(at) > expireEvery {
-				delete(q.expireSeen, k)
-			}
-		}
+	} else {
+		q.sweepExpireSeen(now)
 	}
 	var failed []*publishReq
 	for i, e := range ents {

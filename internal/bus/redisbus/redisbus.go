@@ -126,7 +126,7 @@ func Open(ctx context.Context, url string, opts Options) (*Bus, error) {
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	q := &b.pub
-	q.wake, q.expireSeen, q.failed = make(chan struct{}, 1), map[string]time.Time{}, map[string]error{}
+	q.wake, q.expireSeen, q.expireSweep, q.failed = make(chan struct{}, 1), map[string]time.Time{}, minExpireSweep, map[string]error{}
 	b.wg.Add(1)
 	go b.publisher(q)
 	return b, nil

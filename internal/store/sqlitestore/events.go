@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -138,11 +139,20 @@ var deleteOldEventsSQL = []string{
 		AND run_id IN (SELECT id FROM runs WHERE ended_at IS NOT NULL AND ended_at < ?1)`,
 }
 
-// threadNumbers remembers the numbers of the threads the event log wrote
-// lately, so that a batch looks up only its new threads. A number is
-// remembered once the transaction that read or made it has committed (one
-// made in a transaction rolled back does not exist); numbers are never
-// deleted, so one remembered stays right.
+// threadNumbers remembers the numbers of the threads whose runs are
+// writing to the event log, so that a batch looks up only its new threads.
+// A number is remembered once the transaction that read or made it has
+// committed (one made in a transaction rolled back does not exist); numbers
+// are never deleted, so one remembered stays right.
+//
+// A thread is forgotten once a batch that ends a run on it has committed:
+// its next run looks its number up once (one indexed read on the write
+// connection) against a run start's several inserts. So what is remembered
+// follows the runs in flight, not every conversation written since the
+// process started: kept until a bound and then dropped whole, a number per
+// new conversation grew the heap by megabytes over minutes and gave it back
+// all at once (at 200 chats a second the bound was reached every six
+// minutes: the sawtooth of the soak's RSS).
 type threadNumbers struct {
 	mu sync.Mutex
 	m  map[string]threadNumber
@@ -163,7 +173,9 @@ type threadNumber struct {
 	n, legacyLast int64
 }
 
-// maxThreadNumbers bounds the numbers remembered (about 100 bytes each).
+// maxThreadNumbers bounds the numbers remembered (about 100 bytes each),
+// for threads whose end the log never writes (a process stopped mid-run
+// leaves its runs to be ended by another).
 const maxThreadNumbers = 1 << 16
 
 // lookup fills in the numbers of threads it remembers and reports how many
@@ -181,17 +193,33 @@ func (t *threadNumbers) lookup(threads map[string]threadNumber) (missing int) {
 	return missing
 }
 
-func (t *threadNumbers) remember(threads map[string]threadNumber) {
-	if len(threads) == 0 {
+// settle follows a committed batch of rows: it remembers the numbers the
+// batch read or made (numbered) and forgets the threads of the runs the
+// batch ended.
+func (t *threadNumbers) settle(numbered map[string]threadNumber, rows []store.EventRow) {
+	ends := false
+	for _, r := range rows {
+		if ends = r.Type == event.RunFinished; ends {
+			break
+		}
+	}
+	if len(numbered) == 0 && !ends {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.m == nil || len(t.m)+len(threads) > maxThreadNumbers {
-		t.m = make(map[string]threadNumber, len(threads))
+	if len(numbered) > 0 {
+		if t.m == nil || len(t.m)+len(numbered) > maxThreadNumbers {
+			t.m = make(map[string]threadNumber, len(numbered))
+		}
+		maps.Copy(t.m, numbered)
 	}
-	for th, n := range threads {
-		t.m[th] = n
+	if ends {
+		for _, r := range rows {
+			if r.Type == event.RunFinished {
+				delete(t.m, r.Thread)
+			}
+		}
 	}
 }
 
@@ -212,7 +240,7 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 	if err != nil {
 		return fmt.Errorf("append %d events: %w", len(evs), err)
 	}
-	s.threads.remember(numbered)
+	s.threads.settle(numbered, rows)
 	return nil
 }
 

@@ -46,7 +46,7 @@ func (s *Store) PauseRun(ctx context.Context, p store.PauseRunParams) error {
 	if err != nil {
 		return fmt.Errorf("pause run %s: %w", p.RunID, err)
 	}
-	s.threads.remember(numbered)
+	s.threads.settle(numbered, rows)
 	return nil
 }
 
