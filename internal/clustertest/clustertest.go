@@ -3,13 +3,16 @@
 // Redis, started from the built binary on free 127.0.0.1 ports, with the
 // faults a deployment meets injected from outside — a replica killed with
 // SIGKILL, a Redis server crashed and restarted empty, the database cut off
-// by a TCP proxy in front of it.
+// by a TCP proxy in front of it. The replicas' fake model (StartModel) and
+// that proxy run in processes of their own too, so that the replicas'
+// answers and queries do not wait on the -race test process, which a loaded
+// machine starves.
 //
 // Each Cluster has its own PostgreSQL schema and Redis key prefix, so tests
-// run in parallel against shared servers. Everything a Cluster starts (server
-// processes, proxies, a private redis-server) is stopped when its test ends,
-// and the test's schema and keys are dropped; a failed test logs the tail of
-// each replica's log.
+// run in parallel against shared servers. Everything a test starts (server
+// processes, proxies, a private redis-server, a fake model) is stopped when
+// it ends, and the test's schema and keys are dropped; a failed test logs
+// the tail of each replica's log.
 //
 // The services come from AGENTCHAT_TEST_POSTGRES and AGENTCHAT_TEST_REDIS (see
 // package testenv): without them a test is skipped, except under CI.
@@ -58,6 +61,9 @@ var (
 )
 
 // Binary builds cmd/agentchat once per test process and returns its path.
+// The same build makes the test's helper programs beside it, the fake
+// model (StartModel) and the TCP proxy (NewProxy), with plain `go build` as
+// well: the test's -race does not slow them.
 func Binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -66,7 +72,11 @@ func Binary(t testing.TB) string {
 			return
 		}
 		buildBin = filepath.Join(buildDir, "agentchat")
-		cmd := exec.Command("go", "build", "-o", buildBin, "github.com/agentchat/agentchat/cmd/agentchat")
+		// -o names a directory: each command is built into it under its name.
+		cmd := exec.Command("go", "build", "-o", buildDir+string(filepath.Separator),
+			"github.com/agentchat/agentchat/cmd/agentchat",
+			"github.com/agentchat/agentchat/internal/clustertest/fakemodel",
+			"github.com/agentchat/agentchat/internal/clustertest/tcpproxy")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
@@ -78,7 +88,7 @@ func Binary(t testing.TB) string {
 	return buildBin
 }
 
-// Cleanup removes the binary Binary built; call it from TestMain.
+// Cleanup removes the binaries Binary built; call it from TestMain.
 func Cleanup() {
 	if buildDir != "" {
 		os.RemoveAll(buildDir)
@@ -281,10 +291,11 @@ func (c *Cluster) Start(name string, env ...string) *Replica {
 		"AGENTCHAT_PING_INTERVAL=500ms",
 		"AGENTCHAT_SHUTDOWN_TIMEOUT=2s",
 		"AGENTCHAT_LOG_LEVEL=debug",
-		// The fake models these tests use serve from the test process,
-		// which on a loaded machine under -race answered some of 500
-		// requests only after the default minute (CI); no test here is
-		// about that bound, which internal/llm's tests pin.
+		// A bound only against a hung model: served from the -race test
+		// process, the fake model answered some of 500 requests only
+		// after the default minute on a loaded machine (CI). It has a
+		// process of its own now (StartModel), but the box is as loaded;
+		// no test here is about that bound, which internal/llm's tests pin.
 		"AGENTCHAT_LLM_TIMEOUT=5m",
 	}, c.Env...)
 	cmd.Env = append(cmd.Env, env...)
@@ -673,33 +684,27 @@ func jsonEqual(a, b json.RawMessage) bool {
 
 // Proxy is a TCP proxy in front of a server (PostgreSQL) that a test can cut:
 // every connection through it is closed and new ones are refused at once,
-// as when the database goes away, until Restore.
+// as when the database goes away, until Restore. It runs in a process of
+// its own, the command tcpproxy, built without -race: every query of the
+// replicas behind it passes through it, and served from the -race test
+// process on a loaded machine, a replica could not register through it
+// within 30 s (CI). The process is the test's (see startChild); the test
+// drives it over a loopback control port.
 type Proxy struct {
-	Addr   string
-	target string
-	ln     net.Listener
-	t      testing.TB
-
-	mu      sync.Mutex
-	cut     bool
-	refused int           // connections refused since the last Cut
-	changed chan struct{} // closed and replaced when refused grows
-	conns   map[net.Conn]struct{}
-	wg      sync.WaitGroup
+	Addr    string
+	target  string
+	control string // the control's base URL
+	t       testing.TB
 }
 
 // NewProxy listens on a free 127.0.0.1 port and forwards to target (host:port).
 func NewProxy(t testing.TB, target string) *Proxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	f := strings.Fields(startChild(t, "tcpproxy", "-target", target))
+	if len(f) != 3 || f[1] != "control" {
+		t.Fatalf("tcpproxy: listening on %q", f)
 	}
-	p := &Proxy{Addr: ln.Addr().String(), target: target, ln: ln, t: t, changed: make(chan struct{}), conns: map[net.Conn]struct{}{}}
-	p.wg.Add(1)
-	go p.accept()
-	t.Cleanup(p.close)
-	return p
+	return &Proxy{Addr: f[0], target: target, control: f[2], t: t}
 }
 
 // PostgresProxy is a Proxy to the host of the test database, and the cluster's
@@ -718,59 +723,10 @@ func (c *Cluster) PostgresProxy() (*Proxy, string) {
 	return p, WithHost(c.t, c.Postgres, p.Addr)
 }
 
-func (p *Proxy) accept() {
-	defer p.wg.Done()
-	for {
-		in, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		if p.cut {
-			p.refused++
-			close(p.changed)
-			p.changed = make(chan struct{})
-			p.mu.Unlock()
-			in.Close()
-			continue
-		}
-		out, err := net.DialTimeout("tcp", p.target, 5*time.Second)
-		if err != nil {
-			p.mu.Unlock()
-			in.Close()
-			continue
-		}
-		p.conns[in], p.conns[out] = struct{}{}, struct{}{}
-		p.mu.Unlock()
-		p.wg.Add(2)
-		go p.pipe(in, out)
-		go p.pipe(out, in)
-	}
-}
-
-func (p *Proxy) pipe(dst, src net.Conn) {
-	defer p.wg.Done()
-	io.Copy(dst, src)
-	dst.Close()
-	src.Close()
-	p.mu.Lock()
-	delete(p.conns, dst)
-	delete(p.conns, src)
-	p.mu.Unlock()
-}
-
 // Cut closes every connection and refuses new ones until Restore.
 func (p *Proxy) Cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cut = true
-	p.refused = 0
-	for c := range p.conns {
-		if tc, ok := c.(*net.TCPConn); ok {
-			tc.SetLinger(0) // a reset, as from a dead server
-		}
-		c.Close()
-	}
+	p.t.Helper()
+	p.do("/cut", 30*time.Second)
 }
 
 // AwaitRefused waits until the proxy has refused a connection since the
@@ -780,34 +736,44 @@ func (p *Proxy) Cut() {
 // that a loaded machine stretches. It fails the test after within.
 func (p *Proxy) AwaitRefused(within time.Duration) {
 	p.t.Helper()
-	timeout := time.NewTimer(within)
-	defer timeout.Stop()
-	for {
-		p.mu.Lock()
-		n, changed := p.refused, p.changed
-		p.mu.Unlock()
-		if n > 0 {
-			return
-		}
-		select {
-		case <-changed:
-		case <-timeout.C:
-			p.t.Fatalf("proxy to %s: no connection refused within %s of the cut", p.target, within)
-		}
+	if !p.do("/refused", within) {
+		p.t.Fatalf("proxy to %s: no connection refused within %s of the cut", p.target, within)
 	}
 }
 
 // Restore lets connections through again.
 func (p *Proxy) Restore() {
-	p.mu.Lock()
-	p.cut = false
-	p.mu.Unlock()
+	p.t.Helper()
+	p.do("/restore", 30*time.Second)
 }
 
-func (p *Proxy) close() {
-	p.ln.Close()
-	p.Cut()
-	p.wg.Wait()
+// do sends a control request and reports whether it was done within
+// bound; any other failure fails the test. (The bounds only stop a hung
+// test: the test process, starved on a loaded machine, may be slow to
+// send.)
+func (p *Proxy) do(path string, within time.Duration) bool {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.control+path, nil)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	if err != nil {
+		p.t.Fatalf("proxy to %s: %s: %v", p.target, path, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusGatewayTimeout { // /refused, as the bound ran out
+		return false
+	}
+	if resp.StatusCode != http.StatusNoContent {
+		p.t.Fatalf("proxy to %s: %s: %s", p.target, path, resp.Status)
+	}
+	return true
 }
 
 // RedisServer is a private redis-server a test may crash and restart.

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/agentchat/agentchat/internal/clustertest"
-	"github.com/agentchat/agentchat/internal/llm/llmtest"
 )
 
 // The fault tests of issue 7: two or three replicas over one PostgreSQL and
@@ -38,12 +37,11 @@ const leaseTTL = clustertest.ShortLease
 var survivorLease = "AGENTCHAT_LEASE_TTL=" + clustertest.DefaultLease.String()
 
 // upstream serves a fake OpenAI-compatible model answering tokens words,
-// paced, and returns the environment pointing replicas at it.
+// paced, from a process of its own, and returns the environment pointing
+// replicas at it.
 func upstream(t *testing.T, tokens int, pace time.Duration) []string {
 	t.Helper()
-	srv := httptest.NewServer(llmtest.OpenAIHandler(llmtest.Options{Tokens: tokens, Delay: pace, DiscardRequests: true}))
-	t.Cleanup(srv.Close)
-	return []string{"AGENTCHAT_LLM=openai", "OPENAI_BASE_URL=" + srv.URL + "/v1", "OPENAI_API_KEY=test-key"}
+	return clustertest.StartModel(t, clustertest.ModelOptions{Tokens: tokens, Pace: pace}).Env()
 }
 
 // heldUpstream is upstream with every stream held after its first
@@ -53,13 +51,8 @@ func upstream(t *testing.T, tokens int, pace time.Duration) []string {
 // machine.
 func heldUpstream(t *testing.T, tokens int, pace time.Duration, holdAfter int) (env []string, release func()) {
 	t.Helper()
-	hold := make(chan struct{})
-	var once sync.Once
-	release = func() { once.Do(func() { close(hold) }) }
-	srv := httptest.NewServer(llmtest.OpenAIHandler(llmtest.Options{Tokens: tokens, Delay: pace, DiscardRequests: true, Hold: hold, HoldAfter: holdAfter}))
-	t.Cleanup(srv.Close)
-	t.Cleanup(release) // before srv.Close, which waits for the held streams
-	return []string{"AGENTCHAT_LLM=openai", "OPENAI_BASE_URL=" + srv.URL + "/v1", "OPENAI_API_KEY=test-key"}, release
+	m := clustertest.StartModel(t, clustertest.ModelOptions{Tokens: tokens, Pace: pace, Hold: true, HoldAfter: holdAfter})
+	return m.Env(), m.Release
 }
 
 // started reads a chat's stream until its agent.start and returns the run id.

@@ -1,78 +1,28 @@
 package clustertest_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentchat/agentchat/internal/clustertest"
-	"github.com/agentchat/agentchat/internal/llm/llmtest"
 )
 
-// gatedUpstream serves a fake model, and returns the environment pointing
-// replicas at it. Its answer to an input held says (the last user message
-// of the request) stops after a few tokens until release is called (or the
-// request is cancelled, or the test ends); every other answer streams
-// through. A test that needs a run still going when it acts holds the run
-// there, rather than counting on a pace to be slow enough on a loaded
-// machine.
-func gatedUpstream(t *testing.T, held func(input string) bool) (env []string, release func()) {
+// gatedUpstream serves a fake model from a process of its own, and returns
+// the environment pointing replicas at it. Its answer to an input the hold
+// names (the last user message of the request is hold.HoldInput, or starts
+// with hold.HoldPrefix) stops after a few tokens until release is called
+// (or the request is cancelled, or the test ends); every other answer
+// streams through. A test that needs a run still going when it acts holds
+// the run there, rather than counting on a pace to be slow enough on a
+// loaded machine.
+func gatedUpstream(t *testing.T, hold clustertest.ModelOptions) (env []string, release func()) {
 	t.Helper()
-	hold := make(chan struct{})
-	var once sync.Once
-	release = func() { once.Do(func() { close(hold) }) }
-	gated := llmtest.OpenAIHandler(llmtest.Options{Tokens: 20, Delay: 5 * time.Millisecond, Hold: hold, HoldAfter: 4})
-	free := llmtest.OpenAIHandler(llmtest.Options{Tokens: 20, Delay: 5 * time.Millisecond})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		raw, err := io.ReadAll(r.Body)
-		if err != nil {
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(raw))
-		if held(lastUserInput(raw)) {
-			gated.ServeHTTP(w, r)
-			return
-		}
-		free.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	t.Cleanup(gated.Close) // before srv.Close, which waits for the held answers
-	return []string{"AGENTCHAT_LLM=openai", "OPENAI_BASE_URL=" + srv.URL + "/v1", "OPENAI_API_KEY=test-key"}, release
-}
-
-// lastUserInput is the text of the last user message of a Chat Completions
-// request ("" if there is none).
-func lastUserInput(raw []byte) string {
-	var req struct {
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
-	}
-	_ = json.Unmarshal(raw, &req)
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		m := req.Messages[i]
-		if m.Role != "user" {
-			continue
-		}
-		var text string
-		if json.Unmarshal(m.Content, &text) == nil {
-			return text
-		}
-		var parts []struct{ Type, Text string }
-		_ = json.Unmarshal(m.Content, &parts)
-		for _, p := range parts {
-			text += p.Text
-		}
-		return text
-	}
-	return ""
+	hold.Tokens, hold.Pace, hold.Hold, hold.HoldAfter = 20, 5*time.Millisecond, true, 4
+	m := clustertest.StartModel(t, hold)
+	return m.Env(), m.Release
 }
 
 // Double-texting across replicas (issue 22): a run streams on replica a and
@@ -87,7 +37,7 @@ func TestMultitaskAcrossReplicas(t *testing.T) {
 	// released: it is still answering when the second input arrives, on
 	// any machine, and ends only by the interruption. (A pace alone let it
 	// end first on a loaded one.)
-	env, _ := gatedUpstream(t, func(input string) bool { return strings.HasPrefix(input, "tell me about the sea") })
+	env, _ := gatedUpstream(t, clustertest.ModelOptions{HoldPrefix: "tell me about the sea"})
 	c := clustertest.New(t, clustertest.Options{Env: env})
 	a, b := c.Start("a"), c.Start("b")
 
@@ -182,7 +132,7 @@ func TestEnqueueAcrossReplicas(t *testing.T) {
 	t.Parallel()
 	// The first run is held after a few tokens until both inputs are
 	// queued, so that they queue behind it on any machine.
-	env, release := gatedUpstream(t, func(input string) bool { return input == "tell me about the sea" })
+	env, release := gatedUpstream(t, clustertest.ModelOptions{HoldInput: "tell me about the sea"})
 	c := clustertest.New(t, clustertest.Options{Env: env})
 	a, b := c.Start("a"), c.Start("b")
 
