@@ -173,7 +173,7 @@ type threadNumber struct {
 	n, legacyLast int64
 }
 
-// maxThreadNumbers bounds the numbers remembered (about 100 bytes each),
+// maxThreadNumbers bounds the numbers remembered (about 130 bytes each),
 // for threads whose end the log never writes (a process stopped mid-run
 // leaves its runs to be ended by another).
 const maxThreadNumbers = 1 << 16
