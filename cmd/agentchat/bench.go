@@ -77,13 +77,15 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
   last (%d)                %10d   %10d   %7.1f / %7.1f / %7.1f
   growth                   %+9.1f%%   %+9.1f%%   median %+.1f MiB (%+.1f%%); last least − first greatest %+.1f MiB: %s
   RSS's parts (medians)    anonymous %.1f → %.1f MiB, mapped files %.1f → %.1f MiB
+  server CPU               %.2f → %.2f ms per 1000 tokens (%+.1f%%)
 `, *streams, *tokens, *pace, *replicas, sk.Duration, sk.Chats, sk.Tokens,
 			sk.Errors, sk.Refused, sk.FailedRuns, sk.NoEnd,
 			first.Minute, first.Goroutines, first.OpenFiles, mib(first.RSSMinKiB), mib(first.RSSKiB), mib(first.RSSMaxKiB),
 			last.Minute, last.Goroutines, last.OpenFiles, mib(last.RSSMinKiB), mib(last.RSSKiB), mib(last.RSSMaxKiB),
 			growth(first.Goroutines, last.Goroutines), growth(first.OpenFiles, last.OpenFiles),
 			mib(med), growth(first.RSSKiB, last.RSSKiB), mib(beyond), overlap,
-			mib(first.AnonKiB), mib(last.AnonKiB), mib(first.FileKiB), mib(last.FileKiB))
+			mib(first.AnonKiB), mib(last.AnonKiB), mib(first.FileKiB), mib(last.FileKiB),
+			first.CPUmsPer1kTokens, last.CPUmsPer1kTokens, growth(first.CPUmsPer1kTokens, last.CPUmsPer1kTokens))
 		if sk.Errors > 0 {
 			return fmt.Errorf("%d chats failed", sk.Errors)
 		}
@@ -133,7 +135,7 @@ func overflows(n int64) string {
 func mib(kib int64) float64 { return float64(kib) / 1024 }
 
 // growth is the change from a to b in per cent.
-func growth(a, b int64) float64 {
+func growth[T int64 | float64](a, b T) float64 {
 	if a == 0 {
 		return 0
 	}

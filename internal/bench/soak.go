@@ -15,8 +15,8 @@ import (
 )
 
 // SoakResult is what a soak measured: its chats, and the servers'
-// goroutines, resident memory and open files minute by minute (summed over
-// the servers).
+// goroutines, resident memory, open files and CPU minute by minute (summed
+// over the servers).
 type SoakResult struct {
 	Duration   float64      `json:"durationSeconds"`
 	Chats      int64        `json:"chats"`
@@ -45,6 +45,11 @@ type SoakMinute struct {
 	// files with shared memory (see procReader.resident).
 	AnonKiB int64 `json:"anonKiB"`
 	FileKiB int64 `json:"fileKiB"`
+	// CPUmsPer1kTokens is the servers' CPU time over the minute per 1000
+	// tokens of the chats that ended in it: work that grows with uptime
+	// (a map walked whole, a queue never drained) shows as a rise here
+	// while the load stays the same.
+	CPUmsPer1kTokens float64 `json:"cpuMsPer1000Tokens"`
 }
 
 // RSSGrowthKiB is how far the last minute's resident set lies above the
@@ -113,19 +118,26 @@ func soak(ctx context.Context, cfg Config, client *http.Client, servers []*serve
 	// Samples by minute; each sample sums the servers.
 	var samples [][5]int64
 	minute := 0
+	// The servers' CPU and the tokens delivered when the minute began.
+	var sampleErr error
+	cpuAt, tokensAt := serversCPU(servers, &sampleErr), int64(0)
 	flush := func() {
 		if len(samples) == 0 {
 			return
 		}
 		m := summarise(minute+1, samples)
+		cpu, tok := serversCPU(servers, &sampleErr), tokens.Load()
+		if tok > tokensAt {
+			m.CPUmsPer1kTokens = (cpu - cpuAt) / float64(tok-tokensAt) * 1000
+		}
+		cpuAt, tokensAt = cpu, tok
 		res.Minutes = append(res.Minutes, m)
-		logf("soak minute %d: goroutines %d, RSS %.1f MiB (%.1f–%.1f over %d samples; anonymous %.1f, files %.1f), open files %d, chats so far %d",
-			m.Minute, m.Goroutines, mib(m.RSSKiB), mib(m.RSSMinKiB), mib(m.RSSMaxKiB), m.Samples, mib(m.AnonKiB), mib(m.FileKiB), m.OpenFiles, chats.Load())
+		logf("soak minute %d: goroutines %d, RSS %.1f MiB (%.1f–%.1f over %d samples; anonymous %.1f, files %.1f), open files %d, CPU %.2f ms per 1000 tokens, chats so far %d",
+			m.Minute, m.Goroutines, mib(m.RSSKiB), mib(m.RSSMinKiB), mib(m.RSSMaxKiB), m.Samples, mib(m.AnonKiB), mib(m.FileKiB), m.OpenFiles, m.CPUmsPer1kTokens, chats.Load())
 		samples = samples[:0]
 	}
 	tick := time.NewTicker(soakSample)
 	defer tick.Stop()
-	var sampleErr error
 loop:
 	for {
 		select {
@@ -185,6 +197,21 @@ func summarise(minute int, samples [][5]int64) SoakMinute {
 }
 
 func mib(kib int64) float64 { return float64(kib) / 1024 }
+
+// serversCPU is the servers' CPU time in milliseconds, summed; a server
+// that cannot be read sets *err and counts nothing.
+func serversCPU(servers []*server, err *error) float64 {
+	var sum float64
+	for _, srv := range servers {
+		ms, e := srv.proc.cpuMS()
+		if e != nil {
+			*err = e
+			continue
+		}
+		sum += ms
+	}
+	return sum
+}
 
 // goroutines reads a server's goroutine count from its pprof listener
 // (the first line of the goroutine profile: "goroutine profile: total N").
