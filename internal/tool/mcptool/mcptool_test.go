@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 }
 
 func runStdioServer() {
-	s := newNotesServer()
+	s := newNotesServer(nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Exit the server process"},
 		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 			fmt.Fprintln(os.Stderr, "crashing on purpose")
@@ -57,8 +57,9 @@ type noteOut struct {
 }
 
 // newNotesServer is an MCP server with one read-only tool, one destructive
-// tool, one without annotations (and a dotted name), and one that blocks.
-func newNotesServer() *mcp.Server {
+// tool, one without annotations (and a dotted name), and one that blocks
+// until its call is cancelled or release is closed (nil: never).
+func newNotesServer(release <-chan struct{}) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "read_note",
@@ -95,8 +96,12 @@ func newNotesServer() *mcp.Server {
 		Description: "Block until cancelled",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-		<-ctx.Done()
-		return nil, nil, ctx.Err()
+		select {
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		case <-release:
+			return nil, nil, errors.New("released at the test's end")
+		}
 	})
 	return s
 }
@@ -107,7 +112,8 @@ const token = "Bearer test-token"
 // without the bearer token, so the test proves configured headers are sent.
 func serveHTTP(t *testing.T) *httptest.Server {
 	t.Helper()
-	notes := newNotesServer()
+	release := make(chan struct{})
+	notes := newNotesServer(release)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return notes }, nil)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != token {
@@ -124,6 +130,12 @@ func serveHTTP(t *testing.T) *httptest.Server {
 			ss.Close()
 		}
 	})
+	// Closing a session waits for its calls. A timed-out call's
+	// cancellation travels as its own request and can reach the server
+	// before the call does, which it then never cancels (CI: a wait call
+	// held its session's Close, and the package, for minutes): released
+	// here, before the sessions are closed (cleanups run last first).
+	t.Cleanup(func() { close(release) })
 	return srv
 }
 
