@@ -265,13 +265,11 @@ func run(ctx context.Context, cfg Config) (Result, error) {
 	}
 
 	overflows0, overflowsErr := servers[0].proc.listenOverflows()
-	cpu0 := 0.0
+	cpu0, err := serversCPU(servers)
+	if err != nil {
+		return res, err
+	}
 	for _, s := range servers {
-		ms, err := s.proc.cpuMS()
-		if err != nil {
-			return res, err
-		}
-		cpu0 += ms
 		s.proc.resetPeak()
 	}
 	// The serial parts' counters before the load; a server whose metrics

@@ -120,14 +120,23 @@ func soak(ctx context.Context, cfg Config, client *http.Client, servers []*serve
 	minute := 0
 	// The servers' CPU and the tokens delivered when the minute began.
 	var sampleErr error
-	cpuAt, tokensAt := serversCPU(servers, &sampleErr), int64(0)
+	// A CPU time that could not be read is -1: the minute after it has no figure.
+	cpuAt, err := serversCPU(servers)
+	if err != nil {
+		sampleErr, cpuAt = err, -1
+	}
+	tokensAt := int64(0)
 	flush := func() {
 		if len(samples) == 0 {
 			return
 		}
 		m := summarise(minute+1, samples)
-		cpu, tok := serversCPU(servers, &sampleErr), tokens.Load()
-		if tok > tokensAt {
+		cpu, err := serversCPU(servers)
+		if err != nil {
+			sampleErr, cpu = err, -1
+		}
+		tok := tokens.Load()
+		if cpu >= 0 && cpuAt >= 0 && tok > tokensAt {
 			m.CPUmsPer1kTokens = (cpu - cpuAt) / float64(tok-tokensAt) * 1000
 		}
 		cpuAt, tokensAt = cpu, tok
@@ -198,19 +207,17 @@ func summarise(minute int, samples [][5]int64) SoakMinute {
 
 func mib(kib int64) float64 { return float64(kib) / 1024 }
 
-// serversCPU is the servers' CPU time in milliseconds, summed; a server
-// that cannot be read sets *err and counts nothing.
-func serversCPU(servers []*server, err *error) float64 {
+// serversCPU is the servers' CPU time in milliseconds, summed.
+func serversCPU(servers []*server) (float64, error) {
 	var sum float64
 	for _, srv := range servers {
-		ms, e := srv.proc.cpuMS()
-		if e != nil {
-			*err = e
-			continue
+		ms, err := srv.proc.cpuMS()
+		if err != nil {
+			return 0, err
 		}
 		sum += ms
 	}
-	return sum
+	return sum, nil
 }
 
 // goroutines reads a server's goroutine count from its pprof listener
