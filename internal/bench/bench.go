@@ -33,6 +33,7 @@ import (
 	"github.com/prometheus/procfs"
 
 	"github.com/agentchat/agentchat/internal/llm/fakeupstream"
+	"github.com/agentchat/agentchat/internal/tied"
 )
 
 // Config sets up one benchmark.
@@ -701,6 +702,9 @@ func freePort() (string, error) {
 	return ln.Addr().String(), nil
 }
 
+// startServer starts an agentchat server process tied to this one (a
+// bench killed outright leaves no server running) and waits until it is
+// ready.
 func startServer(ctx context.Context, cfg Config, upURL, dataDir string, i int) (*server, error) {
 	addr, err := freePort()
 	if err != nil {
@@ -723,7 +727,7 @@ func startServer(ctx context.Context, cfg Config, upURL, dataDir string, i int) 
 		"AGENTCHAT_LOG_LEVEL=warn", "AGENTCHAT_STORE="+cfg.Store, "AGENTCHAT_BUS="+cfg.Bus,
 		"AGENTCHAT_BUS_PREFIX="+cfg.BusPrefix)
 	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
-	if err := cmd.Start(); err != nil {
+	if err := tied.Start(cmd); err != nil {
 		return nil, err
 	}
 	s := &server{cmd: cmd, url: "http://" + addr, debugURL: "http://" + debugAddr, metricsURL: "http://" + metricsAddr}

@@ -8,16 +8,19 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentchat/agentchat/internal/tied"
 )
 
 // startChild starts name, one of the helper programs Binary builds beside
 // agentchat (fakemodel, tcpproxy), with args, and returns what it printed
 // after "<name> listening on " on its first line: where it serves.
 //
-// The child is the test's: it is killed when the test ends, and it exits
-// by itself when its stdin ends, a pipe whose other end only this process
-// holds, so that a test process that dies without its cleanups (a panic,
-// go test's -timeout, a kill) leaves no child behind. A failed test logs
+// The child is the test's: it is killed when the test ends, and a test
+// process that dies without its cleanups (a panic, go test's -timeout, a
+// kill) leaves no child behind: the kernel kills it with this process
+// (tied), and where it cannot, the child exits by itself when its stdin
+// ends, a pipe whose other end only this process holds. A failed test logs
 // what the child wrote to stderr.
 func startChild(t testing.TB, name string, args ...string) string {
 	t.Helper()
@@ -36,7 +39,7 @@ func startChild(t testing.TB, name string, args ...string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := tied.Start(cmd); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})

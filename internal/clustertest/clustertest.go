@@ -48,6 +48,7 @@ import (
 	"github.com/agentchat/agentchat/internal/dialect"
 	"github.com/agentchat/agentchat/internal/ssetest"
 	"github.com/agentchat/agentchat/internal/testenv"
+	"github.com/agentchat/agentchat/internal/tied"
 )
 
 // Token is the bearer token of the cluster's one user (tenant acme, user alice).
@@ -265,7 +266,8 @@ type Replica struct {
 }
 
 // Start starts a replica named name with extra environment (KEY=value,
-// after the cluster's) and waits until it listens.
+// after the cluster's) and waits until it listens. The replica is tied to
+// the test process: killed outright, the test leaves none running.
 func (c *Cluster) Start(name string, env ...string) *Replica {
 	c.t.Helper()
 	dir := filepath.Join(c.dir, name)
@@ -304,7 +306,7 @@ func (c *Cluster) Start(name string, env ...string) *Replica {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := tied.Start(cmd); err != nil {
 		c.t.Fatal(err)
 	}
 	r.cmd = cmd
@@ -820,7 +822,7 @@ func (r *RedisServer) Start() {
 	r.t.Helper()
 	cmd := exec.Command("redis-server", "--bind", "127.0.0.1", "--port", strconv.Itoa(r.Port),
 		"--save", "", "--appendonly", "no", "--dir", r.dir, "--daemonize", "no")
-	if err := cmd.Start(); err != nil {
+	if err := tied.Start(cmd); err != nil {
 		r.t.Fatal(err)
 	}
 	done := make(chan struct{})

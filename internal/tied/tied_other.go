@@ -1,0 +1,7 @@
+//go:build !linux
+
+package tied
+
+import "os/exec"
+
+func start(cmd *exec.Cmd) error { return cmd.Start() }
