@@ -10,7 +10,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startAgentchat, fakeFeishu, fakeModel, launch, guard, shot, json, WAIT, SLOW_ANSWER, SLOW_BEFORE_GATE,
+import { startAgentchat, fakeFeishu, fakeModel, launch, guard, shot, json, orExplain, WAIT, SLOW_ANSWER, SLOW_BEFORE_GATE,
   WORD_BY_WORD_ANSWER } from './lib.mjs';
 
 let server; // the offline model: tools, reasoning, confirmations
@@ -182,6 +182,7 @@ test('a confirmation started elsewhere shows up, and its card moves on live', as
   while (!seen.includes('tool.awaiting_input')) seen += new TextDecoder().decode((await reader.read()).value);
   await reader.cancel();
   const conversationId = res.headers.get('x-conversation-id');
+  const runId = res.headers.get('x-run-id');
 
   const item = page.locator('#pending .pending-item', { hasText: 'Send a Feishu message' });
   await item.waitFor();
@@ -192,7 +193,20 @@ test('a confirmation started elsewhere shows up, and its card moves on live', as
   await card.locator('.approval').waitFor();
   await shot(page, 'pending-elsewhere');
   await card.getByRole('button', { name: 'Approve' }).click();
-  await lastRun(page).locator('.tool[data-status="succeeded"]').waitFor();
+  // Timed out once in CI (beside go test -race), never since: if it comes
+  // back, the error says whether the server ran the tool (the page missed
+  // it) or is still waiting (the decision never arrived).
+  await orExplain(lastRun(page).locator('.tool[data-status="succeeded"]').waitFor(), async () => {
+    await shot(page, 'pending-elsewhere-stuck');
+    const { confirmations } = await json(server.url, server.token, '/v1/agent/confirmations');
+    return {
+      run: await json(server.url, server.token, `/v1/agent/runs/${runId}`),
+      confirmations: confirmations.filter((c) => c.runId === runId),
+      cards: await lastRun(page).locator('.tool').allInnerTexts(),
+      status: await page.locator('#status').innerText().catch(() => ''),
+      feishu: feishu.texts,
+    };
+  });
   await finished(page);
   assert.ok(feishu.texts.includes('from the API'));
   await page.locator('#pending-section').waitFor({ state: 'hidden' }); // nothing waits any more

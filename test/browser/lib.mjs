@@ -169,6 +169,26 @@ export function guard(page, allowed) {
   };
 }
 
+/**
+ * orExplain awaits wait and, if it fails, adds what explain() returns (the
+ * server's side of the story, say) to its error: a wait that times out
+ * once in CI then says which side stopped.
+ */
+export async function orExplain(wait, explain) {
+  try {
+    return await wait;
+  } catch (e) {
+    let more;
+    try {
+      more = await explain();
+    } catch (e2) {
+      more = `(explain failed: ${e2.message})`;
+    }
+    e.message += `\n${typeof more === 'string' ? more : JSON.stringify(more, null, 2)}`;
+    throw e;
+  }
+}
+
 export async function shot(page, name) {
   mkdirSync(SHOTS, { recursive: true });
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
