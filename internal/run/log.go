@@ -153,9 +153,8 @@ type logShard struct {
 }
 
 // flushWaiter is one Flush call's wait: done is closed once every shard has
-// written target (a Flush targets its thread's shard alone). The writer
-// closes it, once, when that is so, rather than waking every Flush on
-// every batch to look.
+// written target (a Flush targets its thread's shard alone). The writer closes it, once, when that is so, rather than
+// waking every Flush on every batch to look.
 type flushWaiter struct {
 	target [logShards]uint64
 	done   chan struct{}
@@ -200,17 +199,17 @@ func (l *eventLog) release() {
 // its target), and reports whether there are any.
 func (l *eventLog) hurriedShards(h *[logShards]bool) bool {
 	*h = [logShards]bool{}
-	found := false
+	any := false
 	l.waitMu.Lock()
 	for _, w := range l.waiters {
 		for i := range l.shards {
 			if w.target[i] > 0 && l.shards[i].written.Load() < w.target[i] {
-				h[i], found = true, true
+				h[i], any = true, true
 			}
 		}
 	}
 	l.waitMu.Unlock()
-	return found
+	return any
 }
 
 // forget removes w from the waits (its Flush stopped waiting).
@@ -480,8 +479,7 @@ func (l *eventLog) loop() {
 		// a reader or a run's end waits for. Runs end every few
 		// milliseconds under load, and each end used to write every
 		// stream's events, so most rows held one event where the linger
-		// packs five (docs/benchmarks.md, "The event log's Flush, per
-		// thread").
+		// packs five (docs/benchmarks.md, "seventeenth round").
 		full := l.held.Load() >= maxBatch || l.closed.Load()
 		if !full {
 			// The linger runs from the first event held after a whole
