@@ -241,11 +241,6 @@ func (x *execution) stamp(ev *event.Event) {
 	}
 }
 
-// flushLog waits until the run's events enqueued so far are in the log.
-func (x *execution) flushLog(ctx context.Context) error {
-	return x.s.evlog.Flush(ctx, x.run.ConversationID)
-}
-
 // AppendMessage stores a message of the run's conversation.
 func (x *execution) AppendMessage(ctx context.Context, m chat.Message) (chat.Message, error) {
 	if !x.started() {
@@ -310,7 +305,7 @@ func (x *execution) finish(o engine.Outcome) {
 	x.stamp(&end)
 	s.evlog.Enqueue(end, x)
 	now := end.Time
-	if !x.store("write run end", x.flushLog) {
+	if !x.store("write run end", s.evlog.Flush) {
 		x.mu.Unlock()
 		return
 	}
@@ -372,7 +367,7 @@ func (x *execution) pause(ctx context.Context, o engine.Outcome) {
 	x.requested = nil
 	// The log holds every event before the announcement first: seqs are
 	// written in order, and a retry of PauseRun knows its own by them.
-	if !x.store("flush before pause", x.flushLog) {
+	if !x.store("flush before pause", s.evlog.Flush) {
 		return
 	}
 	var refused error

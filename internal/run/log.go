@@ -20,8 +20,7 @@ import (
 // returns at once, and one writer goroutine commits batches (group commit).
 // A batch lingers a few milliseconds to gather the events of many streams,
 // since a commit's cost hardly depends on how many rows it carries; Flush
-// cuts the linger short for the shard of the thread whose log is needed
-// complete now, and only that shard.
+// cuts the linger short for whoever needs the log complete now.
 //
 // Every token of every stream passes through Enqueue, so it must not meet
 // the other streams on one lock: with a single queue, a thousand streams on
@@ -37,11 +36,10 @@ import (
 // Events of an execution that stopped acting for its run (it lost its lease:
 // another replica ends the run and writes those seqs) are dropped unwritten.
 type eventLog struct {
-	st     store.Store
-	log    *slog.Logger
-	limit  int64         // events held before Enqueue waits
-	linger time.Duration // linger, but in tests (newLingeringLog)
-	seed   maphash.Seed
+	st    store.Store
+	log   *slog.Logger
+	limit int64 // events held before Enqueue waits
+	seed  maphash.Seed
 
 	shards [logShards]logShard
 	held   atomic.Int64 // events enqueued and not yet taken by the writer
@@ -72,8 +70,7 @@ type eventLog struct {
 	// under mu, read without it.
 	down     atomic.Pointer[chan struct{}]
 	wake     chan struct{}
-	hurry    chan struct{} // a Flush is waiting, or poke was called: commit without lingering
-	poked    atomic.Bool   // poke was called since the writer last looked
+	hurry    chan struct{} // a Flush is waiting: commit without lingering
 	giveUp   chan struct{} // closed by GiveUp: stop retrying
 	giveOnce sync.Once
 	quit     context.Context // ends with giveUp: a write in flight is abandoned
@@ -153,7 +150,7 @@ type logShard struct {
 }
 
 // flushWaiter is one Flush call's wait: done is closed once every shard has
-// written target (a Flush targets its thread's shard alone). The writer closes it, once, when that is so, rather than
+// written target. The writer closes it, once, when that is so, rather than
 // waking every Flush on every batch to look.
 type flushWaiter struct {
 	target [logShards]uint64
@@ -193,23 +190,6 @@ func (l *eventLog) release() {
 	}
 	clear(l.met)
 	l.met = l.met[:0]
-}
-
-// hurriedShards sets in h the shards a Flush waits for (written short of
-// its target), and reports whether there are any.
-func (l *eventLog) hurriedShards(h *[logShards]bool) bool {
-	*h = [logShards]bool{}
-	any := false
-	l.waitMu.Lock()
-	for _, w := range l.waiters {
-		for i := range l.shards {
-			if w.target[i] > 0 && l.shards[i].written.Load() < w.target[i] {
-				h[i], any = true, true
-			}
-		}
-	}
-	l.waitMu.Unlock()
-	return any
 }
 
 // forget removes w from the waits (its Flush stopped waiting).
@@ -280,8 +260,7 @@ const (
 	// linger bounds how long an event waits for companions before its
 	// batch is committed. It delays only the log, never a client (events
 	// are published before they are written; an end, a pause and a reader
-	// that needs a thread's log complete Flush, cutting it short for that
-	// thread's shard). Long enough for
+	// that needs the log complete Flush, cutting it short). Long enough for
 	// a stream at 50 tokens/s to put ~5 deltas in a batch, which the store
 	// keeps as one row. It is also how much of the timeline a crash can
 	// lose (published, not yet written) and how long the log holds each
@@ -300,12 +279,7 @@ const (
 )
 
 func newEventLog(st store.Store, log *slog.Logger) *eventLog {
-	return newLingeringLog(st, log, linger)
-}
-
-// newLingeringLog is newEventLog with batches lingering d.
-func newLingeringLog(st store.Store, log *slog.Logger, d time.Duration) *eventLog {
-	l := &eventLog{st: st, log: log, limit: maxPending, linger: d, seed: maphash.MakeSeed(), wake: make(chan struct{}, 1), hurry: make(chan struct{}, 1),
+	l := &eventLog{st: st, log: log, limit: maxPending, seed: maphash.MakeSeed(), wake: make(chan struct{}, 1), hurry: make(chan struct{}, 1),
 		giveUp: make(chan struct{}), done: make(chan struct{})}
 	// The writer is one goroutine every event passes through: its pprof
 	// label gives its CPU in a profile, the store's writes it makes under
@@ -329,7 +303,7 @@ func (l *eventLog) Enqueue(ev event.Event, owner fencer) {
 	if l.held.Load() >= l.limit && !l.waitForRoom(owner) {
 		return
 	}
-	sh := &l.shards[l.shardOf(ev.Thread)]
+	sh := &l.shards[maphash.String(l.seed, ev.Thread)%logShards]
 	sh.mu.Lock()
 	b := sh.tail
 	if b == nil || b.n == logBlockLen {
@@ -377,7 +351,6 @@ func (l *eventLog) waitForRoom(owner fencer) bool {
 // the fenced owner's events (an owner was fenced).
 func (l *eventLog) poke() {
 	l.broadcast()
-	l.poked.Store(true)
 	signal(l.hurry)
 }
 
@@ -395,25 +368,17 @@ func signal(c chan struct{}) {
 	}
 }
 
-// shardOf is the shard holding thread's events.
-func (l *eventLog) shardOf(thread string) int {
-	return int(maphash.String(l.seed, thread) % logShards)
-}
-
-// Flush waits until every event of thread enqueued before the call is
-// written: what a reader of the thread's log, or a run ending or pausing
-// in it, needs. The writer then writes the shard holding thread at once and
-// leaves the others to their linger (loop). While the store is unavailable
-// it fails at once with store.ErrUnavailable (the events stay queued), so
-// that a request answers 503 rather than hanging.
-func (l *eventLog) Flush(ctx context.Context, thread string) error {
+// Flush waits until every event enqueued before the call is written. While
+// the store is unavailable it fails at once with store.ErrUnavailable (the
+// events stay queued), so that a request answers 503 rather than hanging.
+func (l *eventLog) Flush(ctx context.Context) error {
 	down := *l.down.Load() // before registering: an outage that begins later closes it
-	// Every Enqueue of thread that returned before this call counted its
-	// event in its shard's enqueued: this target covers them, without the
-	// shard's lock. The other shards' targets are 0, met already.
+	// Every Enqueue that returned before this call counted its event in
+	// enqueued: these targets cover them, without a shard's lock.
 	w := &flushWaiter{}
-	i := l.shardOf(thread)
-	w.target[i] = l.shards[i].enqueued.Load()
+	for i := range l.shards {
+		w.target[i] = l.shards[i].enqueued.Load()
+	}
 	if l.caughtUp(&w.target) {
 		return nil
 	}
@@ -456,11 +421,9 @@ type gathered struct {
 
 func (l *eventLog) loop() {
 	defer close(l.done)
-	timer := time.NewTimer(l.linger)
+	timer := time.NewTimer(linger)
 	timer.Stop()
-	lingering := false // the timer runs for the events held
 	var parts []gathered
-	var hurried [logShards]bool
 	for {
 		// held may dip below zero for a moment: the writer can take an
 		// event whose Enqueue has not counted it yet.
@@ -474,58 +437,15 @@ func (l *eventLog) loop() {
 			}
 			<-l.wake
 		}
-		// A Flush waiting makes the writer write its shard now, and only
-		// its shard: every stream's events linger their full time but those
-		// a reader or a run's end waits for. Runs end every few
-		// milliseconds under load, and each end used to write every
-		// stream's events, so most rows held one event where the linger
-		// packs five (docs/benchmarks.md, "seventeenth round").
-		full := l.held.Load() >= maxBatch || l.closed.Load()
-		if !full {
-			// The linger runs from the first event held after a whole
-			// batch, and its end is looked at before any Flush: Flushes
-			// every few milliseconds must not keep the other shards'
-			// events waiting past it.
-			if !lingering {
-				timer.Reset(l.linger)
-				lingering = true
-			}
+		if l.held.Load() < maxBatch && !l.closed.Load() {
+			timer.Reset(linger)
 			select {
 			case <-timer.C:
-				lingering, full = false, true
-			default:
-			}
-		}
-		if !full && !l.hurriedShards(&hurried) {
-		wait:
-			for {
-				select {
-				case <-timer.C:
-					lingering, full = false, true
-					break wait
-				case <-l.hurry:
-					if l.hurriedShards(&hurried) {
-						break wait
-					}
-					if l.poked.Swap(false) || l.closed.Load() {
-						// An owner fenced: everything is written now, its
-						// events dropped.
-						full = true
-						break wait
-					}
-					// The Flush that hurried was met by a batch meanwhile.
-				}
-			}
-		}
-		if full {
-			if lingering {
+			case <-l.hurry:
 				timer.Stop()
-				lingering = false
 			}
-			parts = l.take(parts[:0], nil)
-		} else {
-			parts = l.take(parts[:0], &hurried)
 		}
+		parts = l.take(parts[:0])
 		n := len(l.evs)
 		if n == 0 {
 			if l.closed.Load() && l.held.Load() <= 0 {
@@ -555,10 +475,9 @@ func (l *eventLog) loop() {
 }
 
 // take gathers up to maxBatch queued events into l.evs and l.owners, in
-// order within each shard, and hands their blocks back: from every shard,
-// or from those only set in only.
-func (l *eventLog) take(parts []gathered, only *[logShards]bool) []gathered {
-	parts = l.gather(parts, only)
+// order within each shard, and hands their blocks back.
+func (l *eventLog) take(parts []gathered) []gathered {
+	parts = l.gather(parts)
 	for k := range parts {
 		for b := parts[k].head; b != nil; b = b.next {
 			for i := range b.e[:b.n] {
@@ -573,17 +492,13 @@ func (l *eventLog) take(parts []gathered, only *[logShards]bool) []gathered {
 }
 
 // gather takes up to maxBatch queued events, shard by shard, a whole block
-// at a time, from the shards set in only (all when nil). The blocks are
-// unlinked under the shard's lock and read after it is let go, so that
-// enqueuers never wait for a copy; a block being filled is taken too, and
-// the shard's next event starts a new one.
-func (l *eventLog) gather(parts []gathered, only *[logShards]bool) []gathered {
+// at a time. The blocks are unlinked under the shard's lock and read after
+// it is let go, so that enqueuers never wait for a copy; a block being
+// filled is taken too, and the shard's next event starts a new one.
+func (l *eventLog) gather(parts []gathered) []gathered {
 	room := maxBatch
 	for k := range logShards {
 		i := (l.from + k) % logShards
-		if only != nil && !only[i] {
-			continue
-		}
 		sh := &l.shards[i]
 		sh.mu.Lock()
 		n := 0

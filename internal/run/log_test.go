@@ -7,32 +7,25 @@ import (
 	"hash/maphash"
 	"io"
 	"log/slog"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/agentchat/agentchat/internal/event"
 	"github.com/agentchat/agentchat/internal/store"
 )
 
 // appendRecorder is a store that keeps what AppendEvents is given; gate,
-// when set, holds each write until the test reads from it, and arrived,
-// when set, is given each write's events as it reaches the gate.
+// when set, holds each write until the test reads from it.
 type appendRecorder struct {
 	store.Store
-	mu      sync.Mutex
-	got     []event.Event
-	gate    chan struct{}
-	arrived chan []event.Event
+	mu   sync.Mutex
+	got  []event.Event
+	gate chan struct{}
 }
 
 func (r *appendRecorder) AppendEvents(ctx context.Context, evs []event.Event) error {
-	if r.arrived != nil {
-		r.arrived <- slices.Clone(evs)
-	}
 	if r.gate != nil {
 		select {
 		case <-r.gate:
@@ -69,7 +62,9 @@ func TestEventLogKeepsEachThreadsOrder(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	l.Close(context.Background()) // writes what is pending
+	if err := l.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	wroteOnceInOrder(t, rec.events(), threads*perThread)
 }
 
@@ -88,7 +83,9 @@ func TestEventLogBacklogPastABatch(t *testing.T) {
 		}
 	}
 	close(rec.gate)
-	l.Close(context.Background()) // writes what is pending
+	if err := l.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	wroteOnceInOrder(t, rec.events(), threads*perThread)
 }
 
@@ -108,9 +105,9 @@ func wroteOnceInOrder(t *testing.T, got []event.Event, want int) {
 	}
 }
 
-// TestEventLogFlushWaitsForItsEvents holds the store's write: a Flush of a
-// thread after its Enqueues must not return before they are written, for
-// each of several threads in whatever shards they went to.
+// TestEventLogFlushWaitsForItsEvents holds the store's write: a Flush after
+// an Enqueue must not return before that event is written, whatever shard
+// it went to.
 func TestEventLogFlushWaitsForItsEvents(t *testing.T) {
 	rec := &appendRecorder{gate: make(chan struct{})}
 	l := newEventLog(rec, slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -119,121 +116,20 @@ func TestEventLogFlushWaitsForItsEvents(t *testing.T) {
 		l.Close(context.Background())
 	}()
 	for i := range 8 {
-		for seq := range int64(3) {
-			l.Enqueue(event.Event{Thread: fmt.Sprint("c", i), Seq: seq + 1}, nil)
-		}
+		l.Enqueue(event.Event{Thread: fmt.Sprint("c", i), Seq: 1}, nil)
 	}
-	for i := range 8 {
-		thread := fmt.Sprint("c", i)
-		flushed := make(chan error, 1)
-		go func() { flushed <- l.Flush(context.Background(), thread) }()
-	wait:
-		for {
-			select {
-			case err := <-flushed:
-				n := 0
-				for _, ev := range rec.events() {
-					if ev.Thread == thread {
-						n++
-					}
-				}
-				if n != 3 || err != nil {
-					t.Fatalf("Flush(%s) returned (%v) with %d of its 3 events written", thread, err, n)
-				}
-				break wait
-			case rec.gate <- struct{}{}: // let one write through
+	flushed := make(chan error, 1)
+	go func() { flushed <- l.Flush(context.Background()) }()
+	for {
+		select {
+		case err := <-flushed:
+			if n := len(rec.events()); n != 8 || err != nil {
+				t.Fatalf("Flush returned (%v) with %d of 8 events written", err, n)
 			}
-		}
-	}
-}
-
-// TestEventLogLingerEndsUnderFlushes: runs ending one after another, each
-// Flush hurrying the writer for its shard, must not hold another shard's
-// events past their linger. Each batch is held at the store until a Flush
-// of another shard waits behind it, so the writer finds one whenever it
-// looks; the linger is a nanosecond, over by then. The streaming thread's
-// event must be taken within a few batches.
-func TestEventLogLingerEndsUnderFlushes(t *testing.T) {
-	rec := &appendRecorder{gate: make(chan struct{}), arrived: make(chan []event.Event)}
-	l := newLingeringLog(rec, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Nanosecond)
-	const streaming = "streaming"
-	var ending []string
-	for i := 0; len(ending) < 8; i++ {
-		if th := fmt.Sprint("c", i); l.shardOf(th) != l.shardOf(streaming) {
-			ending = append(ending, th)
-		}
-	}
-	defer func() {
-		close(rec.gate)
-		go func() { // the batches left, until Close returns
-			for range rec.arrived {
-			}
-		}()
-		l.Close(context.Background())
-		close(rec.arrived)
-	}()
-	// flushBehind starts a Flush of th, and returns once it waits beside
-	// the one whose batch is held.
-	flushBehind := func(th string) {
-		l.Enqueue(event.Event{Thread: th, Seq: 1}, nil)
-		go l.Flush(context.Background(), th)
-		for range 1_000_000 { // bounded: a Flush registers at once
-			if waits(l) == 2 {
-				return
-			}
-			runtime.Gosched()
-		}
-		t.Fatalf("the Flush of %s never waited", th)
-	}
-	l.Enqueue(event.Event{Thread: ending[0], Seq: 1}, nil)
-	go l.Flush(context.Background(), ending[0])
-	<-rec.arrived // the first batch, held
-	l.Enqueue(event.Event{Thread: streaming, Seq: 1}, nil)
-	for _, th := range ending[1:] {
-		flushBehind(th)
-		rec.gate <- struct{}{} // the held batch is written; the writer looks again
-		if batch := <-rec.arrived; slices.ContainsFunc(batch, func(ev event.Event) bool { return ev.Thread == streaming }) {
 			return
+		case rec.gate <- struct{}{}: // let one write through
 		}
 	}
-	t.Fatalf("%d batches, each taken with a Flush of another shard waiting, left %s's event held past its linger", len(ending)-1, streaming)
-}
-
-// TestEventLogFlushLeavesOtherShardsLingering: a Flush of one thread writes
-// its shard's events and leaves another shard's to their linger, so that
-// runs ending one after another do not cut every stream's batch short. The
-// linger is an hour here: whatever the machine's pace, the other thread's
-// events can only have been written by that Flush.
-func TestEventLogFlushLeavesOtherShardsLingering(t *testing.T) {
-	rec := &appendRecorder{}
-	l := newLingeringLog(rec, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour)
-	ending, streaming := "", ""
-	for i := 0; streaming == ""; i++ {
-		th := fmt.Sprint("c", i)
-		switch {
-		case ending == "":
-			ending = th
-		case l.shardOf(th) != l.shardOf(ending):
-			streaming = th
-		}
-	}
-	for seq := range int64(5) {
-		l.Enqueue(event.Event{Thread: streaming, Seq: seq + 1}, nil)
-		l.Enqueue(event.Event{Thread: ending, Seq: seq + 1}, nil)
-	}
-	if err := l.Flush(context.Background(), ending); err != nil {
-		t.Fatal(err)
-	}
-	for _, ev := range rec.events() {
-		if ev.Thread == streaming {
-			t.Fatalf("Flush(%s) also wrote %s's events, in another shard", ending, streaming)
-		}
-	}
-	if n := len(rec.events()); n != 5 {
-		t.Fatalf("Flush(%s) wrote %d events, want its 5", ending, n)
-	}
-	l.Close(context.Background()) // writes what lingers
-	wroteOnceInOrder(t, rec.events(), 10)
 }
 
 // TestEventLogManyFlushers has many runs enqueue and Flush at once, over
@@ -251,7 +147,7 @@ func TestEventLogManyFlushers(t *testing.T) {
 			for round := range rounds {
 				seq := int64(round + 1)
 				l.Enqueue(event.Event{Thread: thread, Seq: seq}, nil)
-				if err := l.Flush(context.Background(), thread); err != nil {
+				if err := l.Flush(context.Background()); err != nil {
 					t.Error(err)
 					return
 				}
@@ -289,7 +185,7 @@ func TestEventLogFlushGivesUpWithTheLog(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range flushers {
 		l.Enqueue(event.Event{Thread: fmt.Sprint("c", i), Seq: 1}, nil)
-		wg.Go(func() { errs <- l.Flush(context.Background(), fmt.Sprint("c", i)) })
+		wg.Go(func() { errs <- l.Flush(context.Background()) })
 		if i == flushers/2 {
 			wg.Go(l.GiveUp)
 		}
@@ -316,14 +212,14 @@ func TestEventLogFlushGivenUpByItsCaller(t *testing.T) {
 	l.Enqueue(event.Event{Thread: "c", Seq: 1}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := l.Flush(ctx, "c"); !errors.Is(err, context.Canceled) {
+	if err := l.Flush(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Flush = %v, want %v", err, context.Canceled)
 	}
 	if n := waits(l); n != 0 {
 		t.Fatalf("the shards hold %d waits after the Flush returned", n)
 	}
 	flushed := make(chan error, 1)
-	go func() { flushed <- l.Flush(context.Background(), "c") }()
+	go func() { flushed <- l.Flush(context.Background()) }()
 	rec.gate <- struct{}{}
 	if err := <-flushed; err != nil || len(rec.events()) != 1 {
 		t.Fatalf("Flush = %v with %d of 1 events written", err, len(rec.events()))
@@ -344,7 +240,7 @@ func BenchmarkEventLogFlush(b *testing.B) {
 		for pb.Next() {
 			seq++
 			l.Enqueue(event.Event{Thread: thread, Seq: seq}, nil)
-			if err := l.Flush(context.Background(), thread); err != nil {
+			if err := l.Flush(context.Background()); err != nil {
 				b.Error(err)
 				return
 			}
@@ -421,14 +317,14 @@ func TestEventLogGatherTakesTurns(t *testing.T) {
 	}
 	enqueue(busy, maxBatch, 1)
 	enqueue(quiet, 10, 1)
-	l.take(nil, nil)
+	l.take(nil)
 	first := l.evs
 	if len(first) > maxBatch || len(first) < maxBatch-logBlockLen || first[0].Thread != busy {
 		t.Fatalf("first batch: %d events starting with %q, want the busy thread's %d, to a block", len(first), first[0].Thread, maxBatch)
 	}
 	l.evs, l.owners = nil, nil
 	enqueue(busy, maxBatch, maxBatch+1) // still busy: more than a batch again
-	l.take(nil, nil)
+	l.take(nil)
 	got := 0
 	for _, e := range l.evs {
 		if e.Thread == quiet {
@@ -459,7 +355,7 @@ func TestEventLogQueueHoldsWhatIsQueued(t *testing.T) {
 	if blocks != 11 {
 		t.Fatalf("%d events queued in %d blocks, want 11 of %d", n, blocks, logBlockLen)
 	}
-	l.take(nil, nil)
+	l.take(nil)
 	if len(l.evs) != n || len(l.owners) != n {
 		t.Fatalf("took %d events and %d owners, want %d", len(l.evs), len(l.owners), n)
 	}
@@ -513,7 +409,7 @@ func TestEventLogGivesBackABurstsArrays(t *testing.T) {
 		l.Enqueue(event.Event{Thread: "c", Seq: seq}, nil)
 	}
 	close(rec.gate) // every write passes from now on
-	if err := l.Flush(context.Background(), "c"); err != nil {
+	if err := l.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	// Two windows for the burst to leave the writer's record, and two
@@ -521,7 +417,7 @@ func TestEventLogGivesBackABurstsArrays(t *testing.T) {
 	for range 2*fitWindow + 2 {
 		seq++
 		l.Enqueue(event.Event{Thread: "c", Seq: seq}, nil)
-		if err := l.Flush(context.Background(), "c"); err != nil {
+		if err := l.Flush(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -239,7 +239,7 @@ func (s *Service) waitAgain(ctx context.Context, r chat.Run, last int64) error {
 // The execution's span joins the run's trace, linking cause.
 func (s *Service) claimRun(ctx context.Context, r chat.Run, confirmationID string, cause telemetry.Cause) *execution {
 	log := s.runLog(r)
-	if err := s.evlog.Flush(ctx, r.ConversationID); err != nil {
+	if err := s.evlog.Flush(ctx); err != nil {
 		return nil
 	}
 	t, err := s.term(ctx)

@@ -760,7 +760,7 @@ func (s *Service) messages(ctx context.Context, sc chat.Scope, conv string) ([]c
 // are in the log, so a client that loads stored state and then follows the
 // thread from there misses nothing written here.
 func (s *Service) LastSeq(ctx context.Context, sc chat.Scope, thread string) (int64, error) {
-	if err := s.evlog.Flush(ctx, thread); err != nil {
+	if err := s.evlog.Flush(ctx); err != nil {
 		return 0, err
 	}
 	return s.st.LastSeq(ctx, sc.Tenant, thread)
@@ -786,7 +786,7 @@ func (s *Service) Timeline(ctx context.Context, sc chat.Scope, runID string) (ch
 	if err != nil {
 		return chat.Run{}, nil, err
 	}
-	if err := s.evlog.Flush(ctx, r.ConversationID); err != nil {
+	if err := s.evlog.Flush(ctx); err != nil {
 		return chat.Run{}, nil, err
 	}
 	evs, err := s.st.ListEvents(ctx, sc, store.ListEventsParams{Thread: r.ConversationID, RunID: r.ID})

@@ -147,7 +147,7 @@ func (s *Service) Follow(ctx context.Context, sc chat.Scope, thread, runID strin
 		return nil, err
 	}
 	st := &Stream{s: s, sc: sc, thread: thread, runID: runID, q: q, last: after, ended: ended, queued: queued}
-	if err := s.evlog.Flush(ctx, thread); err != nil {
+	if err := s.evlog.Flush(ctx); err != nil {
 		st.Close()
 		return nil, err
 	}
@@ -274,7 +274,7 @@ var errGap = errors.New("events are missing from the log")
 func (st *Stream) fill(ctx context.Context, until int64) ([]event.Event, error) {
 	wait := 5 * time.Millisecond
 	for attempt := 0; ; attempt++ {
-		if err := st.s.evlog.Flush(ctx, st.thread); err != nil {
+		if err := st.s.evlog.Flush(ctx); err != nil {
 			return nil, err
 		}
 		evs, err := st.s.st.ListEvents(ctx, st.sc, store.ListEventsParams{Thread: st.thread, AfterSeq: st.last, UntilSeq: until})
