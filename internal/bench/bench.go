@@ -309,17 +309,15 @@ func run(ctx context.Context, cfg Config) (Result, error) {
 	if err := <-profiled; err != nil {
 		return res, fmt.Errorf("profiles: %w", err)
 	}
-	cpu1 := 0.0
+	cpu1, err := serversCPU(servers)
+	if err != nil {
+		return res, err
+	}
 	for i, s := range servers {
-		ms, err := s.proc.cpuMS()
-		if err != nil {
-			return res, err
-		}
 		_, hwm, err := s.proc.memory()
 		if err != nil {
 			return res, err
 		}
-		cpu1 += ms
 		peak[i] = max(peak[i], hwm)
 		res.PeakRSSMiB += float64(peak[i]) / 1024
 		res.KiBPerActive += float64(peak[i]-s.idleRSS) / float64(cfg.Streams)
