@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// The page caches are bounded as Open says: 4 MiB for the write
+// The page caches are bounded as Open says: 16 MiB for the write
 // connection, 2 MiB for each read connection (cache_size in KiB when
 // negative), 256 KiB for the checkpointer's, so their sum is known from the
 // number of connections.
@@ -21,7 +21,7 @@ func TestPageCacheSizes(t *testing.T) {
 		name string
 		db   *sql.DB
 		want int64
-	}{{"write", s.write, -4096}, {"read", s.read, -2048}, {"checkpoint", s.ckpt.db, -256}} {
+	}{{"write", s.write, -16384}, {"read", s.read, -2048}, {"checkpoint", s.ckpt.db, -256}} {
 		// Hold every connection of the pool, so that each is asked once.
 		n := p.db.Stats().MaxOpenConnections
 		for i := range n {

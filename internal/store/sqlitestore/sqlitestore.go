@@ -58,34 +58,34 @@ func open(ctx context.Context, path string, wal walPolicy) (*Store, error) {
 			return nil, err
 		}
 	}
-	// The write connection's page cache is 4 MiB. What its writes touch
-	// again and again mostly fits in it: the tails of the event log's rows
-	// and of its (thread, seq) index for the running threads, the newest
-	// rows of runs, messages and conversations and of their indexes. A
-	// larger cache costs CPU at every commit while the database is under
-	// 1 GiB: SQLite's B-tree balance renumbers pages through the lock-byte
-	// page (page 262145 at 4 KiB pages) as a temporary key, which leaves
-	// the cache's greatest key there, so each commit's truncate to the
-	// database's size walks the whole cache. With 16 MiB that was ~1.7 % of
-	// the server's CPU in a soak and kept the writer 10 points busier at
-	// 3000 streams, where 4 MiB reads a third more pages from the file
-	// (a few milliseconds of a run), and 16 MiB held ~22 MiB more memory
-	// (docs/benchmarks.md, "eighteenth round: the writer's page cache").
-	// Each read connection gets 2 MiB: every read after another
-	// connection's commit starts from an emptied cache (WAL mode resets a
-	// connection's cache when the database has changed), so under load a
-	// reader holds little more than one query's pages, and when writes stop
-	// its cache would otherwise keep filling, up to 16 MiB per reader, with
-	// every page read. So the caches are bounded by 4 MiB + 2 MiB per reader
-	// (and the checkpointer's 256 KiB, checkpoint.go), reached early
-	// (docs/benchmarks.md, "the soak's RSS"). Temporary tables and sorts
-	// stay in memory too: a temporary file is a file descriptor, which a
-	// busy process may not have to spare. The WAL is checkpointed off the
-	// write connection's turn (checkpoint.go), so no connection checkpoints
-	// on commit (wal_autocheckpoint(0)).
+	// The write connection's 16 MiB page cache keeps the event log's index
+	// pages in memory under load; it fills within the first minute of
+	// steady load (the database grows by about a MiB a second at 200
+	// streams) and stays full. Its size has a cost SQLite adds at every
+	// commit while the database is under 1 GiB: the B-tree balance
+	// renumbers pages through the lock-byte page (page 262145 at 4 KiB
+	// pages) as a temporary key, which leaves the cache's greatest key
+	// there, so each commit's truncate to the database's size walks the
+	// whole cache (~1.7 % of the server's CPU in a soak). A 4 MiB cache
+	// saved that and ~22 MiB, but let the soak's anonymous memory grow by
+	// ~0.4 MiB a minute, so it is not taken yet (docs/benchmarks.md,
+	// "eighteenth round: the writer's page cache"). Each read connection
+	// gets 2 MiB: every read
+	// after another connection's commit starts from an emptied cache (WAL
+	// mode resets a connection's cache when the database has changed), so
+	// under load a reader holds little more than one query's pages, and
+	// when writes stop its cache would otherwise keep filling, up to 16 MiB
+	// per reader, with every page read. So the caches are bounded by
+	// 16 MiB + 2 MiB per reader (and the checkpointer's 256 KiB,
+	// checkpoint.go), reached early (docs/benchmarks.md, "the
+	// soak's RSS"). Temporary tables and sorts stay in memory too:
+	// a temporary file is a file descriptor, which a busy process may not
+	// have to spare. The WAL is checkpointed off the write connection's
+	// turn (checkpoint.go), so no connection checkpoints on commit
+	// (wal_autocheckpoint(0)).
 	pragmas := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_pragma=temp_store(MEMORY)&_pragma=wal_autocheckpoint(0)"
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + pragmas
-	write, err := sql.Open("sqlite", dsn+"&_pragma=cache_size(-4096)&_txlock=immediate")
+	write, err := sql.Open("sqlite", dsn+"&_pragma=cache_size(-16384)&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}
