@@ -393,6 +393,18 @@ func (r *Replica) problems(n int) string {
 	return strings.Join(out, "\n")
 }
 
+// Grep is the replica's log lines that contain s (a run's id, say): what
+// it logged of one run or request among every other.
+func (r *Replica) Grep(s string) string {
+	var out []string
+	for _, line := range strings.Split(r.Log(), "\n") {
+		if strings.Contains(line, s) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
 func (r *Replica) tail(n int) string {
 	lines := strings.Split(strings.TrimRight(r.Log(), "\n"), "\n")
 	if len(lines) > n {
