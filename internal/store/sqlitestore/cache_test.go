@@ -4,6 +4,10 @@ import (
 	"database/sql"
 	"path/filepath"
 	"testing"
+	"unsafe"
+
+	"modernc.org/libc"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // The page caches are bounded as Open says: 16 MiB for the write
@@ -38,5 +42,38 @@ func TestPageCacheSizes(t *testing.T) {
 				t.Errorf("%s connection %d of %d: cache_size %d, want %d", p.name, i+1, n, got, p.want)
 			}
 		}
+	}
+}
+
+// The page caches take their pages from the process's pool (pagepool.go):
+// it was given before SQLite started, and a store's pages come from it.
+func TestPagePool(t *testing.T) {
+	t.Parallel()
+	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "agentchat.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if pagePool.err != nil {
+		t.Fatalf("the page pool was not set up: %v", pagePool.err)
+	}
+	if want := poolCacheKiB * 1024 / pageSize; pagePool.slots != want || pagePool.size <= pageSize {
+		t.Fatalf("the pool has %d slots of %d bytes, want %d of more than %d", pagePool.slots, pagePool.size, want, pageSize)
+	}
+	if _, err := s.write.ExecContext(t.Context(), `CREATE TABLE pooled (v BLOB)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.write.ExecContext(t.Context(), `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 50) INSERT INTO pooled SELECT randomblob(1000) FROM n`); err != nil {
+		t.Fatal(err)
+	}
+	tls := libc.NewTLS()
+	defer tls.Close()
+	cur := tls.Alloc(16)
+	defer tls.Free(16)
+	if rc := sqlite3.Xsqlite3_status64(tls, sqlite3.SQLITE_STATUS_PAGECACHE_USED, cur, cur+8, 0); rc != sqlite3.SQLITE_OK {
+		t.Fatalf("sqlite3_status64: %d", rc)
+	}
+	if used := *(*int64)(unsafe.Add(nil, cur)); used <= 0 {
+		t.Fatalf("%d pages of the pool in use after writes, want some", used)
 	}
 }

@@ -58,6 +58,11 @@ func open(ctx context.Context, path string, wal walPolicy) (*Store, error) {
 			return nil, err
 		}
 	}
+	// SQLite's page caches take their pages from one pool (pagepool.go),
+	// which must be given before the process's first connection. Without
+	// it the caches work the same, page by page at twice the memory, so a
+	// pool SQLite refused is not a reason to fail the open.
+	_ = setupPagePool()
 	// The write connection's 16 MiB page cache keeps the event log's index
 	// pages in memory under load; it fills within the first minute of
 	// steady load (the database grows by about a MiB a second at 200
@@ -67,25 +72,26 @@ func open(ctx context.Context, path string, wal walPolicy) (*Store, error) {
 	// pages) as a temporary key, which leaves the cache's greatest key
 	// there, so each commit's truncate to the database's size walks the
 	// whole cache (~1.7 % of the server's CPU in a soak). A 4 MiB cache
-	// saved that and ~22 MiB, but let the soak's anonymous memory grow by
-	// ~0.4 MiB a minute, so it is not taken yet (docs/benchmarks.md,
-	// "eighteenth round: the writer's page cache"). Each read connection
-	// gets 2 MiB: every read
-	// after another connection's commit starts from an emptied cache (WAL
-	// mode resets a connection's cache when the database has changed), so
-	// under load a reader holds little more than one query's pages, and
-	// when writes stop its cache would otherwise keep filling, up to 16 MiB
-	// per reader, with every page read. So the caches are bounded by
-	// 16 MiB + 2 MiB per reader (and the checkpointer's 256 KiB,
-	// checkpoint.go), reached early (docs/benchmarks.md, "the
-	// soak's RSS"). Temporary tables and sorts stay in memory too:
+	// saved that and, before the page pool, ~22 MiB, but let the soak's
+	// anonymous memory grow by ~0.4 MiB a minute: the allocator's slots
+	// touched for the first time, up to what it had mapped, which the pool
+	// now takes at the start (docs/benchmarks.md, "eighteenth round: the
+	// writer's page cache" and "nineteenth round"). Each read connection
+	// gets 2 MiB: every read after another connection's commit starts from
+	// an emptied cache (WAL mode resets a connection's cache when the
+	// database has changed), so under load a reader holds little more than
+	// one query's pages, and when writes stop its cache would otherwise
+	// keep filling, up to 16 MiB per reader, with every page read. So the
+	// caches are bounded by 16 MiB + 2 MiB per reader (and the
+	// checkpointer's 256 KiB, checkpoint.go), reached early
+	// (docs/benchmarks.md, "the soak's RSS"). Temporary tables and sorts stay in memory too:
 	// a temporary file is a file descriptor, which a busy process may not
 	// have to spare. The WAL is checkpointed off the write connection's
 	// turn (checkpoint.go), so no connection checkpoints on commit
 	// (wal_autocheckpoint(0)).
 	pragmas := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_pragma=temp_store(MEMORY)&_pragma=wal_autocheckpoint(0)"
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + pragmas
-	write, err := sql.Open("sqlite", dsn+"&_pragma=cache_size(-16384)&_txlock=immediate")
+	write, err := sql.Open("sqlite", dsn+"&_pragma=cache_size(-"+strconv.Itoa(writeCacheKiB)+")&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}
@@ -98,7 +104,7 @@ func open(ctx context.Context, path string, wal walPolicy) (*Store, error) {
 		write.Close()
 		return nil, err
 	}
-	read, err := sql.Open("sqlite", dsn+"&_pragma=cache_size(-2048)&mode=ro")
+	read, err := sql.Open("sqlite", dsn+"&_pragma=cache_size(-"+strconv.Itoa(readCacheKiB)+")&mode=ro")
 	if err != nil {
 		write.Close()
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
