@@ -31,13 +31,14 @@ const poolCacheKiB = writeCacheKiB + 2*readCacheKiB + checkpointCacheKiB
 //
 // Without it, each cached page (4 KiB of content and ~300 bytes of
 // headers) is a malloc of its own, and modernc's allocator rounds every
-// allocation up to a power of two: 8 KiB a page. The write connection's
-// 16 MiB cache took 40 MB of anonymous memory once full (the diagnostic of
-// docs/benchmarks.md, "nineteenth round"), filling while load ran, so the
-// bench counted it as the streams' memory. Pooled, a page takes its size,
-// and the pool's memory is taken (and touched: SQLite threads its free
-// list through every slot) when the first store opens, so it is flat from
-// then on.
+// allocation up to a power of two: 8 KiB a page. With the write
+// connection's 16 MiB cache full, SQLite's allocations had 40.9 MB mapped
+// and ~33 MB resident (docs/benchmarks.md, "nineteenth round"), filling
+// while load ran and creeping for minutes after, as slots were touched for
+// the first time. Pooled, a page takes its size, and the pool's memory is
+// taken (and touched: SQLite threads its free list through every slot)
+// when the first store opens, so it is flat from then on: an idle server
+// holds ~23 MB more, a loaded one ~9 MB less.
 var pagePool struct {
 	once  sync.Once
 	err   error
