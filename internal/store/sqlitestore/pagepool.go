@@ -37,8 +37,8 @@ const poolCacheKiB = writeCacheKiB + 2*readCacheKiB + checkpointCacheKiB
 // while load ran and creeping for minutes after, as slots were touched for
 // the first time. Pooled, a page takes its size, and the pool's memory is
 // taken (and touched: SQLite threads its free list through every slot)
-// when the first store opens, so it is flat from then on: an idle server
-// holds ~23 MB more, a loaded one ~9 MB less.
+// when the first store opens, so it is flat from then on: a freshly
+// started server holds ~16 MiB more, one under load ~9 MiB less.
 var pagePool struct {
 	once  sync.Once
 	err   error
