@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"sync"
 	"time"
 )
@@ -104,7 +103,7 @@ func openCheckpointer(ctx context.Context, dsn, path string, wal walPolicy) (*ch
 	// A checkpoint copies frames through a buffer of its own, not the page
 	// cache: this connection needs one of a few pages, and keeps it small
 	// for the RSS.
-	db, err := sql.Open("sqlite", dsn+"&_pragma=cache_size(-"+strconv.Itoa(checkpointCacheKiB)+")")
+	db, err := sql.Open("sqlite", dsn+cacheSize(checkpointCacheKiB))
 	if err != nil {
 		return nil, err
 	}

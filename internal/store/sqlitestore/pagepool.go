@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"fmt"
+	"strconv"
 	"sync"
 	"unsafe"
 
@@ -10,12 +11,18 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// The page caches' sizes, in KiB (Open says why each is what it is).
+// The page caches' sizes, in KiB (open says why each is what it is).
 const (
 	writeCacheKiB      = 16384
 	readCacheKiB       = 2048
 	checkpointCacheKiB = 256
 )
+
+// cacheSize is the DSN parameter that gives a connection a page cache of
+// kib KiB (a negative cache_size is in KiB, a positive one in pages).
+func cacheSize(kib int) string {
+	return "&_pragma=cache_size(-" + strconv.Itoa(kib) + ")"
+}
 
 // pageSize is the databases' page size (SQLite's default, never changed).
 const pageSize = 4096
@@ -49,8 +56,8 @@ var pagePool struct {
 // setupPagePool gives SQLite its page pool, once per process. It must run
 // before SQLite's first connection: after that SQLite refuses the setting
 // (SQLITE_MISUSE), and the caches go on allocating page by page, which
-// costs memory, not correctness; setupPagePool then reports it.
-func setupPagePool() error {
+// costs memory, not correctness; pagePool.err then says why.
+func setupPagePool() {
 	pagePool.once.Do(func() {
 		tls := libc.NewTLS()
 		defer tls.Close()
@@ -82,5 +89,4 @@ func setupPagePool() error {
 		}
 		pagePool.slots, pagePool.size = slots, size
 	})
-	return pagePool.err
 }

@@ -62,7 +62,7 @@ func open(ctx context.Context, path string, wal walPolicy) (*Store, error) {
 	// which must be given before the process's first connection. Without
 	// it the caches work the same, page by page at twice the memory, so a
 	// pool SQLite refused is not a reason to fail the open.
-	_ = setupPagePool()
+	setupPagePool()
 	// The write connection's 16 MiB page cache keeps the event log's index
 	// pages in memory under load; it fills within the first minute of
 	// steady load (the database grows by about a MiB a second at 200
@@ -84,14 +84,14 @@ func open(ctx context.Context, path string, wal walPolicy) (*Store, error) {
 	// keep filling, up to 16 MiB per reader, with every page read. So the
 	// caches are bounded by 16 MiB + 2 MiB per reader (and the
 	// checkpointer's 256 KiB, checkpoint.go), reached early
-	// (docs/benchmarks.md, "the soak's RSS"). Temporary tables and sorts stay in memory too:
-	// a temporary file is a file descriptor, which a busy process may not
-	// have to spare. The WAL is checkpointed off the write connection's
+	// (docs/benchmarks.md, "the soak's RSS"). Temporary tables and sorts
+	// stay in memory too: a temporary file is a file descriptor, which a
+	// busy process may not have to spare. The WAL is checkpointed off the write connection's
 	// turn (checkpoint.go), so no connection checkpoints on commit
 	// (wal_autocheckpoint(0)).
 	pragmas := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_pragma=temp_store(MEMORY)&_pragma=wal_autocheckpoint(0)"
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + pragmas
-	write, err := sql.Open("sqlite", dsn+"&_pragma=cache_size(-"+strconv.Itoa(writeCacheKiB)+")&_txlock=immediate")
+	write, err := sql.Open("sqlite", dsn+cacheSize(writeCacheKiB)+"&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}
@@ -104,7 +104,7 @@ func open(ctx context.Context, path string, wal walPolicy) (*Store, error) {
 		write.Close()
 		return nil, err
 	}
-	read, err := sql.Open("sqlite", dsn+"&_pragma=cache_size(-"+strconv.Itoa(readCacheKiB)+")&mode=ro")
+	read, err := sql.Open("sqlite", dsn+cacheSize(readCacheKiB)+"&mode=ro")
 	if err != nil {
 		write.Close()
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
